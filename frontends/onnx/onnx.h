@@ -1,0 +1,83 @@
+/* frontends/onnx: reads an ONNX ModelProto (protobuf-c, schema in onnx.proto) into the graph IR.
+ *
+ * import.c reads and checks the model (also external data files beside it, never outside the model's
+ * folder), turns initializers and Constant nodes into constant Values, then converts nodes in order: each
+ * ONNX op type has a converter (one table per op family, convert_*.c, listed in families.def) that maps the
+ * node onto registered graph ops, normalising every opset's attributes and inputs (Split's `split` as
+ * attribute before opset 13 and as input after, and so on). Converters never compute tensor data; they emit
+ * graph nodes whose types are inferred on the spot. Unknown ops are collected and reported all at once:
+ *   model.onnx: unsupported op 'Foo' (opset 13) at node 'n1'; unsupported op 'Bar' (opset 13) at node 'n7' */
+#ifndef MLC_ONNX_H
+#define MLC_ONNX_H
+#include "ir/ir.h"
+
+typedef struct OnnxInputShape {
+  const char *name;
+  int ndim;
+  int64_t dims[MLC_MAX_DIMS];
+} OnnxInputShape;
+
+typedef struct OnnxImportOptions {
+  int ninput_shapes; /* --input-shapes name:[1,3,224,224] fixes dynamic dims */
+  const OnnxInputShape *input_shapes;
+} OnnxImportOptions;
+
+mlc_status onnx_import_file(Arena *a, const char *path, const OnnxImportOptions *opt, Graph **out, Diag *d);
+/* Parses "data:[1,3,224,224],mask:[1,128]" into shapes allocated in a. */
+mlc_status onnx_parse_input_shapes(Arena *a, const char *spec, OnnxImportOptions *opt, Diag *d);
+/* Reads a serialized TensorProto (the conformance tests' input_N.pb / output_N.pb). */
+mlc_status onnx_read_tensor_file(Arena *a, const char *path, const char **name, TensorType *type, void **data,
+                                 Diag *d);
+
+/* ---- the converter interface, used by convert_*.c ---- */
+typedef struct OnnxCtx OnnxCtx; /* the graph being built, the model's opsets, the current node */
+
+typedef struct OnnxNode {
+  const char *name;
+  const char *op_type;
+  const char *domain; /* "" for the default domain */
+  int opset;          /* opset version of the node's domain */
+  int ninputs;
+  Value **inputs;     /* NULL where an optional input is absent ("") */
+  int noutputs;       /* outputs named by the node (a trailing optional output may be absent: name "") */
+  const char **output_names;
+  const void *proto;  /* the NodeProto, for the attribute getters below */
+} OnnxNode;
+
+/* Fill outs[0..n->noutputs) with the values of the node's outputs (NULL for outputs not named). */
+typedef mlc_status (*OnnxConvertFn)(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d);
+
+typedef struct OnnxConverter {
+  const char *op_type;
+  const char *domain; /* "" default, "com.microsoft", ... */
+  OnnxConvertFn fn;
+} OnnxConverter;
+
+/* Attribute getters on the ONNX node. */
+bool onnx_has_attr(const OnnxNode *n, const char *name);
+int64_t onnx_attr_int(const OnnxNode *n, const char *name, int64_t dflt);
+double onnx_attr_float(const OnnxNode *n, const char *name, double dflt);
+const char *onnx_attr_string(const OnnxNode *n, const char *name, const char *dflt);
+/* Number of ints (-1 if the attribute is absent); copies at most max into out. */
+int onnx_attr_ints(const OnnxNode *n, const char *name, int64_t *out, int max);
+int onnx_attr_floats(const OnnxNode *n, const char *name, double *out, int max);
+/* A TENSOR attribute as a constant value (NULL if absent). */
+Value *onnx_attr_tensor(OnnxCtx *cx, const OnnxNode *n, const char *name, Diag *d);
+/* A GRAPH attribute imported as a subgraph sharing the outer scope (NULL if absent). */
+Graph *onnx_attr_graph(OnnxCtx *cx, const OnnxNode *n, const char *name, Diag *d);
+
+/* Emits a graph node applying graph op `op` (looked up in the registry) to ins, named after the ONNX node.
+ * Set attributes with ir_set_* on the returned node BEFORE calling
+ * onnx_finish; onnx_finish infers types and returns the status (errors name the ONNX node). */
+Node *onnx_emit(OnnxCtx *cx, const OnnxNode *n, const char *op, int nin, Value **ins, int nout, Diag *d);
+mlc_status onnx_finish(OnnxCtx *cx, const OnnxNode *n, Node *node, Diag *d);
+/* A new constant (for converters that need one, e.g. Gemm's alpha as a scalar). */
+Value *onnx_const(OnnxCtx *cx, const char *name, TensorType t, const void *data);
+Graph *onnx_graph(OnnxCtx *cx);
+/* Values of a constant integer tensor (int32/int64) as int64; -1 if v is not a compile-time constant. */
+int onnx_const_ints(const Value *v, int64_t *out, int max);
+/* The error for a node: "model.onnx: node 'x' (Conv, opset 11): error: <fmt>" with status. */
+mlc_status onnx_error(OnnxCtx *cx, const OnnxNode *n, Diag *d, mlc_status st, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+#endif

@@ -1,0 +1,103 @@
+/* mlc runtime: the public API of the standalone runtime library (libmlcrt).
+ *
+ * A compiled model is a package (tar with mod.so, mod.json, mod.params, meta.json, see DESIGN.md "Packages").
+ * The runtime loads it, binds inputs, runs the kernels of the execution plan in order on a thread pool, and
+ * hands back outputs. It depends on libc, pthreads and libdl only. No LLVM, protobuf or xgboost type appears
+ * here. Functions return 0 on success or an mlc_status code; mlc_rt_last_error() gives the message. */
+#ifndef MLC_RUNTIME_H
+#define MLC_RUNTIME_H
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Exit codes and status values used by both the runtime and the compiler. */
+typedef enum mlc_status {
+  MLC_OK = 0,
+  MLC_ERR_USAGE = 1,       /* bad command line or API misuse */
+  MLC_ERR_INVALID = 2,     /* invalid model, package or input */
+  MLC_ERR_UNSUPPORTED = 3, /* valid but not supported (op, dtype, attribute) */
+  MLC_ERR_INTERNAL = 4,    /* a bug in mlc */
+} mlc_status;
+
+/* Element types. The values are ONNX's TensorProto.DataType numbers, so the frontend maps them 1:1. */
+typedef enum mlc_dtype {
+  MLC_UNDEF = 0,
+  MLC_F32 = 1,
+  MLC_U8 = 2,
+  MLC_I8 = 3,
+  MLC_U16 = 4,
+  MLC_I16 = 5,
+  MLC_I32 = 6,
+  MLC_I64 = 7,
+  MLC_STRING = 8, /* not supported by the compiler; kept so the frontend can name it */
+  MLC_BOOL = 9,   /* one byte per element, 0 or 1 */
+  MLC_F16 = 10,
+  MLC_F64 = 11,
+  MLC_U32 = 12,
+  MLC_U64 = 13,
+  MLC_BF16 = 16,
+  MLC_DTYPE_COUNT = 17,
+} mlc_dtype;
+
+#define MLC_MAX_DIMS 8
+
+int mlc_dtype_size(mlc_dtype t);            /* bytes per element, 0 if unknown */
+const char *mlc_dtype_name(mlc_dtype t);    /* "float32", "int64", ... (numpy names) */
+mlc_dtype mlc_dtype_from_name(const char *name); /* inverse; MLC_UNDEF if unknown */
+
+/* ---- the kernel ABI: every generated kernel has this signature ---- */
+/* buffers: one pointer per argument, in the kernel's parameter order (inputs then outputs);
+ * dims: reserved for dynamic shapes (NULL today); ctx: the runtime's mlc_kernel_ctx.
+ * Returns 0 on success. */
+typedef int32_t (*mlc_kernel_fn)(void **buffers, const int64_t *dims, void *ctx);
+/* A parallel loop body outlined by codegen: runs iterations [begin, end). */
+typedef int32_t (*mlc_parallel_body)(int64_t begin, int64_t end, void *closure);
+/* The table of runtime helpers a kernel may call; generated code reads the fields by position, so the layout
+ * is part of the ABI: never reorder. */
+typedef struct mlc_kernel_ctx {
+  /* split [0, extent) into chunks over the pool's threads, call body on each, wait; returns the first error */
+  int32_t (*parallel_launch)(struct mlc_kernel_ctx *ctx, mlc_parallel_body body, void *closure, int64_t extent);
+  void *pool;          /* the runtime's thread pool */
+  int32_t num_threads; /* threads in the pool */
+  int32_t reserved;
+} mlc_kernel_ctx;
+
+/* ---- thread pool ---- */
+typedef struct mlc_pool mlc_pool;
+mlc_pool *mlc_pool_create(int num_threads); /* num_threads <= 0: MLC_NUM_THREADS or all cores */
+void mlc_pool_destroy(mlc_pool *pool);
+int mlc_pool_threads(const mlc_pool *pool);
+/* fills ctx so that kernels run their parallel loops on pool */
+void mlc_pool_kernel_ctx(mlc_pool *pool, mlc_kernel_ctx *ctx);
+
+/* ---- modules ---- */
+typedef struct mlc_module mlc_module;
+
+typedef struct mlc_tensor_info {
+  const char *name;
+  mlc_dtype dtype;
+  int ndim;
+  int64_t shape[MLC_MAX_DIMS];
+} mlc_tensor_info;
+
+/* Load a package (.tar) written by `mlc compile`. threads <= 0: default. */
+int mlc_module_load(const char *path, int threads, mlc_module **out);
+void mlc_module_free(mlc_module *m);
+int mlc_module_num_inputs(const mlc_module *m);
+int mlc_module_num_outputs(const mlc_module *m);
+const mlc_tensor_info *mlc_module_input(const mlc_module *m, int i);
+const mlc_tensor_info *mlc_module_output(const mlc_module *m, int i);
+/* Copy data (dtype and shape as the module's input i, nbytes checked) into the module. */
+int mlc_module_set_input(mlc_module *m, int i, const void *data, size_t nbytes);
+int mlc_module_run(mlc_module *m);
+/* Pointer to output i, valid until the next run or free. */
+const void *mlc_module_output_data(const mlc_module *m, int i);
+const char *mlc_rt_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

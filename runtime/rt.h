@@ -1,0 +1,104 @@
+/* Runtime internals shared with the compiler: the execution plan, the package format, .npy/.npz I/O.
+ *
+ * The compiler builds an rt_plan in memory; `mlc compile` serialises it into a package with the writers here
+ * and the JIT path hands it straight to rt_executor_create. So the package format is defined once, here.
+ * Package (a ustar tar): mod.so (kernels), mod.json (the plan), mod.params (weights), meta.json (target,
+ * signature, version). Everything here uses libc, pthreads and libdl only. */
+#ifndef MLC_RT_H
+#define MLC_RT_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "mlc/runtime.h"
+
+#define RT_ERRLEN 1024
+
+typedef enum rt_tensor_kind {
+  RT_INPUT,      /* a graph input, bound by mlc_module_set_input */
+  RT_PARAM,      /* a weight: data in mod.params */
+  RT_ACTIVATION, /* an intermediate or output: lives at storage_id + offset */
+} rt_tensor_kind;
+
+typedef struct rt_tensor {
+  char *name;
+  mlc_dtype dtype;
+  int ndim;
+  int64_t shape[MLC_MAX_DIMS];
+  rt_tensor_kind kind;
+  int storage_id; /* RT_ACTIVATION: index into storage; else -1 */
+  int64_t offset; /* bytes into the storage */
+} rt_tensor;
+
+typedef struct rt_call {
+  char *kernel; /* symbol in mod.so */
+  int nargs;
+  int *args; /* tensor ids, in the kernel's parameter order */
+} rt_call;
+
+typedef struct rt_plan {
+  int ntensors;
+  rt_tensor *tensors;
+  int nstorage;
+  int64_t *storage_size; /* bytes of each storage block */
+  int ncalls;
+  rt_call *calls;
+  int ninputs;
+  int *inputs; /* tensor ids of graph inputs, in ONNX order */
+  int noutputs;
+  int *outputs; /* tensor ids of graph outputs, in ONNX order (may be inputs or params) */
+  void **param_data; /* per tensor: RT_PARAM data, NULL otherwise (owned by the plan) */
+} rt_plan;
+
+void rt_plan_free(rt_plan *p);
+int64_t rt_tensor_nbytes(const rt_tensor *t);
+
+/* ---- package.c: serialisation ---- */
+/* mod.json text (malloc'd) and back. */
+char *rt_plan_to_json(const rt_plan *p);
+int rt_plan_from_json(const char *text, size_t len, rt_plan *p, char *err);
+/* mod.params: magic "MLCPARAM", u32 count, then per param: u32 tensor id, u64 nbytes, data (64-byte aligned
+ * in the file). */
+int rt_params_serialize(const rt_plan *p, void **data, size_t *size);
+int rt_params_load(const void *data, size_t size, rt_plan *p, char *err);
+
+/* ---- tar.c: ustar archives of regular files ---- */
+typedef struct rt_file {
+  const char *name;
+  const void *data;
+  size_t size;
+} rt_file;
+int rt_tar_write(const char *path, int nfiles, const rt_file *files, char *err); /* atomic: tmp + rename */
+/* Reads the whole archive; files point into *blob (malloc'd, caller frees). */
+int rt_tar_read(const char *path, void **blob, int *nfiles, rt_file **files, char *err);
+
+/* ---- executor.c ---- */
+typedef struct rt_executor rt_executor;
+/* lookup resolves a kernel symbol (dlsym on mod.so, or the JIT). The executor takes ownership of plan. */
+int rt_executor_create(rt_plan *plan, void *(*lookup)(void *handle, const char *sym), void *handle,
+                       mlc_pool *pool, rt_executor **out, char *err);
+void rt_executor_free(rt_executor *e);
+int rt_executor_set_input(rt_executor *e, int i, const void *data, size_t nbytes, char *err);
+int rt_executor_run(rt_executor *e, char *err);
+/* per-kernel wall time of the last run in seconds, when profiling was enabled */
+void rt_executor_set_profile(rt_executor *e, bool on);
+const double *rt_executor_profile(const rt_executor *e);
+const void *rt_executor_output(const rt_executor *e, int i);
+const rt_plan *rt_executor_plan(const rt_executor *e);
+
+/* ---- npy.c: .npy and .npz (stored or deflated; own inflate, no zlib) ---- */
+typedef struct rt_array {
+  char *name; /* key in the .npz without ".npy" */
+  mlc_dtype dtype;
+  int ndim;
+  int64_t shape[MLC_MAX_DIMS];
+  void *data; /* row-major, malloc'd */
+  size_t nbytes;
+} rt_array;
+int rt_npz_read(const char *path, int *narrays, rt_array **arrays, char *err);
+int rt_npz_write(const char *path, int narrays, const rt_array *arrays, char *err); /* stored, atomic */
+void rt_arrays_free(int narrays, rt_array *arrays);
+
+/* error state behind mlc_rt_last_error */
+void rt_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

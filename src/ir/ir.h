@@ -1,0 +1,146 @@
+/* Graph IR: typed tensors, values, nodes, graphs and the op registry (in the spirit of Relay).
+ *
+ * A Graph is a list of Nodes in topological order. Each Node applies one registered op (OpDef) to input
+ * Values and defines output Values. A Value has a static TensorType; a constant Value carries its data
+ * (initializers are folded into constants by the importer). Every node remembers the ONNX node it came from
+ * (name, op type, opset) so errors at any later stage can name it. All of it lives in the graph's Arena. */
+#ifndef MLC_IR_H
+#define MLC_IR_H
+#include <stdio.h>
+#include "support/support.h"
+
+typedef struct TensorType {
+  mlc_dtype dtype;
+  int ndim;
+  int64_t dims[MLC_MAX_DIMS];
+} TensorType;
+
+int64_t tt_numel(const TensorType *t);
+int64_t tt_nbytes(const TensorType *t);
+bool tt_equal(const TensorType *a, const TensorType *b);
+/* "Tensor[(1, 64, 112, 112), float32]" */
+void tt_print(StrBuf *b, const TensorType *t);
+
+typedef struct Node Node;
+typedef struct Graph Graph;
+
+typedef struct Value {
+  int id;
+  const char *name; /* ONNX tensor name */
+  TensorType type;
+  Node *producer;   /* NULL for graph inputs and constants */
+  int producer_out; /* which output of producer */
+  void *data;       /* constant data (row-major, tt_nbytes bytes), NULL if not constant */
+  bool is_input;    /* a graph input */
+} Value;
+
+typedef enum AttrKind {
+  ATTR_INT,
+  ATTR_FLOAT,
+  ATTR_STRING,
+  ATTR_INTS,
+  ATTR_FLOATS,
+  ATTR_STRINGS,
+  ATTR_TENSOR, /* a constant Value */
+  ATTR_GRAPH,  /* a subgraph (If/Loop/Scan bodies) */
+} AttrKind;
+
+typedef struct Attr {
+  const char *name;
+  AttrKind kind;
+  int64_t i;
+  double f;
+  const char *s;
+  int n; /* element count of ints / floats / strs */
+  int64_t *ints;
+  double *floats;
+  const char **strs;
+  Value *tensor;
+  Graph *graph;
+} Attr;
+
+/* Pattern kinds, ordered as TVM's lattice: fusion decides only from these. */
+typedef enum OpPattern {
+  PAT_ELEMWISE = 0,        /* out[i] = f(in[i]) */
+  PAT_BROADCAST = 1,       /* elementwise with broadcasting */
+  PAT_INJECTIVE = 2,       /* each output element reads one input element (reshape, transpose, slice) */
+  PAT_COMM_REDUCE = 3,     /* reductions */
+  PAT_OUT_ELEMWISE_FUSABLE = 4, /* conv2d, dense: can take an elementwise epilogue */
+  PAT_OPAQUE = 8,          /* anything else: stays alone */
+} OpPattern;
+
+struct TeTensor; /* src/te/te.h */
+struct TeCtx;
+
+typedef struct OpDef {
+  const char *name;  /* "nn.conv2d", "add", ... */
+  OpPattern pattern;
+  int min_inputs, max_inputs; /* max_inputs -1: variadic */
+  int num_outputs;            /* -1: decided by the node (Split) */
+  /* Type relation: fill the output types of n from its input types and attributes. */
+  mlc_status (*infer)(Node *n, Diag *d);
+  /* TE compute: build output tensors from input tensors (src/topi). outs has n->noutputs entries. */
+  mlc_status (*compute)(struct TeCtx *ctx, Node *n, struct TeTensor **ins, struct TeTensor **outs, Diag *d);
+} OpDef;
+
+/* The registry: ops register themselves at start-up (topi_register_ops) and are found by name. */
+void ir_op_register(const OpDef *op);
+const OpDef *ir_op_find(const char *name);
+int ir_op_count(void);
+const OpDef *ir_op_at(int i);
+
+struct Node {
+  int id;
+  const OpDef *op;
+  const char *name;    /* ONNX node name (or a generated one) */
+  const char *op_type; /* ONNX op type it came from */
+  int opset;           /* opset of its domain */
+  Value **inputs;      /* an absent optional input is NULL */
+  int ninputs;
+  Value **outputs;
+  int noutputs;
+  Attr *attrs;
+  int nattrs;
+};
+
+struct Graph {
+  Arena *arena;
+  const char *file; /* model path, for messages */
+  const char *name;
+  VEC(Node *) nodes; /* topological order */
+  VEC(Value *) values;
+  VEC(Value *) inputs;  /* graph inputs (not constants) */
+  VEC(Value *) outputs;
+};
+
+Graph *ir_graph_new(Arena *a, const char *file);
+Value *ir_value_new(Graph *g, const char *name, TensorType type);
+Value *ir_const_new(Graph *g, const char *name, TensorType type, const void *data); /* copies data */
+/* Appends a node applying op to inputs; creates nout output values (types are filled later by
+ * ir_infer_node, after the caller has set the attributes). */
+Node *ir_node_new(Graph *g, const OpDef *op, const char *name, const char *op_type, int opset, Value **inputs,
+                  int ninputs, int nout);
+/* Attributes: set on a node (copied into the arena) and read with defaults. */
+void ir_set_int(Graph *g, Node *n, const char *name, int64_t v);
+void ir_set_float(Graph *g, Node *n, const char *name, double v);
+void ir_set_string(Graph *g, Node *n, const char *name, const char *v);
+void ir_set_ints(Graph *g, Node *n, const char *name, const int64_t *v, int count);
+void ir_set_floats(Graph *g, Node *n, const char *name, const double *v, int count);
+const Attr *ir_attr(const Node *n, const char *name);
+int64_t ir_attr_int(const Node *n, const char *name, int64_t dflt);
+double ir_attr_float(const Node *n, const char *name, double dflt);
+const char *ir_attr_string(const Node *n, const char *name, const char *dflt);
+/* Number of ints (0 if absent); copies at most max of them into out. */
+int ir_attr_ints(const Node *n, const char *name, int64_t *out, int max);
+
+/* Runs op->infer on one node / on every node in order; errors name the node (ir_where). */
+mlc_status ir_infer_node(Graph *g, Node *n, Diag *d);
+mlc_status ir_infer_types(Graph *g, Diag *d);
+/* Checks structure: topological order, every input defined before use, types filled, no cycle. */
+mlc_status ir_verify(const Graph *g, Diag *d);
+// Relay-like text:  %3 = nn.conv2d(%data, %w, strides=[2, 2]) /* ty=Tensor[(1, 64, 112, 112), float32] */
+void ir_print(const Graph *g, StrBuf *b);
+/* "model.onnx: node 'conv1' (Conv, opset 11): " prefix for messages about n */
+const char *ir_where(const Graph *g, const Node *n, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,59 @@
+/* topi: the operator inventory. One file per op family holds, for each op: its attributes (as the graph
+ * IR stores them), the shape/type relation, the pattern kind, the TE compute, and for heavy ops the schedule
+ * template with its config space (knobs) and fallback config. topi_register_ops puts every OpDef into the
+ * registry of src/ir. Graph op names follow Relay ("nn.conv2d", "add", "nn.relu").
+ *
+ * Conventions for ops the ONNX importer produces (the importer normalises every opset's attributes into
+ * these, so ops see one form):
+ *   - axes are non-negative after import; shape-like inputs known at compile time become int attributes;
+ *   - broadcasting follows numpy rules (ONNX multidirectional broadcasting). */
+#ifndef MLC_TOPI_H
+#define MLC_TOPI_H
+#include "ir/ir.h"
+#include "te/te.h"
+
+void topi_register_ops(void);
+
+/* ---- schedule templates (schedule.c and the op families) ---- */
+#define TOPI_MAX_KNOBS 16
+#define TOPI_MAX_CHOICES 64
+typedef struct TopiKnob {
+  const char *name;
+  int nchoices;
+  int64_t choices[TOPI_MAX_CHOICES]; /* a split factor, an unroll step, 0/1 for on/off, ... */
+} TopiKnob;
+
+typedef struct TopiConfigSpace {
+  int nknobs;
+  TopiKnob knobs[TOPI_MAX_KNOBS];
+} TopiConfigSpace;
+
+typedef struct TopiConfig {
+  int nknobs;
+  const char *names[TOPI_MAX_KNOBS];
+  int64_t values[TOPI_MAX_KNOBS];
+} TopiConfig;
+
+int64_t topi_config_get(const TopiConfig *c, const char *name, int64_t dflt);
+
+typedef struct TopiTemplate {
+  const char *name; /* "conv2d_nchw.x86" (matches TeOp.tag of its anchor) */
+  void (*space)(const Target *t, const TeOp *anchor, TopiConfigSpace *space);
+  void (*fallback)(const Target *t, const TeOp *anchor, TopiConfig *cfg);
+  /* schedules the anchor's stage (and its epilogue output when out != anchor output) */
+  void (*schedule)(TeCtx *c, TeSchedule *s, TeOp *anchor, TeTensor *out, const TopiConfig *cfg);
+} TopiTemplate;
+
+const TopiTemplate *topi_template_find(const char *tag);
+/* The schedule of one fused group whose outputs are outs: inlines injective stages, finds the anchor
+ * (the non-injective op), applies its template with cfg (the fallback when cfg is NULL), and gives every
+ * remaining root stage the generic schedule (fuse outer axes, parallel, vectorize the innermost). */
+TeSchedule *topi_schedule_group(TeCtx *c, int nout, TeTensor **outs, const TopiConfig *cfg, Diag *d);
+
+/* ---- helpers shared by op families (common.c) ---- */
+/* numpy broadcasting of input shapes -> output type (dtype of a) */
+mlc_status topi_broadcast_shape(const TensorType *a, const TensorType *b, TensorType *out);
+/* index expressions into t for output index idx of a broadcast with output rank ndim */
+void topi_broadcast_index(TeCtx *c, const TeTensor *t, int ndim, Expr **idx, Expr **out_idx);
+
+#endif
