@@ -1,0 +1,6 @@
+/* ONNX converters of the tensor family (see families.def): each maps an ONNX node onto graph ops of src/topi. */
+#include "frontends/onnx/onnx.h"
+
+const OnnxConverter onnx_ops_tensor[] = {
+    {0},
+};

@@ -1,0 +1,23 @@
+/* Helpers shared by the op families: numpy broadcasting. */
+#include <string.h>
+#include "topi/topi.h"
+
+mlc_status topi_broadcast_shape(const TensorType *a, const TensorType *b, TensorType *out) {
+  int nd = a->ndim > b->ndim ? a->ndim : b->ndim;
+  TensorType r = {.dtype = a->dtype, .ndim = nd};
+  for (int i = 0; i < nd; i++) {
+    int ia = i - (nd - a->ndim), ib = i - (nd - b->ndim);
+    int64_t da = ia >= 0 ? a->dims[ia] : 1, db = ib >= 0 ? b->dims[ib] : 1;
+    if (da != db && da != 1 && db != 1) return MLC_ERR_INVALID;
+    r.dims[i] = da == 1 ? db : da;
+  }
+  *out = r;
+  return MLC_OK;
+}
+
+void topi_broadcast_index(TeCtx *c, const TeTensor *t, int ndim, Expr **idx, Expr **out_idx) {
+  for (int i = 0; i < t->ndim; i++) {
+    int o = i + (ndim - t->ndim);
+    out_idx[i] = t->shape[i] == 1 ? tir_idx(c->arena, 0) : idx[o];
+  }
+}
