@@ -132,6 +132,10 @@ double ir_attr_float(const Node *n, const char *name, double dflt);
 const char *ir_attr_string(const Node *n, const char *name, const char *dflt);
 /* Number of ints (0 if absent); copies at most max of them into out. */
 int ir_attr_ints(const Node *n, const char *name, int64_t *out, int max);
+/* Less common attribute kinds (strings copied; tensor and graph referenced, not copied). */
+void ir_set_strings(Graph *g, Node *n, const char *name, const char *const *v, int count);
+void ir_set_tensor(Graph *g, Node *n, const char *name, Value *v);
+void ir_set_graph(Graph *g, Node *n, const char *name, Graph *sub);
 
 /* Runs op->infer on one node / on every node in order; errors name the node (ir_where). */
 mlc_status ir_infer_node(Graph *g, Node *n, Diag *d);
@@ -142,5 +146,22 @@ mlc_status ir_verify(const Graph *g, Diag *d);
 void ir_print(const Graph *g, StrBuf *b);
 /* "model.onnx: node 'conv1' (Conv, opset 11): " prefix for messages about n */
 const char *ir_where(const Graph *g, const Node *n, char *buf, size_t size);
+
+/* Summary for `mlc load` (stats.c). MACs count nn.conv1d/2d/3d, nn.conv2d_transpose, nn.dense, nn.matmul and
+ * nn.batch_matmul; the totals saturate at INT64_MAX. */
+typedef struct GraphOpCount {
+  const char *op; /* graph op name */
+  int count;
+} GraphOpCount;
+typedef struct GraphStats {
+  int ninputs, noutputs, nnodes;
+  int nops;            /* distinct ops */
+  GraphOpCount *ops;   /* in the graph's arena, most frequent first, then by name */
+  int nconsts;         /* constant values */
+  int64_t params;      /* elements in constants */
+  int64_t param_bytes; /* bytes in constants */
+  int64_t macs;        /* multiply-accumulates of one inference */
+} GraphStats;
+void ir_graph_stats(const Graph *g, GraphStats *s);
 
 #endif
