@@ -20,7 +20,7 @@ build: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
 run: build
-	python3 models/make_models.py models
+	$(BUILD)/mlc load $(MODEL)
 	$(BUILD)/mlc compile $(MODEL) --target llvm --output $(BUILD)/default_model.tar
 	$(BUILD)/mlc run $(BUILD)/default_model.tar --print-time --repeat 10 --print-top 5
 

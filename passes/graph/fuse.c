@@ -1,0 +1,131 @@
+/* FuseOps: partition the graph into fused groups, each of which becomes one kernel.
+ *
+ * The rules are TVM's (src/relay/transforms/fuse_ops.cc), decided only from pattern kinds:
+ *   - an elementwise/broadcast op fuses into the group of the producer of one of its inputs when that producer's
+ *     value has exactly one consumer (this op), is not a graph output, and the group's anchor is elementwise,
+ *     broadcast, injective or out-elemwise-fusable (conv2d + bias + relu; dense + add);
+ *   - an injective op fuses into a group whose ops are all injective or simpler (reshape/transpose chains);
+ *   - reductions and opaque ops start their own group; nothing fuses into an opaque op.
+ * This is the greedy, single-consumer form of TVM's post-dominator algorithm: a value with several consumers
+ * always ends a group, so no computation is duplicated and every group has a tree of internal values. */
+#include <string.h>
+#include "passes/graph/passes.h"
+
+static int group_pattern(const FusedGroup *g) { return g->anchor->op->pattern; }
+
+static bool can_join(const FusedGroup *grp, const Node *n) {
+  int np = n->op->pattern, gp = group_pattern(grp);
+  if (np <= PAT_BROADCAST) return gp <= PAT_INJECTIVE || gp == PAT_OUT_ELEMWISE_FUSABLE;
+  if (np == PAT_INJECTIVE) return gp <= PAT_INJECTIVE;
+  return false;
+}
+
+static void add_unique(Arena *a, void *vec_, Value *v) {
+  VEC(Value *) *vec = vec_;
+  for (int i = 0; i < vec->n; i++)
+    if (vec->v[i] == v) return;
+  vec_push(a, vec, v);
+}
+
+mlc_status pass_fuse_ops(Graph *g, int opt_level, FusedGraph *out, Diag *d) {
+  Arena *a = g->arena;
+  int nv = g->values.n;
+  int *uses = arena_alloc(a, sizeof(int) * (size_t)(nv + 1));
+  bool *is_out = arena_alloc(a, (size_t)nv + 1);
+  FusedGroup **group_of = arena_alloc(a, sizeof(FusedGroup *) * (size_t)(nv + 1)); /* by producing value */
+  FusedGroup **node_group = arena_alloc(a, sizeof(FusedGroup *) * (size_t)(g->nodes.n + 1));
+  for (int i = 0; i < g->nodes.n; i++) {
+    Node *n = g->nodes.v[i];
+    for (int k = 0; k < n->ninputs; k++)
+      if (n->inputs[k]) uses[n->inputs[k]->id]++;
+  }
+  for (int i = 0; i < g->outputs.n; i++) is_out[g->outputs.v[i]->id] = true;
+
+  memset(out, 0, sizeof *out);
+  for (int i = 0; i < g->nodes.n; i++) {
+    Node *n = g->nodes.v[i];
+    FusedGroup *target = NULL;
+    if (opt_level >= 1) {
+      for (int k = 0; k < n->ninputs && !target; k++) {
+        Value *in = n->inputs[k];
+        if (!in || !in->producer || uses[in->id] != 1 || is_out[in->id]) continue;
+        if (in->producer->noutputs != 1) continue;
+        FusedGroup *pg = group_of[in->id];
+        if (pg && pg == out->groups.v[out->groups.n - 1] && can_join(pg, n)) target = pg;
+      }
+    }
+    if (!target) {
+      target = arena_alloc(a, sizeof *target);
+      target->id = out->groups.n;
+      target->anchor = n;
+      vec_push(a, &out->groups, target);
+    }
+    vec_push(a, &target->nodes, n);
+    node_group[i] = target;
+    if (n->op->pattern > target->anchor->op->pattern) target->anchor = n;
+    for (int k = 0; k < n->noutputs; k++)
+      if (n->outputs[k]) group_of[n->outputs[k]->id] = target;
+  }
+
+  /* inputs and outputs of each group, and its kernel name */
+  for (int gi = 0; gi < out->groups.n; gi++) {
+    FusedGroup *grp = out->groups.v[gi];
+    StrBuf name = {0};
+    sb_printf(&name, "fused");
+    for (int j = 0; j < grp->nodes.n; j++) {
+      Node *n = grp->nodes.v[j];
+      if (j < 4) {
+        sb_putc(&name, '_');
+        for (const char *p = n->op->name; *p; p++) sb_putc(&name, (*p == '.') ? '_' : *p);
+      }
+      for (int k = 0; k < n->ninputs; k++) {
+        Value *in = n->inputs[k];
+        if (in && (!in->producer || group_of[in->id] != grp)) add_unique(a, &grp->inputs, in);
+      }
+    }
+    sb_printf(&name, "_%d", gi);
+    grp->name = arena_strdup(a, name.s);
+    sb_free(&name);
+  }
+  /* a value escapes its group if it is a graph output or read by another group */
+  for (int i = 0; i < g->nodes.n; i++) {
+    Node *n = g->nodes.v[i];
+    for (int k = 0; k < n->ninputs; k++) {
+      Value *in = n->inputs[k];
+      if (in && in->producer && group_of[in->id] != node_group[i])
+        add_unique(a, &group_of[in->id]->outputs, in);
+    }
+  }
+  for (int i = 0; i < g->outputs.n; i++) {
+    Value *v = g->outputs.v[i];
+    if (v->producer) add_unique(a, &group_of[v->id]->outputs, v);
+  }
+  /* multi-output nodes: every named output must be produced, even if unused, so the kernel writes it */
+  for (int gi = 0; gi < out->groups.n; gi++) {
+    FusedGroup *grp = out->groups.v[gi];
+    if (grp->outputs.n == 0) {
+      Node *last = grp->nodes.v[grp->nodes.n - 1];
+      for (int k = 0; k < last->noutputs; k++)
+        if (last->outputs[k]) add_unique(a, &grp->outputs, last->outputs[k]);
+    }
+  }
+  (void)d;
+  return MLC_OK;
+}
+
+void pass_print_groups(const FusedGraph *fg, StrBuf *b) {
+  for (int gi = 0; gi < fg->groups.n; gi++) {
+    const FusedGroup *grp = fg->groups.v[gi];
+    sb_printf(b, "%s(", grp->name);
+    for (int i = 0; i < grp->inputs.n; i++) sb_printf(b, "%s%%%s", i ? ", " : "", grp->inputs.v[i]->name);
+    sb_printf(b, ") -> (");
+    for (int i = 0; i < grp->outputs.n; i++) sb_printf(b, "%s%%%s", i ? ", " : "", grp->outputs.v[i]->name);
+    sb_printf(b, ") {\n");
+    for (int j = 0; j < grp->nodes.n; j++) {
+      const Node *n = grp->nodes.v[j];
+      sb_printf(b, "  %s%s /* %s '%s' */\n", n->op->name, n == grp->anchor ? " (anchor)" : "", n->op_type,
+                n->name);
+    }
+    sb_printf(b, "}\n");
+  }
+}

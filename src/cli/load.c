@@ -1,0 +1,98 @@
+/* mlc load: import an ONNX model into the graph IR and show it: inputs, outputs, op counts, parameters,
+ * MACs (text or --json), and the IR itself with --dump-ir FILE ("-" for stdout). */
+#include <stdio.h>
+#include <string.h>
+#include "frontends/onnx/onnx.h"
+
+static void print_tensor(FILE *f, const Value *v, bool json) {
+  if (json) {
+    fprintf(f, "{\"name\":\"%s\",\"dtype\":\"%s\",\"shape\":[", v->name, mlc_dtype_name(v->type.dtype));
+    for (int i = 0; i < v->type.ndim; i++) fprintf(f, "%s%lld", i ? "," : "", (long long)v->type.dims[i]);
+    fprintf(f, "]}");
+  } else {
+    fprintf(f, "  %s: %s[", v->name, mlc_dtype_name(v->type.dtype));
+    for (int i = 0; i < v->type.ndim; i++) fprintf(f, "%s%lld", i ? ", " : "", (long long)v->type.dims[i]);
+    fprintf(f, "]\n");
+  }
+}
+
+static const char *human(double v, char *buf, size_t n) {
+  const char *unit[] = {"", "K", "M", "G", "T"};
+  int u = 0;
+  while (v >= 1000 && u < 4) v /= 1000, u++;
+  snprintf(buf, n, u ? "%.2f%s" : "%.0f%s", v, unit[u]);
+  return buf;
+}
+
+int cmd_load(int argc, char **argv) {
+  const char *model = NULL, *shapes = NULL, *dump = NULL;
+  bool json = false;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--input-shapes") && i + 1 < argc) shapes = argv[++i];
+    else if (!strcmp(argv[i], "--dump-ir") && i + 1 < argc) dump = argv[++i];
+    else if (!strcmp(argv[i], "--json")) json = true;
+    else if (argv[i][0] == '-' && argv[i][1]) {
+      fprintf(stderr, "mlc load: unknown or incomplete option '%s'\n", argv[i]);
+      return MLC_ERR_USAGE;
+    } else if (!model) model = argv[i];
+    else {
+      fprintf(stderr, "mlc load: more than one model given\n");
+      return MLC_ERR_USAGE;
+    }
+  }
+  if (!model) {
+    fprintf(stderr, "usage: mlc load model.onnx [--input-shapes name:[d,..]] [--dump-ir FILE] [--json]\n");
+    return MLC_ERR_USAGE;
+  }
+  Arena *a = arena_new();
+  Diag d = {0};
+  OnnxImportOptions io = {0};
+  Graph *g = NULL;
+  if ((shapes && onnx_parse_input_shapes(a, shapes, &io, &d)) || onnx_import_file(a, model, &io, &g, &d)) {
+    fprintf(stderr, "mlc load: %s\n", d.msg);
+    arena_free(a);
+    return d.status;
+  }
+  if (dump) {
+    StrBuf b = {0};
+    ir_print(g, &b);
+    if (!strcmp(dump, "-")) fputs(b.s, stdout);
+    else if (file_write_atomic(dump, b.s, b.len, &d) != MLC_OK) {
+      fprintf(stderr, "mlc load: %s\n", d.msg);
+      sb_free(&b);
+      arena_free(a);
+      return d.status;
+    }
+    sb_free(&b);
+  }
+  GraphStats s;
+  ir_graph_stats(g, &s);
+  char b1[32], b2[32], b3[32];
+  if (json) {
+    printf("{\"model\":\"%s\",\"inputs\":[", model);
+    for (int i = 0; i < g->inputs.n; i++) {
+      if (i) printf(",");
+      print_tensor(stdout, g->inputs.v[i], true);
+    }
+    printf("],\"outputs\":[");
+    for (int i = 0; i < g->outputs.n; i++) {
+      if (i) printf(",");
+      print_tensor(stdout, g->outputs.v[i], true);
+    }
+    printf("],\"nodes\":%d,\"ops\":{", s.nnodes);
+    for (int i = 0; i < s.nops; i++) printf("%s\"%s\":%d", i ? "," : "", s.ops[i].op, s.ops[i].count);
+    printf("},\"params\":%lld,\"param_bytes\":%lld,\"macs\":%lld}\n", (long long)s.params, (long long)s.param_bytes,
+           (long long)s.macs);
+  } else if (!dump || strcmp(dump, "-")) {
+    printf("model: %s\ninputs:\n", model);
+    for (int i = 0; i < g->inputs.n; i++) print_tensor(stdout, g->inputs.v[i], false);
+    printf("outputs:\n");
+    for (int i = 0; i < g->outputs.n; i++) print_tensor(stdout, g->outputs.v[i], false);
+    printf("nodes: %d\nops:\n", s.nnodes);
+    for (int i = 0; i < s.nops; i++) printf("  %-28s %d\n", s.ops[i].op, s.ops[i].count);
+    printf("parameters: %s (%sB)\nMACs: %s\n", human((double)s.params, b1, sizeof b1),
+           human((double)s.param_bytes, b2, sizeof b2), human((double)s.macs, b3, sizeof b3));
+  }
+  arena_free(a);
+  return 0;
+}

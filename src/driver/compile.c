@@ -1,0 +1,174 @@
+/* The compile pipeline, read top to bottom in mlc_compile_graph:
+ *   target -> FuseOps -> for each fused group: TE compute of its ops (src/topi) -> schedule (topi templates)
+ *   -> lower to TIR (src/te) -> LLVM function (codegen/llvm) ; then PlanMemory.
+ * With CompileOptions.dump_dir set, every stage is written there as text (Halide's "Lowering after X"). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include "driver/driver.h"
+#include "te/te.h"
+#include "topi/topi.h"
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void dump(const CompileOptions *opt, const char *file, const char *text) {
+  if (!opt->dump_dir || !text) return;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", opt->dump_dir, file);
+  Diag ignore = {0};
+  file_write_atomic(path, text, strlen(text), &ignore);
+}
+
+/* Re-raise a stage's error with the location of the graph node it concerns. */
+static mlc_status at_node(const Graph *g, const Node *n, const Diag *inner, Diag *d) {
+  char where[512];
+  ir_where(g, n, where, sizeof where);
+  if (strstr(inner->msg, where) == inner->msg) return diag_set(d, inner->status, "%s", inner->msg);
+  return diag_set(d, inner->status, "%s%s", where, inner->msg);
+}
+
+static const char *c_name(Arena *a, const char *s) {
+  char *r = arena_strdup(a, s && *s ? s : "t");
+  for (char *p = r; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_')) *p = '_';
+  return r;
+}
+
+static Expr *copy_body(TeCtx *c, Expr **idx, void *user) {
+  TeTensor *t = user;
+  return te_read(c, t, t->ndim, idx);
+}
+
+/* Builds the TE of one group and lowers it to a TirFunc. */
+static mlc_status lower_group(Compiled *cc, TeCtx *tc, const FusedGroup *grp, StrBuf *sched_dump, StrBuf *tir_dump,
+                              Kernel *k, Diag *d) {
+  Arena *a = cc->arena;
+  Graph *g = cc->graph;
+  TeTensor **tensor_of = arena_alloc(a, sizeof(TeTensor *) * (size_t)(g->values.n + 1));
+  int nargs = grp->inputs.n + grp->outputs.n;
+  TeTensor **args = arena_alloc(a, sizeof(TeTensor *) * (size_t)(nargs + 1));
+  k->group = grp;
+  k->nargs = nargs;
+  k->args = arena_alloc(a, sizeof(Value *) * (size_t)(nargs + 1));
+  for (int i = 0; i < grp->inputs.n; i++) {
+    Value *v = grp->inputs.v[i];
+    args[i] = te_placeholder(tc, c_name(a, v->name), v->type.dtype, v->type.ndim, v->type.dims);
+    tensor_of[v->id] = args[i];
+    k->args[i] = v;
+  }
+  for (int j = 0; j < grp->nodes.n; j++) {
+    Node *n = grp->nodes.v[j];
+    TeTensor **ins = arena_alloc(a, sizeof(TeTensor *) * (size_t)(n->ninputs + 1));
+    TeTensor **outs = arena_alloc(a, sizeof(TeTensor *) * (size_t)(n->noutputs + 1));
+    for (int i = 0; i < n->ninputs; i++) ins[i] = n->inputs[i] ? tensor_of[n->inputs[i]->id] : NULL;
+    Diag inner = {0};
+    if (!n->op->compute)
+      return diag_set(d, MLC_ERR_UNSUPPORTED, "%sop '%s' has no compute", ir_where(g, n, (char[512]){0}, 512),
+                      n->op->name);
+    if (n->op->compute(tc, n, ins, outs, &inner) != MLC_OK) return at_node(g, n, &inner, d);
+    for (int i = 0; i < n->noutputs; i++)
+      if (n->outputs[i]) {
+        if (!outs[i]) return diag_set(d, MLC_ERR_INTERNAL, "internal error: op '%s' made no output %d", n->op->name, i);
+        tensor_of[n->outputs[i]->id] = outs[i];
+      }
+  }
+  for (int i = 0; i < grp->outputs.n; i++) {
+    Value *v = grp->outputs.v[i];
+    TeTensor *t = tensor_of[v->id];
+    MLC_CHECK(d, t, MLC_ERR_INTERNAL);
+    /* an output must be computed by this kernel, and each output once: copy an alias */
+    bool alias = t->op->kind == TE_PLACEHOLDER;
+    for (int j = 0; j < i; j++) alias |= args[grp->inputs.n + j] == t;
+    if (alias) t = te_compute(tc, c_name(a, v->name), "injective", t->dtype, t->ndim, t->shape, copy_body, t);
+    args[grp->inputs.n + i] = t;
+    k->args[grp->inputs.n + i] = v;
+  }
+  Diag inner = {0};
+  TeSchedule *s = topi_schedule_group(tc, grp->outputs.n, args + grp->inputs.n, NULL, &inner);
+  if (!s) return at_node(g, grp->anchor, &inner, d);
+  if (sched_dump) {
+    sb_printf(sched_dump, "// %s\n", grp->name);
+    te_print_schedule(sched_dump, s);
+    sb_printf(sched_dump, "\n");
+  }
+  k->func = te_lower(tc, s, grp->name, nargs, args, &inner);
+  if (!k->func) return at_node(g, grp->anchor, &inner, d);
+  if (tir_dump) {
+    tir_print_func(tir_dump, k->func);
+    sb_printf(tir_dump, "\n");
+  }
+  return MLC_OK;
+}
+
+mlc_status mlc_compile_graph(Arena *a, Graph *g, const CompileOptions *opt, Compiled **out, Diag *d) {
+  double t0 = now_seconds();
+  topi_register_ops();
+  Compiled *c = arena_alloc(a, sizeof *c);
+  c->arena = a;
+  c->graph = g;
+  if (opt->dump_dir && mkdir(opt->dump_dir, 0777) != 0 && errno != EEXIST)
+    return diag_set(d, MLC_ERR_USAGE, "%s: cannot create directory: %s", opt->dump_dir, strerror(errno));
+  if (cg_target_parse(opt->target ? opt->target : "llvm", &c->target, d) != MLC_OK) return d->status;
+
+  StrBuf text = {0};
+  if (opt->dump_dir) {
+    ir_print(g, &text);
+    dump(opt, "00_graph.txt", text.s);
+    text.len = 0;
+  }
+  if (pass_fuse_ops(g, opt->opt_level, &c->groups, d) != MLC_OK) return d->status;
+  if (opt->dump_dir) {
+    pass_print_groups(&c->groups, &text);
+    dump(opt, "10_fused_groups.txt", text.s);
+    text.len = 0;
+  }
+
+  c->cg = cg_module_new(&c->target, "mlc_module", d);
+  if (!c->cg) return d->status;
+  TeCtx tc = {.arena = a, .target = &c->target};
+  StrBuf sched = {0}, tir = {0};
+  for (int gi = 0; gi < c->groups.groups.n; gi++) {
+    Kernel k = {0};
+    if (lower_group(c, &tc, c->groups.groups.v[gi], opt->dump_dir ? &sched : NULL, opt->dump_dir ? &tir : NULL, &k,
+                    d) != MLC_OK)
+      break;
+    if (cg_add_func(c->cg, k.func, d) != MLC_OK) break;
+    vec_push(a, &c->kernels, k);
+  }
+  if (opt->dump_dir) {
+    dump(opt, "20_schedules.txt", sched.s);
+    dump(opt, "30_tir.txt", tir.s);
+  }
+  sb_free(&sched);
+  sb_free(&tir);
+  if (diag_ok(d) && pass_plan_memory(a, g, &c->groups, &c->memory, d) == MLC_OK && cg_optimize(c->cg, d) == MLC_OK &&
+      opt->dump_dir) {
+    char *ir = cg_print_ir(c->cg);
+    dump(opt, "40_llvm.ll", ir);
+    free(ir);
+    char *as = cg_print_asm(c->cg, d);
+    dump(opt, "50_asm.s", as);
+    free(as);
+  }
+  sb_free(&text);
+  if (!diag_ok(d)) {
+    cg_module_free(c->cg);
+    c->cg = NULL;
+    return d->status;
+  }
+  c->seconds = now_seconds() - t0;
+  *out = c;
+  return MLC_OK;
+}
+
+void mlc_compiled_free(Compiled *c) {
+  if (c && c->cg) cg_module_free(c->cg);
+  if (c) c->cg = NULL;
+}

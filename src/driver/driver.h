@@ -1,0 +1,46 @@
+/* driver: the whole compile pipeline as one flat list of calls (mlc_compile_graph), and its two outputs:
+ * a package on disk (mlc_write_package) or an executor over JIT-compiled kernels (mlc_jit_executor).
+ *
+ *   import (frontends/onnx) -> graph passes -> FuseOps -> per group: TE compute (src/topi) -> schedule
+ *   (topi templates) -> lower (src/te) -> TIR passes -> LLVM (codegen/llvm) ; PlanMemory -> rt_plan */
+#ifndef MLC_DRIVER_H
+#define MLC_DRIVER_H
+#include "codegen/llvm/codegen.h"
+#include "ir/ir.h"
+#include "passes/graph/passes.h"
+#include "runtime/rt.h"
+
+typedef struct CompileOptions {
+  const char *target;   /* target string; NULL: "llvm" */
+  int opt_level;        /* 0..3 */
+  const char *dump_dir; /* write every stage's text here when set */
+} CompileOptions;
+
+typedef struct Kernel {
+  const FusedGroup *group;
+  TirFunc *func;
+  int nargs;
+  Value **args; /* the group's inputs then outputs: the kernel's parameter order */
+} Kernel;
+
+typedef struct Compiled {
+  Arena *arena;
+  Graph *graph;
+  Target target;
+  FusedGraph groups;
+  VEC(Kernel) kernels;
+  MemoryPlan memory;
+  CgModule *cg; /* owned until written or handed to the JIT */
+  double seconds;
+} Compiled;
+
+mlc_status mlc_compile_graph(Arena *a, Graph *g, const CompileOptions *opt, Compiled **out, Diag *d);
+/* Builds the execution plan (tensors, storage, calls, params) of a compiled graph. */
+mlc_status mlc_build_plan(const Compiled *c, rt_plan *plan, Diag *d);
+/* Writes the tar package: mod.so, mod.json, mod.params, meta.json. Consumes c->cg. */
+mlc_status mlc_write_package(Compiled *c, const char *path, Diag *d);
+/* JIT-compiles c->cg (consumed) and returns an executor running the plan; *jit must outlive the executor. */
+mlc_status mlc_jit_executor(Compiled *c, mlc_pool *pool, rt_executor **ex, CgJit **jit, Diag *d);
+void mlc_compiled_free(Compiled *c);
+
+#endif

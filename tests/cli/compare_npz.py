@@ -1,0 +1,25 @@
+#!/usr/bin/env python3
+"""compare_npz.py GOT.npz WANT.npz [--tol 1e-4]: every array of WANT must be in GOT with the same shape and
+dtype, and max|got - want| / max(|want|) under tol. Prints one line per array; exits 1 on any mismatch."""
+import sys
+
+import numpy as np
+
+got, want = np.load(sys.argv[1]), np.load(sys.argv[2])
+tol = float(sys.argv[sys.argv.index("--tol") + 1]) if "--tol" in sys.argv else 1e-4
+bad = 0
+for k in want.files:
+    if k not in got.files:
+        print(f"{k}: missing from {sys.argv[1]}")
+        bad += 1
+        continue
+    g, w = got[k], want[k]
+    if g.shape != w.shape or g.dtype != w.dtype:
+        print(f"{k}: got {g.dtype}{list(g.shape)}, want {w.dtype}{list(w.shape)}")
+        bad += 1
+        continue
+    scale = max(float(np.abs(w).max()), 1e-30)
+    rel = float(np.abs(g.astype(np.float64) - w).max()) / scale
+    print(f"{k}: max relative error {rel:.3g}")
+    bad += rel > tol or not np.isfinite(rel)
+sys.exit(1 if bad else 0)

@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""Writes broken inputs for tests/cli/test_bad_input.sh into OUT_DIR (each one named after what is wrong)."""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+f32 = TensorProto.FLOAT
+
+
+def save(name, nodes, inputs, outputs, inits=(), check=False):
+    g = helper.make_graph(nodes, name, inputs, outputs, list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    if check:
+        onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(out, name + ".onnx"))
+    return m
+
+
+x = helper.make_tensor_value_info("x", f32, [1, 4])
+y = helper.make_tensor_value_info("y", f32, [1, 4])
+good = save("good", [helper.make_node("Relu", ["x"], ["y"], name="relu1")], [x], [y], check=True)
+data = good.SerializeToString()
+open(os.path.join(out, "truncated.onnx"), "wb").write(data[: len(data) // 2])
+open(os.path.join(out, "garbage.onnx"), "wb").write(bytes(np.random.default_rng(0).integers(0, 256, 300, np.uint8)))
+save("cycle", [helper.make_node("Relu", ["b"], ["a"], name="first"),
+               helper.make_node("Add", ["x", "a"], ["b"], name="second"),
+               helper.make_node("Relu", ["b"], ["y"], name="last")], [x], [y])
+save("missing", [helper.make_node("Add", ["x", "nowhere"], ["y"], name="adder")], [x], [y])
+save("unsupported", [helper.make_node("FooOp", ["x"], ["t"], name="foo_node"),
+                     helper.make_node("BarOp", ["t"], ["y"], name="bar_node")], [x], [y])
+w = numpy_helper.from_array(np.ones((4, 4), np.float32), "w")
+w.raw_data = w.raw_data[:20]
+save("short_raw", [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], [x], [y], [w])
+e = TensorProto()
+e.name, e.data_type = "w", f32
+e.dims.extend([4, 4])
+e.data_location = TensorProto.EXTERNAL
+for k, v in (("location", "../../../../etc/passwd"), ("offset", "0"), ("length", "64")):
+    entry = e.external_data.add()
+    entry.key, entry.value = k, v
+save("escape", [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], [x], [y], [e])
+np.savez(os.path.join(out, "good_inputs.npz"), x=np.ones((1, 4), np.float32))
+np.savez(os.path.join(out, "wrong_shape.npz"), x=np.ones((2, 4), np.float32))
+np.savez(os.path.join(out, "wrong_dtype.npz"), x=np.ones((1, 4), np.float64))
+np.savez(os.path.join(out, "wrong_name.npz"), z=np.ones((1, 4), np.float32))
+open(os.path.join(out, "not_a_package.tar"), "w").write("hello\n")

@@ -1,0 +1,398 @@
+/* mlc-conformance: runs ONNX backend node tests through the whole compiled path.
+ *
+ * For each test directory (model.onnx + test_data_set_N/{input,output}_K.pb): import the model with the
+ * input shapes of the test data, compile every kernel with LLVM (JIT), run the plan on the runtime's executor,
+ * and compare every output with the expected tensor (|got - want| <= atol + rtol * |want|, rtol 1e-3,
+ * atol 1e-7 as the ONNX backend runner; integers and bools exactly; NaN matches NaN). Each test runs in a
+ * child process with a timeout, so a crash or hang is one FAIL line, not a dead runner.
+ *
+ *   mlc-conformance [--root DIR] [--tier FILE]... [--expected FILE] [-j N] [--timeout S] [TEST...]
+ *
+ * Prints one line per test (PASS / FAIL max error / UNSUPPORTED reason) and a last line
+ * "N passed, N failed, N skipped". With --expected, exits non-zero if any test listed there does not pass. */
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "driver/driver.h"
+#include "frontends/onnx/onnx.h"
+#include "frontends/onnx/onnx.pb-c.h"
+
+#ifndef MLC_ONNX_TESTS_DIR
+#define MLC_ONNX_TESTS_DIR "../shared/onnx-tests"
+#endif
+
+typedef enum { R_PASS, R_FAIL, R_UNSUPPORTED } Result;
+
+static double to_double(const void *p, mlc_dtype t, int64_t i) {
+  switch (t) {
+  case MLC_F32: return ((const float *)p)[i];
+  case MLC_F64: return ((const double *)p)[i];
+  case MLC_I8: return ((const int8_t *)p)[i];
+  case MLC_U8: return ((const uint8_t *)p)[i];
+  case MLC_BOOL: return ((const uint8_t *)p)[i];
+  case MLC_I16: return ((const int16_t *)p)[i];
+  case MLC_U16: return ((const uint16_t *)p)[i];
+  case MLC_I32: return ((const int32_t *)p)[i];
+  case MLC_U32: return ((const uint32_t *)p)[i];
+  case MLC_I64: return (double)((const int64_t *)p)[i];
+  case MLC_U64: return (double)((const uint64_t *)p)[i];
+  case MLC_F16: {
+    uint16_t h = ((const uint16_t *)p)[i];
+    int s = h >> 15, e = (h >> 10) & 31, m = h & 1023;
+    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
+    return s ? -v : v;
+  }
+  case MLC_BF16: {
+    uint32_t b = (uint32_t)((const uint16_t *)p)[i] << 16;
+    float f;
+    memcpy(&f, &b, 4);
+    return f;
+  }
+  default: return NAN;
+  }
+}
+
+/* Returns the max error, or -1 when the shapes or dtypes differ; *ok says whether within tolerance. */
+static double compare(const TensorType *want_t, const void *want, const rt_tensor *got_t, const void *got, bool *ok,
+                      char *why, size_t nwhy) {
+  *ok = false;
+  if (want_t->dtype != got_t->dtype) {
+    snprintf(why, nwhy, "dtype %s, expected %s", mlc_dtype_name(got_t->dtype), mlc_dtype_name(want_t->dtype));
+    return -1;
+  }
+  bool same = want_t->ndim == got_t->ndim;
+  for (int i = 0; same && i < want_t->ndim; i++) same = want_t->dims[i] == got_t->shape[i];
+  if (!same) {
+    snprintf(why, nwhy, "shape mismatch");
+    return -1;
+  }
+  int64_t n = tt_numel(want_t);
+  bool exact = !(want_t->dtype == MLC_F32 || want_t->dtype == MLC_F64 || want_t->dtype == MLC_F16 ||
+                 want_t->dtype == MLC_BF16);
+  double rtol = 1e-3, atol = 1e-7, maxerr = 0;
+  if (want_t->dtype == MLC_F16 || want_t->dtype == MLC_BF16) atol = 1e-3;
+  *ok = true;
+  for (int64_t i = 0; i < n; i++) {
+    double w = to_double(want, want_t->dtype, i), g = to_double(got, got_t->dtype, i);
+    if (isnan(w) && isnan(g)) continue;
+    if (isinf(w) || isinf(g)) {
+      if (w != g) {
+        *ok = false;
+        maxerr = INFINITY;
+      }
+      continue;
+    }
+    double err = fabs(w - g);
+    if (isnan(err)) err = INFINITY;
+    if (err > maxerr) maxerr = err;
+    if (exact ? err != 0 : err > atol + rtol * fabs(w)) *ok = false;
+  }
+  if (want_t->dtype == MLC_I64 || want_t->dtype == MLC_U64) { /* doubles lose low bits: compare bytes too */
+    if (memcmp(want, got, (size_t)n * 8) != 0) *ok = false;
+  }
+  snprintf(why, nwhy, "max error %.3g", maxerr);
+  return maxerr;
+}
+
+/* Graph input names of the model, in order, without initializers. */
+static int model_inputs(const char *path, char names[][256], int max) {
+  void *buf;
+  size_t size;
+  Diag d = {0};
+  if (file_read(path, &buf, &size, &d) != MLC_OK) return -1;
+  Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, size, buf);
+  free(buf);
+  if (!m || !m->graph) return -1;
+  int n = 0;
+  for (size_t i = 0; i < m->graph->n_input && n < max; i++) {
+    const char *name = m->graph->input[i]->name;
+    bool init = false;
+    for (size_t k = 0; k < m->graph->n_initializer; k++)
+      if (!strcmp(m->graph->initializer[k]->name, name)) init = true;
+    if (!init) snprintf(names[n++], 256, "%s", name);
+  }
+  onnx__model_proto__free_unpacked(m, NULL);
+  return n;
+}
+
+#define MAX_IO 64
+
+/* Runs one test in this process; prints its line to out. */
+static Result run_test(const char *root, const char *name, FILE *out) {
+  char dir[4096], path[4600];
+  snprintf(dir, sizeof dir, "%s/node/%s", root, name);
+  snprintf(path, sizeof path, "%s/model.onnx", dir);
+  Arena *a = arena_new();
+  Diag d = {0};
+  Result r = R_FAIL;
+  char names[MAX_IO][256];
+  int nin = model_inputs(path, names, MAX_IO);
+  if (nin < 0) {
+    fprintf(out, "FAIL %s: cannot read %s\n", name, path);
+    arena_free(a);
+    return R_FAIL;
+  }
+  /* inputs of data set 0 fix the shapes */
+  TensorType in_t[MAX_IO];
+  void *in_data[MAX_IO];
+  OnnxInputShape shapes[MAX_IO];
+  int nfound = 0;
+  for (int i = 0; i < nin; i++) {
+    char p[4700];
+    snprintf(p, sizeof p, "%s/test_data_set_0/input_%d.pb", dir, i);
+    const char *tn;
+    if (access(p, R_OK) != 0) break;
+    if (onnx_read_tensor_file(a, p, &tn, &in_t[i], &in_data[i], &d) != MLC_OK) {
+      fprintf(out, "UNSUPPORTED %s: %s\n", name, d.msg);
+      arena_free(a);
+      return R_UNSUPPORTED;
+    }
+    shapes[i].name = names[i];
+    shapes[i].ndim = in_t[i].ndim;
+    memcpy(shapes[i].dims, in_t[i].dims, sizeof shapes[i].dims);
+    nfound++;
+  }
+  OnnxImportOptions io = {.ninput_shapes = nfound, .input_shapes = shapes};
+  Graph *g = NULL;
+  Compiled *c = NULL;
+  mlc_pool *pool = NULL;
+  rt_executor *ex = NULL;
+  CgJit *jit = NULL;
+  CompileOptions opt = {.target = getenv("MLC_TARGET") ? getenv("MLC_TARGET") : "llvm", .opt_level = 3};
+  if (onnx_import_file(a, path, &io, &g, &d) || mlc_compile_graph(a, g, &opt, &c, &d)) {
+    const char *msg = d.msg;
+    fprintf(out, "%s %s: %s\n", d.status == MLC_ERR_UNSUPPORTED ? "UNSUPPORTED" : "FAIL", name, msg);
+    r = d.status == MLC_ERR_UNSUPPORTED ? R_UNSUPPORTED : R_FAIL;
+    goto done;
+  }
+  if (g->inputs.n != nfound) {
+    fprintf(out, "FAIL %s: model has %d inputs, test data %d\n", name, g->inputs.n, nfound);
+    goto done;
+  }
+  pool = mlc_pool_create(1);
+  if (mlc_jit_executor(c, pool, &ex, &jit, &d)) {
+    fprintf(out, "FAIL %s: %s\n", name, d.msg);
+    goto done;
+  }
+  char err[RT_ERRLEN] = "";
+  for (int i = 0; i < nfound; i++)
+    if (rt_executor_set_input(ex, i, in_data[i], (size_t)tt_nbytes(&in_t[i]), err)) {
+      fprintf(out, "FAIL %s: input %d: %s\n", name, i, err);
+      goto done;
+    }
+  if (rt_executor_run(ex, err)) {
+    fprintf(out, "FAIL %s: run: %s\n", name, err);
+    goto done;
+  }
+  const rt_plan *plan = rt_executor_plan(ex);
+  double worst = 0;
+  bool all_ok = true;
+  char why[256] = "";
+  for (int i = 0; i < plan->noutputs; i++) {
+    char p[4700];
+    snprintf(p, sizeof p, "%s/test_data_set_0/output_%d.pb", dir, i);
+    const char *tn;
+    TensorType want_t;
+    void *want;
+    if (onnx_read_tensor_file(a, p, &tn, &want_t, &want, &d) != MLC_OK) {
+      fprintf(out, "FAIL %s: %s\n", name, d.msg);
+      goto done;
+    }
+    bool ok;
+    double e = compare(&want_t, want, &plan->tensors[plan->outputs[i]], rt_executor_output(ex, i), &ok, why,
+                       sizeof why);
+    if (!ok) {
+      all_ok = false;
+      if (e < 0) {
+        fprintf(out, "FAIL %s: output %d: %s\n", name, i, why);
+        goto done;
+      }
+    }
+    if (e > worst) worst = e;
+  }
+  if (all_ok) {
+    fprintf(out, "PASS %s\n", name);
+    r = R_PASS;
+  } else {
+    fprintf(out, "FAIL %s: max error %.3g\n", name, worst);
+  }
+done:
+  if (ex) rt_executor_free(ex);
+  if (jit) cg_jit_free(jit);
+  if (pool) mlc_pool_destroy(pool);
+  mlc_compiled_free(c);
+  arena_free(a);
+  return r;
+}
+
+typedef struct Child {
+  pid_t pid;
+  int fd;
+  int index;
+  double start;
+  char buf[4096];
+  size_t len;
+} Child;
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int read_list(const char *path, char ***names, int *n, int *cap) {
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    fprintf(stderr, "mlc-conformance: cannot open %s: %s\n", path, strerror(errno));
+    return -1;
+  }
+  char line[1024];
+  while (fgets(line, sizeof line, f)) {
+    char *s = line;
+    while (*s == ' ' || *s == '\t') s++;
+    s[strcspn(s, " \t\r\n#")] = 0;
+    if (!*s) continue;
+    if (*n == *cap) {
+      *cap = *cap ? *cap * 2 : 256;
+      *names = realloc(*names, sizeof(char *) * (size_t)*cap);
+    }
+    (*names)[(*n)++] = strdup(s);
+  }
+  fclose(f);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  const char *root = getenv("MLC_ONNX_TESTS") ? getenv("MLC_ONNX_TESTS") : MLC_ONNX_TESTS_DIR;
+  const char *expected = NULL;
+  int jobs = 1;
+  double timeout = 60;
+  char **names = NULL;
+  int n = 0, cap = 0;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--root") && i + 1 < argc) root = argv[++i];
+    else if (!strcmp(argv[i], "--tier") && i + 1 < argc) {
+      if (read_list(argv[++i], &names, &n, &cap)) return 2;
+    } else if (!strcmp(argv[i], "--expected") && i + 1 < argc) expected = argv[++i];
+    else if (!strcmp(argv[i], "-j") && i + 1 < argc) jobs = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) timeout = atof(argv[++i]);
+    else if (argv[i][0] == '-') {
+      fprintf(stderr, "usage: mlc-conformance [--root DIR] [--tier FILE]... [--expected FILE] [-j N] "
+                      "[--timeout S] [TEST...]\n");
+      return 1;
+    } else {
+      if (n == cap) {
+        cap = cap ? cap * 2 : 256;
+        names = realloc(names, sizeof(char *) * (size_t)cap);
+      }
+      names[n++] = strdup(argv[i]);
+    }
+  }
+  char **exp_names = NULL;
+  int nexp = 0, capexp = 0;
+  if (expected && read_list(expected, &exp_names, &nexp, &capexp)) return 2;
+  if (n == 0 && nexp) { /* just the expected list */
+    names = exp_names;
+    n = nexp;
+  }
+  if (jobs < 1) jobs = 1;
+  fflush(stdout);
+  Result *res = calloc((size_t)n + 1, sizeof(Result));
+  Child *kids = calloc((size_t)jobs, sizeof(Child));
+  int next = 0, running = 0, passed = 0, failed = 0, skipped = 0;
+  while (next < n || running) {
+    while (running < jobs && next < n) {
+      int fds[2];
+      if (pipe(fds)) return 4;
+      pid_t pid = fork();
+      if (pid == 0) {
+        close(fds[0]);
+        FILE *out = fdopen(fds[1], "w");
+        setvbuf(out, NULL, _IOFBF, 1 << 14);
+        Result r = run_test(root, names[next], out);
+        fclose(out);
+        _exit((int)r);
+      }
+      close(fds[1]);
+      for (int k = 0; k < jobs; k++)
+        if (!kids[k].pid) {
+          kids[k] = (Child){.pid = pid, .fd = fds[0], .index = next, .start = now()};
+          break;
+        }
+      next++;
+      running++;
+    }
+    struct pollfd pf[64];
+    int map[64], np = 0;
+    for (int k = 0; k < jobs && np < 64; k++)
+      if (kids[k].pid && kids[k].fd >= 0) {
+        pf[np] = (struct pollfd){.fd = kids[k].fd, .events = POLLIN};
+        map[np++] = k;
+      }
+    poll(pf, (nfds_t)np, 100);
+    for (int q = 0; q < np; q++) {
+      Child *ch = &kids[map[q]];
+      if (pf[q].revents) {
+        ssize_t got = read(ch->fd, ch->buf + ch->len, sizeof ch->buf - 1 - ch->len);
+        if (got > 0) ch->len += (size_t)got;
+        else {
+          close(ch->fd);
+          ch->fd = -1;
+        }
+      }
+    }
+    for (int k = 0; k < jobs; k++) {
+      Child *ch = &kids[k];
+      if (!ch->pid) continue;
+      int status;
+      bool timed_out = now() - ch->start > timeout;
+      if (timed_out) kill(ch->pid, SIGKILL);
+      if (ch->fd >= 0 && !timed_out) continue; /* wait for EOF first */
+      if (waitpid(ch->pid, &status, timed_out ? 0 : WNOHANG) == 0) continue;
+      ch->buf[ch->len] = 0;
+      Result r;
+      const char *name = names[ch->index];
+      if (timed_out) {
+        printf("FAIL %s: timed out after %.0f s\n", name, timeout);
+        r = R_FAIL;
+      } else if (WIFSIGNALED(status)) {
+        printf("FAIL %s: crashed (signal %d)\n", name, WTERMSIG(status));
+        r = R_FAIL;
+      } else {
+        r = (Result)WEXITSTATUS(status);
+        if (r > R_UNSUPPORTED) r = R_FAIL;
+        fputs(ch->buf, stdout);
+        if (!ch->len) printf("FAIL %s: no result\n", name);
+      }
+      fflush(stdout);
+      if (ch->fd >= 0) close(ch->fd);
+      res[ch->index] = r;
+      if (r == R_PASS) passed++;
+      else if (r == R_FAIL) failed++;
+      else skipped++;
+      ch->pid = 0;
+      running--;
+    }
+  }
+  int regressions = 0;
+  for (int e = 0; e < nexp; e++) {
+    bool ok = false;
+    for (int i = 0; i < n; i++)
+      if (!strcmp(names[i], exp_names[e])) ok = res[i] == R_PASS;
+    if (!ok) {
+      fprintf(stderr, "regression: %s is in %s but did not pass\n", exp_names[e], expected);
+      regressions++;
+    }
+  }
+  printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
+  return regressions ? 1 : 0;
+}
