@@ -12,6 +12,7 @@
 #include "mlc/runtime.h"
 
 #define RT_ERRLEN 1024
+#define MLC_RT_VERSION "0.1.0" /* written into meta.json; kept equal to MLC_VERSION in src/support/support.h */
 
 typedef enum rt_tensor_kind {
   RT_INPUT,      /* a graph input, bound by mlc_module_set_input */
@@ -50,7 +51,12 @@ typedef struct rt_plan {
 } rt_plan;
 
 void rt_plan_free(rt_plan *p);
-int64_t rt_tensor_nbytes(const rt_tensor *t);
+int64_t rt_tensor_nbytes(const rt_tensor *t); /* -1 if the dtype, rank or size is invalid */
+/* Checks every index of the plan (tensor/storage ids, offsets+sizes within storage, ranks, dims, kernel names,
+ * input list); the mod.json reader and the executor both call it. */
+int rt_plan_validate(const rt_plan *p, char *err);
+/* The architecture this runtime was built for, as meta.json's "arch" names it: "x86_64", "aarch64". */
+const char *rt_host_arch(void);
 
 /* ---- package.c: serialisation ---- */
 /* mod.json text (malloc'd) and back. */
@@ -60,6 +66,8 @@ int rt_plan_from_json(const char *text, size_t len, rt_plan *p, char *err);
  * in the file). */
 int rt_params_serialize(const rt_plan *p, void **data, size_t *size);
 int rt_params_load(const void *data, size_t size, rt_plan *p, char *err);
+/* meta.json text (malloc'd): {"mlc_version","target","arch","inputs":[{name,dtype,shape}],"outputs":[...]}. */
+char *rt_meta_to_json(const rt_plan *p, const char *target, const char *arch);
 
 /* ---- tar.c: ustar archives of regular files ---- */
 typedef struct rt_file {
@@ -73,7 +81,8 @@ int rt_tar_read(const char *path, void **blob, int *nfiles, rt_file **files, cha
 
 /* ---- executor.c ---- */
 typedef struct rt_executor rt_executor;
-/* lookup resolves a kernel symbol (dlsym on mod.so, or the JIT). The executor takes ownership of plan. */
+/* lookup resolves a kernel symbol (dlsym on mod.so, or the JIT). The executor takes ownership of plan's
+ * contents, on success and on failure alike (they are moved out and *plan is zeroed). pool may be NULL (serial). */
 int rt_executor_create(rt_plan *plan, void *(*lookup)(void *handle, const char *sym), void *handle,
                        mlc_pool *pool, rt_executor **out, char *err);
 void rt_executor_free(rt_executor *e);
@@ -84,6 +93,8 @@ void rt_executor_set_profile(rt_executor *e, bool on);
 const double *rt_executor_profile(const rt_executor *e);
 const void *rt_executor_output(const rt_executor *e, int i);
 const rt_plan *rt_executor_plan(const rt_executor *e);
+/* The executor behind a loaded module (for `mlc run --profile`). */
+rt_executor *rt_module_executor(mlc_module *m);
 
 /* ---- npy.c: .npy and .npz (stored or deflated; own inflate, no zlib) ---- */
 typedef struct rt_array {

@@ -1,0 +1,178 @@
+/* The graph executor: runs an rt_plan's kernels in order.
+ *
+ * At creation it validates the plan, allocates each storage block once (64-byte aligned), gives every graph
+ * input its own aligned buffer, resolves every call's kernel through the lookup function and prebuilds each
+ * call's argument array, so a run is a loop of indirect calls with no allocation. Params stay in the plan's
+ * aligned copies. Output pointers point at the tensor's data wherever it lives (input, param or activation).
+ * With profiling on, each call is timed with CLOCK_MONOTONIC. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "runtime/rt.h"
+
+struct rt_executor {
+  rt_plan plan; /* owned */
+  mlc_kernel_ctx ctx;
+  void **storage;     /* [nstorage] */
+  void **input_buf;   /* [ntensors]: own buffers of RT_INPUT tensors */
+  void **tensor_data; /* [ntensors] */
+  mlc_kernel_fn *fns; /* [ncalls] */
+  void ***call_args;  /* [ncalls][nargs] */
+  bool profile;
+  double *prof; /* [ncalls] seconds of the last run */
+};
+
+static void *aligned_alloc64(size_t n) {
+  void *p = NULL;
+  if (posix_memalign(&p, 64, n ? n : 64) != 0) return NULL;
+  memset(p, 0, n ? n : 64);
+  return p;
+}
+
+void rt_executor_free(rt_executor *e) {
+  if (!e) return;
+  for (int s = 0; s < e->plan.nstorage && e->storage; s++) free(e->storage[s]);
+  for (int t = 0; t < e->plan.ntensors && e->input_buf; t++) free(e->input_buf[t]);
+  for (int c = 0; c < e->plan.ncalls && e->call_args; c++) free(e->call_args[c]);
+  free(e->storage);
+  free(e->input_buf);
+  free(e->tensor_data);
+  free(e->fns);
+  free(e->call_args);
+  free(e->prof);
+  rt_plan_free(&e->plan);
+  free(e);
+}
+
+int rt_executor_create(rt_plan *plan, void *(*lookup)(void *handle, const char *sym), void *handle,
+                       mlc_pool *pool, rt_executor **out, char *err) {
+  *out = NULL;
+  rt_executor *e = calloc(1, sizeof *e);
+  if (!e) {
+    rt_plan_free(plan);
+    snprintf(err, RT_ERRLEN, "out of memory");
+    return MLC_ERR_INTERNAL;
+  }
+  e->plan = *plan;
+  memset(plan, 0, sizeof *plan);
+  rt_plan *p = &e->plan;
+  int rc = rt_plan_validate(p, err);
+  if (rc != MLC_OK) goto fail;
+  int nt = p->ntensors, ns = p->nstorage, nc = p->ncalls;
+  e->storage = calloc((size_t)ns + 1, sizeof *e->storage);
+  e->input_buf = calloc((size_t)nt + 1, sizeof *e->input_buf);
+  e->tensor_data = calloc((size_t)nt + 1, sizeof *e->tensor_data);
+  e->fns = calloc((size_t)nc + 1, sizeof *e->fns);
+  e->call_args = calloc((size_t)nc + 1, sizeof *e->call_args);
+  e->prof = calloc((size_t)nc + 1, sizeof *e->prof);
+  rc = MLC_ERR_INTERNAL;
+  if (!e->storage || !e->input_buf || !e->tensor_data || !e->fns || !e->call_args || !e->prof) {
+    snprintf(err, RT_ERRLEN, "out of memory");
+    goto fail;
+  }
+  for (int s = 0; s < ns; s++)
+    if (!(e->storage[s] = aligned_alloc64((size_t)p->storage_size[s]))) {
+      snprintf(err, RT_ERRLEN, "out of memory allocating storage %d (%lld bytes)", s, (long long)p->storage_size[s]);
+      goto fail;
+    }
+  for (int t = 0; t < nt; t++) {
+    rt_tensor *ten = &p->tensors[t];
+    switch (ten->kind) {
+    case RT_INPUT:
+      if (!(e->input_buf[t] = aligned_alloc64((size_t)rt_tensor_nbytes(ten)))) {
+        snprintf(err, RT_ERRLEN, "out of memory for input '%s'", ten->name);
+        goto fail;
+      }
+      e->tensor_data[t] = e->input_buf[t];
+      break;
+    case RT_PARAM:
+      if (!p->param_data || !p->param_data[t]) {
+        snprintf(err, RT_ERRLEN, "parameter '%s' has no data", ten->name);
+        rc = MLC_ERR_INVALID;
+        goto fail;
+      }
+      e->tensor_data[t] = p->param_data[t];
+      break;
+    case RT_ACTIVATION: e->tensor_data[t] = (char *)e->storage[ten->storage_id] + ten->offset; break;
+    }
+  }
+  for (int c = 0; c < nc; c++) {
+    rt_call *call = &p->calls[c];
+    void *sym = lookup ? lookup(handle, call->kernel) : NULL;
+    if (!sym) {
+      snprintf(err, RT_ERRLEN, "kernel '%s' not found in the module", call->kernel);
+      rc = MLC_ERR_INVALID;
+      goto fail;
+    }
+    /* dlsym returns void *; POSIX guarantees the conversion to a function pointer */
+    memcpy(&e->fns[c], &sym, sizeof sym);
+    e->call_args[c] = calloc((size_t)call->nargs + 1, sizeof(void *));
+    if (!e->call_args[c]) {
+      snprintf(err, RT_ERRLEN, "out of memory");
+      goto fail;
+    }
+    for (int a = 0; a < call->nargs; a++) e->call_args[c][a] = e->tensor_data[call->args[a]];
+  }
+  mlc_pool_kernel_ctx(pool, &e->ctx);
+  *out = e;
+  return MLC_OK;
+fail:
+  rt_executor_free(e);
+  return rc;
+}
+
+int rt_executor_set_input(rt_executor *e, int i, const void *data, size_t nbytes, char *err) {
+  if (i < 0 || i >= e->plan.ninputs) {
+    snprintf(err, RT_ERRLEN, "input index %d out of range (the model has %d inputs)", i, e->plan.ninputs);
+    return MLC_ERR_USAGE;
+  }
+  int t = e->plan.inputs[i];
+  const rt_tensor *ten = &e->plan.tensors[t];
+  int64_t want = rt_tensor_nbytes(ten);
+  if ((int64_t)nbytes != want) {
+    snprintf(err, RT_ERRLEN, "input '%s': %zu bytes given, expected %lld (%s", ten->name, nbytes, (long long)want,
+             mlc_dtype_name(ten->dtype));
+    size_t len = strlen(err);
+    for (int d = 0; d < ten->ndim && len < RT_ERRLEN - 24; d++)
+      len += (size_t)snprintf(err + len, RT_ERRLEN - len, "%s%lld", d ? "x" : " ", (long long)ten->shape[d]);
+    snprintf(err + len, RT_ERRLEN - len, ")");
+    return MLC_ERR_INVALID;
+  }
+  if (nbytes) memcpy(e->input_buf[t], data, nbytes);
+  return MLC_OK;
+}
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int rt_executor_run(rt_executor *e, char *err) {
+  const rt_plan *p = &e->plan;
+  for (int c = 0; c < p->ncalls; c++) {
+    double t0 = e->profile ? now_seconds() : 0;
+    int32_t rc = e->fns[c](e->call_args[c], NULL, &e->ctx);
+    if (e->profile) e->prof[c] = now_seconds() - t0;
+    if (rc != 0) {
+      snprintf(err, RT_ERRLEN, "kernel '%s' (call %d) failed with code %d", p->calls[c].kernel, c, (int)rc);
+      return MLC_ERR_INTERNAL;
+    }
+  }
+  return MLC_OK;
+}
+
+void rt_executor_set_profile(rt_executor *e, bool on) {
+  e->profile = on;
+  if (on) memset(e->prof, 0, ((size_t)e->plan.ncalls + 1) * sizeof *e->prof);
+}
+
+const double *rt_executor_profile(const rt_executor *e) { return e->profile ? e->prof : NULL; }
+
+const void *rt_executor_output(const rt_executor *e, int i) {
+  if (i < 0 || i >= e->plan.noutputs) return NULL;
+  return e->tensor_data[e->plan.outputs[i]];
+}
+
+const rt_plan *rt_executor_plan(const rt_executor *e) { return &e->plan; }

@@ -1,0 +1,226 @@
+/* The public module API (include/mlc/runtime.h): load a package, bind inputs, run, read outputs.
+ *
+ * mlc_module_load reads the tar, requires mod.so, mod.json, mod.params and meta.json, checks meta.json's "arch"
+ * against this machine, parses and validates the plan, loads the params, then writes mod.so into an anonymous
+ * memfd (or, where memfd_create is unavailable, a private temp file that is unlinked at once) and dlopens it
+ * RTLD_LOCAL|RTLD_NOW through /proc/self/fd. Kernels are resolved with dlsym by rt_executor_create. Every
+ * failure returns a status and leaves its message for mlc_rt_last_error. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include "runtime/json.h"
+#include "runtime/rt.h"
+
+struct mlc_module {
+  void *dl;
+  int so_fd; /* the memfd behind dl, kept open so a later load never reuses its /proc/self/fd name */
+  mlc_pool *pool;
+  rt_executor *exec;
+  mlc_tensor_info *inputs, *outputs;
+};
+
+static const rt_file *find_member(int n, const rt_file *files, const char *name) {
+  for (int i = 0; i < n; i++)
+    if (strcmp(files[i].name, name) == 0) return &files[i];
+  return NULL;
+}
+
+static void *dl_lookup(void *handle, const char *sym) { return dlsym(handle, sym); }
+
+static bool write_all(int fd, const void *data, size_t size) {
+  const char *p = data;
+  while (size) {
+    ssize_t w = write(fd, p, size);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    size -= (size_t)w;
+  }
+  return true;
+}
+
+/* dlopen a shared object held in memory. glibc matches already-loaded objects by path name, so the memfd
+ * stays open (*keep_fd) while the library is loaded: a second module can never get the same name. */
+static void *dlopen_memory(const void *data, size_t size, int *keep_fd, char *err) {
+  *keep_fd = -1;
+  char path[4096];
+  int fd = memfd_create("mlc-mod.so", MFD_CLOEXEC);
+  bool is_memfd = fd >= 0;
+  if (!is_memfd) {
+    const char *tmpdir = getenv("TMPDIR");
+    snprintf(path, sizeof path, "%s/mlc-mod-XXXXXX.so", tmpdir && *tmpdir ? tmpdir : "/tmp");
+    fd = mkstemps(path, 3);
+    if (fd < 0) {
+      snprintf(err, RT_ERRLEN, "cannot create a temporary file for mod.so: %s", strerror(errno));
+      return NULL;
+    }
+  }
+  if (!write_all(fd, data, size)) {
+    snprintf(err, RT_ERRLEN, "cannot write mod.so to a temporary file: %s", strerror(errno));
+    close(fd);
+    if (!is_memfd) unlink(path);
+    return NULL;
+  }
+  if (is_memfd) snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+  void *h = dlopen(path, RTLD_LOCAL | RTLD_NOW);
+  if (!h) snprintf(err, RT_ERRLEN, "cannot load mod.so: %s", dlerror());
+  if (h && is_memfd) {
+    *keep_fd = fd;
+  } else {
+    close(fd);
+    if (!is_memfd) unlink(path);
+  }
+  return h;
+}
+
+static int fail(int rc, const char *path, const char *msg) {
+  rt_set_error("%s: %s", path, msg);
+  return rc;
+}
+
+static mlc_tensor_info *tensor_infos(const rt_plan *p, int n, const int *ids) {
+  mlc_tensor_info *info = calloc((size_t)n + 1, sizeof *info);
+  if (!info) return NULL;
+  for (int i = 0; i < n; i++) {
+    const rt_tensor *t = &p->tensors[ids[i]];
+    info[i].name = t->name; /* lives as long as the executor's plan */
+    info[i].dtype = t->dtype;
+    info[i].ndim = t->ndim;
+    memcpy(info[i].shape, t->shape, sizeof info[i].shape);
+  }
+  return info;
+}
+
+int mlc_module_load(const char *path, int threads, mlc_module **out) {
+  *out = NULL;
+  char err[RT_ERRLEN];
+  void *blob = NULL;
+  int nfiles = 0;
+  rt_file *files = NULL;
+  if (!path) return fail(MLC_ERR_USAGE, "(null)", "no package path");
+  FILE *probe = fopen(path, "rb");
+  if (!probe) {
+    rt_set_error("%s: cannot open: %s", path, strerror(errno));
+    return MLC_ERR_INVALID;
+  }
+  fclose(probe);
+  if (rt_tar_read(path, &blob, &nfiles, &files, err) != MLC_OK) {
+    if (strstr(err, "out of memory")) return fail(MLC_ERR_INTERNAL, path, "out of memory reading the package");
+    rt_set_error("%s: not an mlc package (missing mod.json)", path);
+    return MLC_ERR_INVALID;
+  }
+  int rc = MLC_ERR_INVALID;
+  rt_plan plan = {0};
+  mlc_module *m = NULL;
+  rj_value *meta = NULL;
+  static const char *required[] = {"mod.json", "mod.so", "mod.params", "meta.json"};
+  for (size_t i = 0; i < sizeof required / sizeof *required; i++)
+    if (!find_member(nfiles, files, required[i])) {
+      snprintf(err, RT_ERRLEN, "not an mlc package (missing %s)", required[i]);
+      goto fail;
+    }
+  const rt_file *fmeta = find_member(nfiles, files, "meta.json");
+  char jerr[RT_ERRLEN];
+  meta = rj_parse(fmeta->data, fmeta->size, jerr);
+  if (!meta || meta->kind != RJ_OBJ) {
+    snprintf(err, RT_ERRLEN, "meta.json: %.900s", meta ? "not a JSON object" : jerr);
+    goto fail;
+  }
+  const rj_value *arch = rj_get(meta, "arch");
+  if (!arch || arch->kind != RJ_STR) {
+    snprintf(err, RT_ERRLEN, "meta.json: missing \"arch\"");
+    goto fail;
+  }
+  if (strcmp(arch->str, rt_host_arch()) != 0) {
+    snprintf(err, RT_ERRLEN, "package was compiled for %.64s, but this machine is %s; recompile it with a target "
+             "for this machine", arch->str, rt_host_arch());
+    rc = MLC_ERR_UNSUPPORTED;
+    goto fail;
+  }
+  const rt_file *fjson = find_member(nfiles, files, "mod.json");
+  if ((rc = rt_plan_from_json(fjson->data, fjson->size, &plan, err)) != MLC_OK) goto fail;
+  const rt_file *fparams = find_member(nfiles, files, "mod.params");
+  if ((rc = rt_params_load(fparams->data, fparams->size, &plan, err)) != MLC_OK) goto fail;
+  rc = MLC_ERR_INTERNAL;
+  m = calloc(1, sizeof *m);
+  if (!m) {
+    snprintf(err, RT_ERRLEN, "out of memory");
+    goto fail;
+  }
+  m->so_fd = -1;
+  const rt_file *fso = find_member(nfiles, files, "mod.so");
+  if (!(m->dl = dlopen_memory(fso->data, fso->size, &m->so_fd, err))) {
+    rc = MLC_ERR_INVALID;
+    goto fail;
+  }
+  if (!(m->pool = mlc_pool_create(threads))) {
+    snprintf(err, RT_ERRLEN, "cannot create the thread pool");
+    goto fail;
+  }
+  if ((rc = rt_executor_create(&plan, dl_lookup, m->dl, m->pool, &m->exec, err)) != MLC_OK) goto fail;
+  const rt_plan *p = rt_executor_plan(m->exec);
+  m->inputs = tensor_infos(p, p->ninputs, p->inputs);
+  m->outputs = tensor_infos(p, p->noutputs, p->outputs);
+  if (!m->inputs || !m->outputs) {
+    rc = MLC_ERR_INTERNAL;
+    snprintf(err, RT_ERRLEN, "out of memory");
+    goto fail;
+  }
+  rj_free(meta);
+  free(files);
+  free(blob);
+  *out = m;
+  return MLC_OK;
+fail:
+  rt_set_error("%s: %s", path, err);
+  rj_free(meta);
+  rt_plan_free(&plan);
+  mlc_module_free(m);
+  free(files);
+  free(blob);
+  return rc;
+}
+
+void mlc_module_free(mlc_module *m) {
+  if (!m) return;
+  rt_executor_free(m->exec);
+  mlc_pool_destroy(m->pool);
+  if (m->dl) dlclose(m->dl);
+  if (m->so_fd >= 0) close(m->so_fd);
+  free(m->inputs);
+  free(m->outputs);
+  free(m);
+}
+
+int mlc_module_num_inputs(const mlc_module *m) { return rt_executor_plan(m->exec)->ninputs; }
+int mlc_module_num_outputs(const mlc_module *m) { return rt_executor_plan(m->exec)->noutputs; }
+
+const mlc_tensor_info *mlc_module_input(const mlc_module *m, int i) {
+  return i >= 0 && i < mlc_module_num_inputs(m) ? &m->inputs[i] : NULL;
+}
+
+const mlc_tensor_info *mlc_module_output(const mlc_module *m, int i) {
+  return i >= 0 && i < mlc_module_num_outputs(m) ? &m->outputs[i] : NULL;
+}
+
+int mlc_module_set_input(mlc_module *m, int i, const void *data, size_t nbytes) {
+  char err[RT_ERRLEN];
+  int rc = rt_executor_set_input(m->exec, i, data, nbytes, err);
+  if (rc != MLC_OK) rt_set_error("%s", err);
+  return rc;
+}
+
+int mlc_module_run(mlc_module *m) {
+  char err[RT_ERRLEN];
+  int rc = rt_executor_run(m->exec, err);
+  if (rc != MLC_OK) rt_set_error("%s", err);
+  return rc;
+}
+
+const void *mlc_module_output_data(const mlc_module *m, int i) { return rt_executor_output(m->exec, i); }
+
+rt_executor *rt_module_executor(mlc_module *m) { return m ? m->exec : NULL; }

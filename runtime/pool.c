@@ -1,0 +1,209 @@
+/* Thread pool: persistent workers that run the parallel loops of generated kernels.
+ *
+ * Algorithm: one job slot and a 64-bit job word = (sequence << 16) | nchunks, published with a release store
+ * after the job fields are written. A worker w (1..n-1) spins on the job word for a short while, then sleeps on
+ * a condition variable; when it sees a new sequence and w < nchunks it runs chunk w and decrements `remaining`.
+ * Because the chunk count travels in the same atomic word as the sequence, a worker never reads the fields of a
+ * job it does not take part in, and the launcher cannot overwrite them while a participant still runs (it waits
+ * for `remaining` to reach 0). Lost wake-ups are excluded Dekker-style: the sleeper increments `sleepers` and
+ * re-checks the job word under the mutex (seq_cst), the launcher stores the job word and then reads `sleepers`
+ * (seq_cst), and broadcasts under the mutex only when someone sleeps. The caller runs chunk 0 itself.
+ * A launch from inside a pool thread (nested parallelism) runs serially on that thread. */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "runtime/rt.h"
+
+#define POOL_MAX_THREADS 1024
+#define POOL_SPIN 20000 /* spin iterations before a worker sleeps */
+
+struct mlc_pool {
+  int nthreads; /* including the calling thread */
+  pthread_t *threads;
+  bool *started;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  pthread_mutex_t launch_mu; /* serialises launches from different outside threads */
+  _Atomic uint64_t job;      /* (sequence << 16) | nchunks */
+  atomic_int sleepers;
+  atomic_int remaining;
+  atomic_int err;
+  atomic_bool stop;
+  /* the current job; written before the job word is published */
+  mlc_parallel_body body;
+  void *closure;
+  int64_t extent;
+};
+
+typedef struct pool_worker_arg {
+  mlc_pool *pool;
+  int index;
+} pool_worker_arg;
+
+static _Thread_local bool in_pool_thread; /* set in workers and in a launching caller */
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+static inline void chunk_range(int64_t extent, int nchunks, int i, int64_t *b, int64_t *e) {
+  int64_t base = extent / nchunks, rem = extent % nchunks;
+  *b = (int64_t)i * base + (i < rem ? i : rem);
+  *e = *b + base + (i < rem ? 1 : 0);
+}
+
+static void record_error(mlc_pool *p, int32_t rc) {
+  int expected = 0;
+  if (rc != 0) atomic_compare_exchange_strong(&p->err, &expected, rc);
+}
+
+static void *worker_main(void *argp) {
+  pool_worker_arg *arg = argp;
+  mlc_pool *p = arg->pool;
+  int w = arg->index;
+  free(arg);
+  in_pool_thread = true;
+  uint64_t seen = atomic_load_explicit(&p->job, memory_order_acquire);
+  for (;;) {
+    uint64_t job = atomic_load_explicit(&p->job, memory_order_acquire);
+    for (int spin = 0; job == seen && spin < POOL_SPIN; spin++) {
+      cpu_relax();
+      job = atomic_load_explicit(&p->job, memory_order_acquire);
+    }
+    if (job == seen) {
+      pthread_mutex_lock(&p->mu);
+      atomic_fetch_add(&p->sleepers, 1);
+      while ((job = atomic_load(&p->job)) == seen && !atomic_load(&p->stop)) pthread_cond_wait(&p->cv, &p->mu);
+      atomic_fetch_sub(&p->sleepers, 1);
+      pthread_mutex_unlock(&p->mu);
+    }
+    if (atomic_load(&p->stop)) return NULL;
+    seen = job;
+    int nchunks = (int)(job & 0xffff);
+    if (w >= nchunks) continue;
+    int64_t b, e;
+    chunk_range(p->extent, nchunks, w, &b, &e);
+    record_error(p, p->body(b, e, p->closure));
+    atomic_fetch_sub_explicit(&p->remaining, 1, memory_order_acq_rel);
+  }
+}
+
+static int default_threads(void) {
+  const char *env = getenv("MLC_NUM_THREADS");
+  if (env && *env) {
+    char *end;
+    long v = strtol(env, &end, 10);
+    if (*end == '\0' && v > 0) return v > POOL_MAX_THREADS ? POOL_MAX_THREADS : (int)v;
+  }
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  if (n < 1) n = 1;
+  return n > POOL_MAX_THREADS ? POOL_MAX_THREADS : (int)n;
+}
+
+mlc_pool *mlc_pool_create(int num_threads) {
+  int n = num_threads > 0 ? (num_threads > POOL_MAX_THREADS ? POOL_MAX_THREADS : num_threads) : default_threads();
+  mlc_pool *p = calloc(1, sizeof *p);
+  if (!p) return NULL;
+  p->nthreads = n;
+  p->threads = calloc((size_t)n, sizeof *p->threads);
+  p->started = calloc((size_t)n, sizeof *p->started);
+  if (!p->threads || !p->started) {
+    free(p->threads);
+    free(p->started);
+    free(p);
+    return NULL;
+  }
+  pthread_mutex_init(&p->mu, NULL);
+  pthread_cond_init(&p->cv, NULL);
+  pthread_mutex_init(&p->launch_mu, NULL);
+  atomic_init(&p->job, 0);
+  for (int i = 1; i < n; i++) {
+    pool_worker_arg *arg = malloc(sizeof *arg);
+    if (!arg) break;
+    arg->pool = p;
+    arg->index = i;
+    if (pthread_create(&p->threads[i], NULL, worker_main, arg) != 0) {
+      free(arg);
+      break;
+    }
+    p->started[i] = true;
+  }
+  /* if thread creation failed part-way, run with the threads that did start */
+  int started = 1;
+  while (started < n && p->started[started]) started++;
+  p->nthreads = started;
+  return p;
+}
+
+void mlc_pool_destroy(mlc_pool *p) {
+  if (!p) return;
+  pthread_mutex_lock(&p->mu);
+  atomic_store(&p->stop, true);
+  atomic_fetch_add(&p->job, (uint64_t)1 << 16);
+  pthread_cond_broadcast(&p->cv);
+  pthread_mutex_unlock(&p->mu);
+  for (int i = 1; i < p->nthreads; i++)
+    if (p->started[i]) pthread_join(p->threads[i], NULL);
+  pthread_mutex_destroy(&p->mu);
+  pthread_cond_destroy(&p->cv);
+  pthread_mutex_destroy(&p->launch_mu);
+  free(p->threads);
+  free(p->started);
+  free(p);
+}
+
+int mlc_pool_threads(const mlc_pool *p) { return p ? p->nthreads : 1; }
+
+static int32_t serial_launch(mlc_kernel_ctx *ctx, mlc_parallel_body body, void *closure, int64_t extent) {
+  return extent > 0 ? body(0, extent, closure) : 0;
+}
+
+static int32_t pool_launch(mlc_kernel_ctx *ctx, mlc_parallel_body body, void *closure, int64_t extent) {
+  if (extent <= 0) return 0;
+  mlc_pool *p = ctx ? ctx->pool : NULL;
+  if (!p || p->nthreads <= 1 || extent == 1 || in_pool_thread) return body(0, extent, closure);
+  int nchunks = extent < p->nthreads ? (int)extent : p->nthreads;
+  pthread_mutex_lock(&p->launch_mu);
+  in_pool_thread = true;
+  p->body = body;
+  p->closure = closure;
+  p->extent = extent;
+  atomic_store_explicit(&p->err, 0, memory_order_relaxed);
+  atomic_store_explicit(&p->remaining, nchunks - 1, memory_order_relaxed);
+  uint64_t seq = (atomic_load_explicit(&p->job, memory_order_relaxed) >> 16) + 1;
+  atomic_store(&p->job, (seq << 16) | (uint64_t)nchunks); /* seq_cst: pairs with the sleepers check */
+  if (atomic_load(&p->sleepers) > 0) {
+    pthread_mutex_lock(&p->mu);
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+  }
+  int64_t b, e;
+  chunk_range(extent, nchunks, 0, &b, &e);
+  record_error(p, body(b, e, closure));
+  for (unsigned spin = 0; atomic_load_explicit(&p->remaining, memory_order_acquire) > 0; spin++) {
+    if (spin < POOL_SPIN)
+      cpu_relax();
+    else
+      sched_yield();
+  }
+  int32_t rc = atomic_load_explicit(&p->err, memory_order_relaxed);
+  in_pool_thread = false;
+  pthread_mutex_unlock(&p->launch_mu);
+  return rc;
+}
+
+void mlc_pool_kernel_ctx(mlc_pool *pool, mlc_kernel_ctx *ctx) {
+  memset(ctx, 0, sizeof *ctx);
+  ctx->parallel_launch = pool ? pool_launch : serial_launch;
+  ctx->pool = pool;
+  ctx->num_threads = pool ? pool->nthreads : 1;
+}
