@@ -1,6 +1,127 @@
-/* ONNX converters of the reduce family (see families.def): each maps an ONNX node onto graph ops of src/topi. */
+/* ONNX converters of the reduce family (see families.def): each maps an ONNX node onto graph ops of src/topi.
+ *
+ * Reduce*: `axes` is an attribute up to opset 12 (ReduceSum) / 17 (the others) and an optional input after,
+ * which must then be a compile-time constant; with the input form comes noop_with_empty_axes. The graph op
+ * always gets explicit axes: negative ones made non-negative, sorted, unique, and "every axis" where none
+ * were given; an empty list with noop_with_empty_axes=1 becomes an identity (cast to the same dtype).
+ * ArgMax/ArgMin: `axis` (default 0) normalised into a one-element "axis" list, keepdims and
+ * select_last_index (opset 12) copied with their defaults. */
+#include <string.h>
 #include "frontends/onnx/onnx.h"
 
+static const struct {
+  const char *onnx;     /* ONNX op type */
+  const char *op;       /* graph op (src/topi/reduce.c) */
+  int axes_input_opset; /* first opset where axes is an input */
+} REDUCES[] = {
+    {"ReduceSum", "sum", 13},
+    {"ReduceMean", "mean", 18},
+    {"ReduceMax", "max", 18},
+    {"ReduceMin", "min", 18},
+    {"ReduceProd", "prod", 18},
+    {"ReduceL1", "reduce_l1", 18},
+    {"ReduceL2", "reduce_l2", 18},
+    {"ReduceLogSum", "reduce_log_sum", 18},
+    {"ReduceLogSumExp", "logsumexp", 18},
+    {"ReduceSumSquare", "reduce_sum_square", 18},
+};
+
+#define MAX_AXES 64
+
+static mlc_status finish(OnnxCtx *cx, const OnnxNode *n, Node *nd, Value **out, Diag *d) {
+  if (!nd) return d->status != MLC_OK ? d->status : MLC_ERR_INTERNAL;
+  mlc_status st = onnx_finish(cx, n, nd, d);
+  if (st != MLC_OK) return st;
+  *out = nd->outputs[0];
+  return MLC_OK;
+}
+
+/* negative axes made non-negative, range-checked, sorted, duplicates rejected */
+static mlc_status normalize_axes(OnnxCtx *cx, const OnnxNode *n, int ndim, int64_t *axes, int na, Diag *d) {
+  for (int i = 0; i < na; i++) {
+    int64_t a = axes[i];
+    if (a < -ndim || a >= ndim)
+      return onnx_error(cx, n, d, MLC_ERR_INVALID, "axis %lld is out of range for a rank-%d input", (long long)a, ndim);
+    axes[i] = a < 0 ? a + ndim : a;
+  }
+  for (int i = 1; i < na; i++)
+    for (int j = i; j > 0 && axes[j - 1] > axes[j]; j--) {
+      int64_t t = axes[j];
+      axes[j] = axes[j - 1];
+      axes[j - 1] = t;
+    }
+  for (int i = 1; i < na; i++)
+    if (axes[i] == axes[i - 1])
+      return onnx_error(cx, n, d, MLC_ERR_INVALID, "axis %lld is given twice", (long long)axes[i]);
+  return MLC_OK;
+}
+
+static mlc_status conv_reduce(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  size_t k = 0;
+  while (k < countof(REDUCES) && strcmp(REDUCES[k].onnx, n->op_type) != 0) k++;
+  if (k == countof(REDUCES)) return onnx_error(cx, n, d, MLC_ERR_INTERNAL, "no reduce mapping for %s", n->op_type);
+  if (n->ninputs < 1 || !n->inputs[0]) return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s needs an input", n->op_type);
+  Value *x = n->inputs[0];
+  int ndim = x->type.ndim;
+  int64_t axes[MAX_AXES];
+  int na = -1; /* -1: not given */
+  bool noop = false;
+  if (n->opset >= REDUCES[k].axes_input_opset) {
+    if (n->ninputs > 1 && n->inputs[1]) {
+      const Value *av = n->inputs[1];
+      if (av->type.ndim > 1) return onnx_error(cx, n, d, MLC_ERR_INVALID, "axes must be a 1-D tensor");
+      if (tt_numel(&av->type) > MAX_AXES) return onnx_error(cx, n, d, MLC_ERR_INVALID, "too many axes");
+      na = onnx_const_ints(av, axes, MAX_AXES);
+      if (na < 0)
+        return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED,
+                          "input 'axes' of %s must be known at compile time (a constant or initializer)", n->op_type);
+    }
+    noop = onnx_attr_int(n, "noop_with_empty_axes", 0) != 0;
+  } else {
+    na = onnx_attr_ints(n, "axes", axes, MAX_AXES);
+    if (na > MAX_AXES) return onnx_error(cx, n, d, MLC_ERR_INVALID, "too many axes");
+  }
+  if (na > ndim) return onnx_error(cx, n, d, MLC_ERR_INVALID, "%d axes for a rank-%d input", na, ndim);
+  Graph *g = onnx_graph(cx);
+  if (na <= 0) {
+    if (noop) { /* the identity */
+      Node *nd = onnx_emit(cx, n, "cast", 1, &x, 1, d);
+      if (nd) ir_set_int(g, nd, "dtype", x->type.dtype);
+      return finish(cx, n, nd, &outs[0], d);
+    }
+    na = ndim;
+    for (int i = 0; i < ndim; i++) axes[i] = i;
+  }
+  mlc_status st = normalize_axes(cx, n, ndim, axes, na, d);
+  if (st != MLC_OK) return st;
+  Node *nd = onnx_emit(cx, n, REDUCES[k].op, 1, &x, 1, d);
+  if (nd) {
+    ir_set_ints(g, nd, "axis", axes, na);
+    ir_set_int(g, nd, "keepdims", onnx_attr_int(n, "keepdims", 1) != 0);
+  }
+  return finish(cx, n, nd, &outs[0], d);
+}
+
+static mlc_status conv_arg(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  if (n->ninputs < 1 || !n->inputs[0]) return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s needs an input", n->op_type);
+  Value *x = n->inputs[0];
+  int64_t axis = onnx_attr_int(n, "axis", 0);
+  mlc_status st = normalize_axes(cx, n, x->type.ndim, &axis, 1, d);
+  if (st != MLC_OK) return st;
+  Node *nd = onnx_emit(cx, n, strcmp(n->op_type, "ArgMax") == 0 ? "argmax" : "argmin", 1, &x, 1, d);
+  if (nd) {
+    Graph *g = onnx_graph(cx);
+    ir_set_ints(g, nd, "axis", &axis, 1);
+    ir_set_int(g, nd, "keepdims", onnx_attr_int(n, "keepdims", 1) != 0);
+    ir_set_int(g, nd, "select_last_index", onnx_attr_int(n, "select_last_index", 0) != 0);
+  }
+  return finish(cx, n, nd, &outs[0], d);
+}
+
 const OnnxConverter onnx_ops_reduce[] = {
+    {"ReduceSum", "", conv_reduce},  {"ReduceMean", "", conv_reduce},      {"ReduceMax", "", conv_reduce},
+    {"ReduceMin", "", conv_reduce},  {"ReduceProd", "", conv_reduce},      {"ReduceL1", "", conv_reduce},
+    {"ReduceL2", "", conv_reduce},   {"ReduceLogSum", "", conv_reduce},    {"ReduceLogSumExp", "", conv_reduce},
+    {"ReduceSumSquare", "", conv_reduce}, {"ArgMax", "", conv_arg},        {"ArgMin", "", conv_arg},
     {0},
 };

@@ -1,0 +1,260 @@
+/* topi reduce family: Reduce{Sum,Mean,Max,Min,Prod,L1,L2,LogSum,LogSumExp,SumSquare} and ArgMax/ArgMin.
+ *
+ * Attributes (normalised by the importer): "axis" (ints, non-negative, sorted, unique; every axis when the
+ * model gave none), "keepdims" (0/1); argmax/argmin also "select_last_index". A reduction is built from up
+ * to three TE stages, all over the output shape:
+ *   1. (logsumexp, argmax, argmin) m = max/min of x over the axes;
+ *   2. r = combine(pre(x)) with a commutative combiner (sum, prod, min, max) through te_reduce, where pre is
+ *      |x| (L1), x*x (L2, SumSquare), exp(x - m) (LogSumExp: stable, max first), or for argmax/argmin the
+ *      index k where x == m (first: min of k, last: max of k; k = extent where x != m);
+ *   3. out = post(r): r / count (mean), sqrt(r) (L2), log(r) (LogSum), log(r) + m (LogSumExp), and the cast
+ *      back to the output dtype. Stage 3 is an elementwise epilogue, present only where needed.
+ * float16/bfloat16 accumulate in float32; bool max/min in uint8; integer L2/LogSum/LogSumExp take the square
+ * root / log in float64 and truncate back, as the ONNX reference does. */
+#include <math.h>
+#include <string.h>
+#include "topi/topi.h"
+
+typedef enum RedOp {
+  R_SUM, R_MEAN, R_MAX, R_MIN, R_PROD, R_L1, R_L2, R_LOGSUM, R_LOGSUMEXP, R_SUMSQ, R_ARGMAX, R_ARGMIN, R_COUNT
+} RedOp;
+
+static const char *const red_names[R_COUNT] = {
+    [R_SUM] = "sum",           [R_MEAN] = "mean",         [R_MAX] = "max",
+    [R_MIN] = "min",           [R_PROD] = "prod",         [R_L1] = "reduce_l1",
+    [R_L2] = "reduce_l2",      [R_LOGSUM] = "reduce_log_sum", [R_LOGSUMEXP] = "logsumexp",
+    [R_SUMSQ] = "reduce_sum_square", [R_ARGMAX] = "argmax", [R_ARGMIN] = "argmin",
+};
+
+static bool is_half(mlc_dtype t) { return t == MLC_F16 || t == MLC_BF16; }
+static bool is_arg(RedOp op) { return op == R_ARGMAX || op == R_ARGMIN; }
+
+/* reads and checks the axis attribute; red[i] marks reduced dims */
+static mlc_status red_axes(const Node *n, int ndim, bool *red, int *nred, Diag *d) {
+  int64_t ax[MLC_MAX_DIMS + 1];
+  int na = ir_attr_ints(n, "axis", ax, MLC_MAX_DIMS + 1);
+  if (na > ndim) return diag_set(d, MLC_ERR_INVALID, "%s: %d axes for a rank-%d input", n->op->name, na, ndim);
+  memset(red, 0, sizeof(bool) * MLC_MAX_DIMS);
+  for (int i = 0; i < na; i++) {
+    if (ax[i] < 0 || ax[i] >= ndim)
+      return diag_set(d, MLC_ERR_INVALID, "%s: axis %lld out of range for rank %d", n->op->name, (long long)ax[i], ndim);
+    if (red[ax[i]]) return diag_set(d, MLC_ERR_INVALID, "%s: axis %lld repeated", n->op->name, (long long)ax[i]);
+    red[ax[i]] = true;
+  }
+  *nred = na;
+  return MLC_OK;
+}
+
+static mlc_status red_infer(Node *n, RedOp op, Diag *d) {
+  const char *name = red_names[op];
+  if (n->ninputs != 1 || !n->inputs[0]) return diag_set(d, MLC_ERR_INVALID, "%s takes one input", name);
+  if (n->noutputs != 1) return diag_set(d, MLC_ERR_INVALID, "%s has one output", name);
+  const TensorType *x = &n->inputs[0]->type;
+  mlc_dtype t = x->dtype;
+  bool num = dtype_is_float(t) || dtype_is_int(t);
+  bool ok = num || (t == MLC_BOOL && (op == R_MAX || op == R_MIN));
+  if (!ok) {
+    if (t == MLC_BOOL)
+      return diag_set(d, MLC_ERR_INVALID, "%s: input dtype bool is not allowed", name);
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "%s: input dtype %s is not supported", name, mlc_dtype_name(t));
+  }
+  bool red[MLC_MAX_DIMS];
+  int nred;
+  mlc_status st = red_axes(n, x->ndim, red, &nred, d);
+  if (st != MLC_OK) return st;
+  if (is_arg(op) && nred != 1) return diag_set(d, MLC_ERR_INVALID, "%s takes exactly one axis", name);
+  bool keep = ir_attr_int(n, "keepdims", 1) != 0;
+  TensorType out = {.dtype = is_arg(op) ? MLC_I64 : t, .ndim = 0};
+  for (int i = 0; i < x->ndim; i++) {
+    if (red[i]) {
+      if (keep) out.dims[out.ndim++] = 1;
+      if (is_arg(op) && x->dims[i] == 0)
+        return diag_set(d, MLC_ERR_INVALID, "%s over an empty axis", name);
+    } else {
+      out.dims[out.ndim++] = x->dims[i];
+    }
+  }
+  n->outputs[0]->type = out;
+  return MLC_OK;
+}
+
+/* ---- compute ---- */
+
+typedef enum RedStage { ST_EXTREME, ST_REDUCE, ST_POST } RedStage;
+
+typedef struct RedArgs {
+  RedOp op;
+  RedStage stage;
+  TeTensor *x;
+  TeTensor *m; /* stage 1 result (logsumexp, argmax/argmin) */
+  TeTensor *r; /* stage 2 result when a post stage follows */
+  int ndim;    /* input rank */
+  bool red[MLC_MAX_DIMS];
+  bool keep;
+  bool last;        /* argmax/argmin: select_last_index */
+  mlc_dtype acc;    /* accumulation dtype */
+  mlc_dtype out;    /* final dtype */
+  int64_t count;    /* number of reduced elements per output */
+} RedArgs;
+
+/* input index from the output index and the reduce axes' vars (in dim order) */
+static void red_in_index(const RedArgs *r, Expr **oidx, Expr **rvars, Expr **iidx) {
+  int o = 0, k = 0;
+  for (int i = 0; i < r->ndim; i++) {
+    if (r->red[i]) {
+      iidx[i] = rvars[k++];
+      if (r->keep) o++;
+    } else {
+      iidx[i] = oidx[o++];
+    }
+  }
+}
+
+static Expr *to(TeCtx *c, mlc_dtype t, Expr *e) { return e->dtype == t ? e : tir_cast(c->arena, t, e); }
+
+/* m with infinities replaced by 0, so exp(x - m) stays finite */
+static Expr *finite_or_zero(TeCtx *c, Expr *m) {
+  Arena *A = c->arena;
+  Expr *inf = tir_bin(A, E_OR, tir_bin(A, E_EQ, m, tir_const(A, m->dtype, INFINITY)),
+                      tir_bin(A, E_EQ, m, tir_const(A, m->dtype, -INFINITY)));
+  return tir_select(A, inf, tir_const(A, m->dtype, 0), m);
+}
+
+static Expr *red_reduce_fn(TeCtx *c, Expr **idx, void *user) {
+  RedArgs *r = user;
+  Arena *A = c->arena;
+  IterVar *axes[MLC_MAX_DIMS];
+  Expr *rv[MLC_MAX_DIMS];
+  int na = 0;
+  for (int i = 0; i < r->ndim; i++)
+    if (r->red[i]) {
+      axes[na] = te_reduce_axis(c, arena_printf(A, "k%d", i), r->x->shape[i]);
+      rv[na] = tir_varref(A, axes[na]->var);
+      na++;
+    }
+  Expr *iidx[MLC_MAX_DIMS];
+  red_in_index(r, idx, rv, iidx);
+  Expr *v = to(c, r->acc, te_read(c, r->x, r->ndim, iidx));
+  ReduceKind k = RED_SUM;
+  if (r->stage == ST_EXTREME) {
+    k = r->op == R_ARGMIN ? RED_MIN : RED_MAX;
+  } else {
+    switch (r->op) {
+      case R_SUM: case R_MEAN: case R_LOGSUM: k = RED_SUM; break;
+      case R_MAX: k = RED_MAX; break;
+      case R_MIN: k = RED_MIN; break;
+      case R_PROD: k = RED_PROD; break;
+      case R_L1:
+        if (dtype_is_float(r->acc)) v = tir_call(A, INTRIN_FABS, r->acc, 1, &v);
+        else if (dtype_is_signed(r->acc))
+          v = tir_select(A, tir_bin(A, E_LT, v, tir_const(A, r->acc, 0)), tir_sub(A, tir_const(A, r->acc, 0), v), v);
+        break;
+      case R_L2: case R_SUMSQ: v = tir_mul(A, v, v); break;
+      case R_LOGSUMEXP: {
+        Expr *m = finite_or_zero(c, te_read(c, r->m, r->m->ndim, idx));
+        Expr *e = tir_sub(A, v, m);
+        v = tir_call(A, INTRIN_EXP, r->acc, 1, &e);
+        break;
+      }
+      case R_ARGMAX: case R_ARGMIN: {
+        Expr *m = te_read(c, r->m, r->m->ndim, idx);
+        Expr *none = tir_idx(A, r->last ? -1 : r->count);
+        v = tir_select(A, tir_bin(A, E_EQ, v, m), rv[0], none);
+        k = r->last ? RED_MAX : RED_MIN;
+        break;
+      }
+      default: break;
+    }
+  }
+  if (na == 0) return v;
+  return te_reduce(c, k, v, na, axes, NULL, NULL);
+}
+
+static Expr *red_post_fn(TeCtx *c, Expr **idx, void *user) {
+  RedArgs *r = user;
+  Arena *A = c->arena;
+  Expr *v = te_read(c, r->r, r->r->ndim, idx);
+  /* integer inputs take sqrt/log in float64 */
+  mlc_dtype ft = dtype_is_float(r->acc) ? r->acc : MLC_F64;
+  switch (r->op) {
+    case R_MEAN:
+      if (dtype_is_float(r->acc)) v = tir_bin(A, E_DIV, v, tir_const(A, r->acc, (double)r->count));
+      else if (r->count > 0) v = tir_bin(A, E_DIV, v, tir_const(A, r->acc, (double)r->count));
+      break;
+    case R_L2: v = to(c, ft, v); v = tir_call(A, INTRIN_SQRT, ft, 1, &v); break;
+    case R_LOGSUM: v = to(c, ft, v); v = tir_call(A, INTRIN_LOG, ft, 1, &v); break;
+    case R_LOGSUMEXP: {
+      Expr *m = finite_or_zero(c, te_read(c, r->m, r->m->ndim, idx));
+      v = tir_add(A, tir_call(A, INTRIN_LOG, r->acc, 1, &v), m);
+      break;
+    }
+    default: break;
+  }
+  if (r->out == MLC_BOOL && r->acc != MLC_BOOL) v = tir_bin(A, E_NE, v, tir_const(A, v->dtype, 0));
+  return to(c, r->out, v);
+}
+
+static mlc_status red_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, RedOp op, Diag *d) {
+  RedArgs base = {.op = op, .x = ins[0], .ndim = ins[0]->ndim};
+  int nred;
+  mlc_status st = red_axes(n, base.ndim, base.red, &nred, d);
+  if (st != MLC_OK) return st;
+  base.keep = ir_attr_int(n, "keepdims", 1) != 0;
+  base.last = ir_attr_int(n, "select_last_index", 0) != 0;
+  const TensorType *ot = &n->outputs[0]->type;
+  base.out = ot->dtype;
+  mlc_dtype t = ins[0]->dtype;
+  base.acc = is_half(t) ? MLC_F32 : t == MLC_BOOL ? MLC_U8 : t;
+  if (op == R_LOGSUMEXP && !dtype_is_float(t)) base.acc = MLC_F64;
+  base.count = 1;
+  for (int i = 0; i < base.ndim; i++)
+    if (base.red[i]) base.count *= ins[0]->shape[i];
+  /* argmax's "no match" index: the extent of the reduced axis */
+  if (is_arg(op))
+    for (int i = 0; i < base.ndim; i++)
+      if (base.red[i]) base.count = ins[0]->shape[i];
+  const char *name = red_names[op];
+
+  if (op == R_LOGSUMEXP || is_arg(op)) {
+    RedArgs *m = arena_memdup(c->arena, &base, sizeof base);
+    m->stage = ST_EXTREME;
+    base.m = te_compute(c, arena_printf(c->arena, "%s_extreme", name), "reduce", base.acc, ot->ndim, ot->dims,
+                        red_reduce_fn, m);
+  }
+  bool post = op == R_MEAN || op == R_L2 || op == R_LOGSUM || op == R_LOGSUMEXP || (!is_arg(op) && base.acc != base.out);
+  RedArgs *r = arena_memdup(c->arena, &base, sizeof base);
+  r->stage = ST_REDUCE;
+  mlc_dtype rt = is_arg(op) ? MLC_I64 : base.acc;
+  TeTensor *red = te_compute(c, post ? arena_printf(c->arena, "%s_acc", name) : name, "reduce", rt, ot->ndim, ot->dims,
+                             red_reduce_fn, r);
+  if (post) {
+    RedArgs *p = arena_memdup(c->arena, &base, sizeof base);
+    p->stage = ST_POST;
+    p->r = red;
+    red = te_compute(c, name, "elemwise", ot->dtype, ot->ndim, ot->dims, red_post_fn, p);
+  }
+  MLC_CHECK(d, red && red->dtype == ot->dtype, MLC_ERR_INTERNAL);
+  outs[0] = red;
+  return MLC_OK;
+}
+
+/* the OpDef table: enum and graph op name (as in red_names) */
+#define RED_OPS(X)                                                                                    \
+  X(R_SUM, "sum") X(R_MEAN, "mean") X(R_MAX, "max") X(R_MIN, "min") X(R_PROD, "prod")                 \
+  X(R_L1, "reduce_l1") X(R_L2, "reduce_l2") X(R_LOGSUM, "reduce_log_sum") X(R_LOGSUMEXP, "logsumexp") \
+  X(R_SUMSQ, "reduce_sum_square") X(R_ARGMAX, "argmax") X(R_ARGMIN, "argmin")
+
+#define X(e, nm)                                                                                             \
+  static mlc_status infer_##e(Node *n, Diag *d) { return red_infer(n, e, d); }                            \
+  static mlc_status compute_##e(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {            \
+    return red_compute(c, n, ins, outs, e, d);                                                             \
+  }
+RED_OPS(X)
+#undef X
+
+const OpDef topi_ops_reduce[] = {
+#define X(e, nm) {nm, PAT_COMM_REDUCE, 1, 1, 1, infer_##e, compute_##e},
+    RED_OPS(X)
+#undef X
+    {0},
+};
