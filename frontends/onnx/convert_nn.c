@@ -1,6 +1,423 @@
-/* ONNX converters of the nn family (see families.def): each maps an ONNX node onto graph ops of src/topi. */
+/* ONNX converters of the nn family (see families.def): each maps an ONNX node onto graph ops of src/topi.
+ *
+ * Normalisation done here, so the graph ops see one form:
+ *   - Conv / pooling: auto_pad (SAME_UPPER, SAME_LOWER, VALID, NOTSET) resolved into explicit pads from the
+ *     input shape; kernel_shape taken from the weight when absent; defaults filled in. Conv's bias becomes a
+ *     reshape to [C, 1, ...] plus a broadcast add (an epilogue the fusion pass can take into the conv kernel).
+ *   - Gemm: nn.dense when B is transposed (Relay's weight layout [N, K]), nn.matmul with transpose flags
+ *     otherwise; alpha and beta as multiplications by scalar constants, C added with broadcasting.
+ *   - MatMul: nn.matmul for 2-D x 2-D, nn.batch_matmul (numpy rank rules) for the rest.
+ *   - Softmax / LogSoftmax before opset 13 coerce the input to 2-D at axis: reshape, softmax on axis 1,
+ *     reshape back; from opset 13 along one axis.
+ *   - Dropout at inference is an identity; its mask output is a constant all-true tensor. */
+#include <math.h>
+#include <string.h>
 #include "frontends/onnx/onnx.h"
 
+/* ---------------------------------------------------------------- helpers */
+
+static mlc_status need_inputs(OnnxCtx *cx, const OnnxNode *n, int k, Diag *d) {
+  if (n->ninputs < k)
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s needs %d inputs, got %d", n->op_type, k, n->ninputs);
+  for (int i = 0; i < k; i++)
+    if (!n->inputs[i]) return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: input %d is missing", n->op_type, i);
+  return MLC_OK;
+}
+
+static mlc_status finish(OnnxCtx *cx, const OnnxNode *n, Node *nd, Value **out, Diag *d) {
+  if (!nd) return d->status != MLC_OK ? d->status : MLC_ERR_INTERNAL;
+  mlc_status st = onnx_finish(cx, n, nd, d);
+  if (st != MLC_OK) return st;
+  *out = nd->outputs[0];
+  return MLC_OK;
+}
+
+static mlc_status emit2(OnnxCtx *cx, const OnnxNode *n, const char *op, Value *a, Value *b, Value **out, Diag *d) {
+  Value *ins[2] = {a, b};
+  return finish(cx, n, onnx_emit(cx, n, op, b ? 2 : 1, ins, 1, d), out, d);
+}
+
+static mlc_status emit_reshape(OnnxCtx *cx, const OnnxNode *n, Value *x, int ndim, const int64_t *shape,
+                               Value **out, Diag *d) {
+  Node *nd = onnx_emit(cx, n, "reshape", 1, &x, 1, d);
+  if (nd) ir_set_ints(onnx_graph(cx), nd, "newshape", shape, ndim);
+  return finish(cx, n, nd, out, d);
+}
+
+static uint16_t to_f16(double v) {
+  float f = (float)v;
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000u, mant = x & 0x7fffffu;
+  int32_t exp = (int32_t)((x >> 23) & 0xff);
+  if (exp == 0xff) return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0));
+  int32_t e = exp - 127 + 15;
+  if (e >= 0x1f) return (uint16_t)(sign | 0x7c00u);
+  if (e <= 0) {
+    if (e < -10) return (uint16_t)sign;
+    mant |= 0x800000u;
+    uint32_t shift = (uint32_t)(14 - e), h = mant >> shift, rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (h & 1))) h++;
+    return (uint16_t)(sign | h);
+  }
+  uint32_t h = ((uint32_t)e << 10) | (mant >> 13), rem = mant & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) h++;
+  return (uint16_t)(sign | h);
+}
+
+static uint16_t to_bf16(double v) {
+  float f = (float)v;
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40);
+  x += 0x7fffu + ((x >> 16) & 1);
+  return (uint16_t)(x >> 16);
+}
+
+/* a scalar (rank-0) constant of dtype t holding v */
+static Value *scalar_const(OnnxCtx *cx, const OnnxNode *n, const char *what, mlc_dtype t, double v) {
+  union { float f; double d; int8_t i8; int16_t i16; int32_t i32; int64_t i64; uint8_t u8; uint16_t u16;
+          uint32_t u32; uint64_t u64; } u;
+  memset(&u, 0, sizeof u);
+  switch (t) {
+    case MLC_F32: u.f = (float)v; break;
+    case MLC_F64: u.d = v; break;
+    case MLC_F16: u.u16 = to_f16(v); break;
+    case MLC_BF16: u.u16 = to_bf16(v); break;
+    case MLC_I8: u.i8 = (int8_t)v; break;
+    case MLC_I16: u.i16 = (int16_t)v; break;
+    case MLC_I32: u.i32 = (int32_t)v; break;
+    case MLC_I64: u.i64 = (int64_t)v; break;
+    case MLC_U8: case MLC_BOOL: u.u8 = (uint8_t)v; break;
+    case MLC_U16: u.u16 = (uint16_t)v; break;
+    case MLC_U32: u.u32 = (uint32_t)v; break;
+    case MLC_U64: u.u64 = (uint64_t)v; break;
+    default: break;
+  }
+  TensorType tt = {.dtype = t, .ndim = 0};
+  Arena *A = onnx_graph(cx)->arena;
+  return onnx_const(cx, arena_printf(A, "%s_%s", n->name && *n->name ? n->name : n->op_type, what), tt, &u);
+}
+
+/* An attribute of nsp ints (default dflt when absent); error when its length is wrong. */
+static mlc_status spatial_ints(OnnxCtx *cx, const OnnxNode *n, const char *name, int nsp, int64_t dflt,
+                               int64_t *out, Diag *d) {
+  int64_t v[2 * MLC_MAX_DIMS];
+  int cnt = onnx_attr_ints(n, name, v, 2 * MLC_MAX_DIMS);
+  for (int i = 0; i < nsp; i++) out[i] = dflt;
+  if (cnt < 0) return MLC_OK;
+  if (cnt != nsp)
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "attribute '%s' has %d values, expected %d", name, cnt, nsp);
+  memcpy(out, v, sizeof(int64_t) * (size_t)nsp);
+  return MLC_OK;
+}
+
+typedef struct WinAttrs {
+  int nsp;
+  int64_t kernel[3], strides[3], dil[3], pads[6];
+} WinAttrs;
+
+/* kernel_shape, strides, dilations and pads of a Conv/Pool node; auto_pad resolved from the input shape. */
+static mlc_status window_attrs(OnnxCtx *cx, const OnnxNode *n, const TensorType *x, const int64_t *wkernel,
+                               WinAttrs *w, Diag *d) {
+  int nsp = x->ndim - 2;
+  if (nsp < 1 || nsp > 3)
+    return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "%s on rank-%d input is not supported (1-D to 3-D only)",
+                      n->op_type, x->ndim);
+  w->nsp = nsp;
+  mlc_status st;
+  if ((st = spatial_ints(cx, n, "kernel_shape", nsp, 0, w->kernel, d))) return st;
+  if (!onnx_has_attr(n, "kernel_shape")) {
+    if (!wkernel) return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s needs kernel_shape", n->op_type);
+    memcpy(w->kernel, wkernel, sizeof(int64_t) * (size_t)nsp);
+  } else if (wkernel) {
+    for (int i = 0; i < nsp; i++)
+      if (w->kernel[i] != wkernel[i])
+        return onnx_error(cx, n, d, MLC_ERR_INVALID, "kernel_shape does not match the weight's shape");
+  }
+  if ((st = spatial_ints(cx, n, "strides", nsp, 1, w->strides, d))) return st;
+  if ((st = spatial_ints(cx, n, "dilations", nsp, 1, w->dil, d))) return st;
+  if ((st = spatial_ints(cx, n, "pads", 2 * nsp, 0, w->pads, d))) return st;
+  const char *ap = onnx_attr_string(n, "auto_pad", "NOTSET");
+  if (!strcmp(ap, "NOTSET") || !*ap) return MLC_OK;
+  if (!strcmp(ap, "VALID")) {
+    memset(w->pads, 0, sizeof w->pads);
+    return MLC_OK;
+  }
+  bool upper = !strcmp(ap, "SAME_UPPER");
+  if (!upper && strcmp(ap, "SAME_LOWER"))
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "unknown auto_pad '%s'", ap);
+  for (int i = 0; i < nsp; i++) {
+    int64_t in = x->dims[2 + i], s = w->strides[i];
+    int64_t out = (in + s - 1) / s;
+    int64_t total = (out - 1) * s + (w->kernel[i] - 1) * w->dil[i] + 1 - in;
+    if (total < 0) total = 0;
+    w->pads[i] = upper ? total / 2 : total - total / 2;
+    w->pads[nsp + i] = total - w->pads[i];
+  }
+  return MLC_OK;
+}
+
+static void set_window(OnnxCtx *cx, Node *nd, const WinAttrs *w, bool pool) {
+  Graph *g = onnx_graph(cx);
+  if (pool) ir_set_ints(g, nd, "pool_size", w->kernel, w->nsp);
+  ir_set_ints(g, nd, "strides", w->strides, w->nsp);
+  ir_set_ints(g, nd, "dilation", w->dil, w->nsp);
+  ir_set_ints(g, nd, "padding", w->pads, 2 * w->nsp);
+}
+
+/* ---------------------------------------------------------------- Conv */
+
+static mlc_status conv_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = need_inputs(cx, n, 2, d);
+  if (st) return st;
+  Value *x = n->inputs[0], *w = n->inputs[1], *b = n->ninputs > 2 ? n->inputs[2] : NULL;
+  WinAttrs wa;
+  if (w->type.ndim != x->type.ndim)
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "weight rank %d differs from input rank %d", w->type.ndim,
+                      x->type.ndim);
+  if ((st = window_attrs(cx, n, &x->type, w->type.dims + 2, &wa, d))) return st;
+  static const char *ops[4] = {"", "nn.conv1d", "nn.conv2d", "nn.conv3d"};
+  Value *ins[2] = {x, w};
+  Node *nd = onnx_emit(cx, n, ops[wa.nsp], 2, ins, 1, d);
+  if (nd) {
+    set_window(cx, nd, &wa, false);
+    ir_set_int(onnx_graph(cx), nd, "groups", onnx_attr_int(n, "group", 1));
+  }
+  Value *y;
+  if ((st = finish(cx, n, nd, &y, d))) return st;
+  if (b) {
+    if (b->type.ndim != 1 || b->type.dims[0] != w->type.dims[0])
+      return onnx_error(cx, n, d, MLC_ERR_INVALID, "bias must be a vector of %lld values",
+                        (long long)w->type.dims[0]);
+    int64_t shape[4] = {b->type.dims[0], 1, 1, 1};
+    Value *rb;
+    if ((st = emit_reshape(cx, n, b, wa.nsp + 1, shape, &rb, d))) return st;
+    if ((st = emit2(cx, n, "add", y, rb, &y, d))) return st;
+  }
+  outs[0] = y;
+  return MLC_OK;
+}
+
+/* ---------------------------------------------------------------- Gemm / MatMul */
+
+static mlc_status gemm_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = need_inputs(cx, n, 2, d);
+  if (st) return st;
+  Value *a = n->inputs[0], *b = n->inputs[1], *c = n->ninputs > 2 ? n->inputs[2] : NULL;
+  if (a->type.ndim != 2 || b->type.ndim != 2)
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "Gemm needs 2-D A and B, got ranks %d and %d", a->type.ndim,
+                      b->type.ndim);
+  bool ta = onnx_attr_int(n, "transA", 0), tb = onnx_attr_int(n, "transB", 0);
+  double alpha = onnx_attr_float(n, "alpha", 1.0), beta = onnx_attr_float(n, "beta", 1.0);
+  Value *ins[2] = {a, b}, *y;
+  Node *nd;
+  if (!ta && tb) {
+    nd = onnx_emit(cx, n, "nn.dense", 2, ins, 1, d);
+  } else {
+    nd = onnx_emit(cx, n, "nn.matmul", 2, ins, 1, d);
+    if (nd) {
+      ir_set_int(onnx_graph(cx), nd, "transpose_a", ta);
+      ir_set_int(onnx_graph(cx), nd, "transpose_b", tb);
+    }
+  }
+  if ((st = finish(cx, n, nd, &y, d))) return st;
+  mlc_dtype t = a->type.dtype;
+  if (alpha != 1.0 && (st = emit2(cx, n, "multiply", y, scalar_const(cx, n, "alpha", t, alpha), &y, d))) return st;
+  if (c && beta != 0.0) {
+    if (beta != 1.0 && (st = emit2(cx, n, "multiply", c, scalar_const(cx, n, "beta", t, beta), &c, d))) return st;
+    if ((st = emit2(cx, n, "add", y, c, &y, d))) return st;
+  }
+  outs[0] = y;
+  return MLC_OK;
+}
+
+static mlc_status matmul_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = need_inputs(cx, n, 2, d);
+  if (st) return st;
+  Value *ins[2] = {n->inputs[0], n->inputs[1]};
+  bool two = ins[0]->type.ndim == 2 && ins[1]->type.ndim == 2;
+  Node *nd = onnx_emit(cx, n, two ? "nn.matmul" : "nn.batch_matmul", 2, ins, 1, d);
+  if (nd) {
+    ir_set_int(onnx_graph(cx), nd, "transpose_a", 0);
+    ir_set_int(onnx_graph(cx), nd, "transpose_b", 0);
+  }
+  return finish(cx, n, nd, &outs[0], d);
+}
+
+/* ---------------------------------------------------------------- pooling */
+
+static mlc_status pool_common(OnnxCtx *cx, const OnnxNode *n, const char *kind, Value **outs, Diag *d) {
+  mlc_status st = need_inputs(cx, n, 1, d);
+  if (st) return st;
+  Value *x = n->inputs[0];
+  WinAttrs wa;
+  if ((st = window_attrs(cx, n, &x->type, NULL, &wa, d))) return st;
+  char op[32];
+  snprintf(op, sizeof op, "nn.%s_pool%dd", kind, wa.nsp);
+  Node *nd = onnx_emit(cx, n, op, 1, &x, 1, d);
+  if (nd) {
+    Graph *g = onnx_graph(cx);
+    set_window(cx, nd, &wa, true);
+    ir_set_int(g, nd, "ceil_mode", onnx_attr_int(n, "ceil_mode", 0));
+    if (!strcmp(kind, "avg")) ir_set_int(g, nd, "count_include_pad", onnx_attr_int(n, "count_include_pad", 0));
+    if (!strcmp(kind, "lp")) {
+      /* LpPool's p is a float before opset 2 and an int after */
+      double p = n->opset < 2 ? onnx_attr_float(n, "p", 2.0) : (double)onnx_attr_int(n, "p", 2);
+      if (p != floor(p) || p < 1)
+        return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "LpPool with p=%g is not supported (positive integers)", p);
+      ir_set_int(g, nd, "p", (int64_t)p);
+    }
+  }
+  return finish(cx, n, nd, &outs[0], d);
+}
+
+static mlc_status maxpool_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  if (n->noutputs > 1 && n->output_names[1] && *n->output_names[1])
+    return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "MaxPool's Indices output is not supported");
+  return pool_common(cx, n, "max", outs, d);
+}
+
+static mlc_status avgpool_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  return pool_common(cx, n, "avg", outs, d);
+}
+
+static mlc_status lppool_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  return pool_common(cx, n, "lp", outs, d);
+}
+
+static mlc_status global_pool(OnnxCtx *cx, const OnnxNode *n, const char *op, Value **outs, Diag *d) {
+  mlc_status st = need_inputs(cx, n, 1, d);
+  if (st) return st;
+  Node *nd = onnx_emit(cx, n, op, 1, &n->inputs[0], 1, d);
+  if (nd && strstr(op, "lp")) {
+    double p = n->opset < 2 ? onnx_attr_float(n, "p", 2.0) : (double)onnx_attr_int(n, "p", 2);
+    if (p != floor(p) || p < 1)
+      return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "GlobalLpPool with p=%g is not supported", p);
+    ir_set_int(onnx_graph(cx), nd, "p", (int64_t)p);
+  }
+  return finish(cx, n, nd, &outs[0], d);
+}
+
+static mlc_status gavgpool_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  return global_pool(cx, n, "nn.global_avg_pool2d", outs, d);
+}
+static mlc_status gmaxpool_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  return global_pool(cx, n, "nn.global_max_pool2d", outs, d);
+}
+static mlc_status glppool_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  return global_pool(cx, n, "nn.global_lp_pool2d", outs, d);
+}
+
+/* ---------------------------------------------------------------- Softmax / LogSoftmax */
+
+static mlc_status softmax_common(OnnxCtx *cx, const OnnxNode *n, const char *op, Value **outs, Diag *d) {
+  mlc_status st = need_inputs(cx, n, 1, d);
+  if (st) return st;
+  Value *x = n->inputs[0];
+  int r = x->type.ndim;
+  int64_t axis = onnx_attr_int(n, "axis", n->opset < 13 ? 1 : -1);
+  if (axis < -r || axis >= (r ? r : 1))
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "axis %lld out of range for rank %d", (long long)axis, r);
+  if (axis < 0) axis += r;
+  if (r == 0) return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s of a scalar", n->op_type);
+  bool coerce = n->opset < 13 && axis != r - 1;
+  Value *in = x;
+  if (coerce) {
+    int64_t shape[2] = {1, 1};
+    for (int i = 0; i < r; i++) shape[i < axis ? 0 : 1] *= x->type.dims[i];
+    if ((st = emit_reshape(cx, n, x, 2, shape, &in, d))) return st;
+  }
+  Node *nd = onnx_emit(cx, n, op, 1, &in, 1, d);
+  if (nd) ir_set_int(onnx_graph(cx), nd, "axis", coerce ? 1 : axis);
+  Value *y;
+  if ((st = finish(cx, n, nd, &y, d))) return st;
+  if (coerce && (st = emit_reshape(cx, n, y, r, x->type.dims, &y, d))) return st;
+  outs[0] = y;
+  return MLC_OK;
+}
+
+static mlc_status softmax_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  return softmax_common(cx, n, "nn.softmax", outs, d);
+}
+static mlc_status logsoftmax_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  return softmax_common(cx, n, "nn.log_softmax", outs, d);
+}
+
+/* ---------------------------------------------------------------- Dropout */
+
+/* A scalar constant's value as a double; false if v is not a constant scalar. */
+static bool const_scalar(const Value *v, double *out) {
+  if (!v || !v->data || tt_numel(&v->type) != 1) return false;
+  switch (v->type.dtype) {
+    case MLC_F32: *out = *(const float *)v->data; return true;
+    case MLC_F64: *out = *(const double *)v->data; return true;
+    case MLC_BOOL: case MLC_U8: *out = *(const uint8_t *)v->data; return true;
+    case MLC_I32: *out = *(const int32_t *)v->data; return true;
+    case MLC_I64: *out = (double)*(const int64_t *)v->data; return true;
+    case MLC_F16: {
+      uint16_t h = *(const uint16_t *)v->data;
+      int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+      double r = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
+      *out = h & 0x8000 ? -r : r;
+      return true;
+    }
+    default: return false;
+  }
+}
+
+static mlc_status dropout_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = need_inputs(cx, n, 1, d);
+  if (st) return st;
+  Value *x = n->inputs[0];
+  bool training = false;
+  double ratio = 0.5;
+  if (n->opset < 12) {
+    ratio = onnx_attr_float(n, "ratio", 0.5);
+  } else {
+    if (n->ninputs > 1 && n->inputs[1] && !const_scalar(n->inputs[1], &ratio))
+      return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "Dropout's ratio must be known at compile time");
+    if (n->ninputs > 2 && n->inputs[2]) {
+      double t;
+      if (!const_scalar(n->inputs[2], &t))
+        return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "Dropout's training_mode must be known at compile time");
+      training = t != 0;
+    }
+  }
+  if (training && ratio != 0)
+    return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED,
+                      "Dropout in training mode with ratio %g is random and is not supported", ratio);
+  if ((st = emit2(cx, n, "copy", x, NULL, &outs[0], d))) return st;
+  if (n->noutputs > 1 && n->output_names[1] && *n->output_names[1]) {
+    /* the mask: bool from opset 10, the input's dtype before */
+    TensorType mt = x->type;
+    mt.dtype = n->opset >= 10 ? MLC_BOOL : x->type.dtype;
+    int64_t cnt = tt_numel(&mt);
+    size_t es = (size_t)mlc_dtype_size(mt.dtype);
+    Arena *A = onnx_graph(cx)->arena;
+    unsigned char *buf = arena_alloc(A, (size_t)cnt * es + 1);
+    Value *one = scalar_const(cx, n, "one", mt.dtype, 1.0);
+    for (int64_t i = 0; i < cnt; i++) memcpy(buf + (size_t)i * es, one->data, es);
+    outs[1] = onnx_const(cx, arena_printf(A, "%s_mask", n->name && *n->name ? n->name : "dropout"), mt, buf);
+  }
+  return MLC_OK;
+}
+
+/* ---------------------------------------------------------------- the table */
+
 const OnnxConverter onnx_ops_nn[] = {
+    /* op_type               domain  converter */
+    {"Conv", "", conv_convert},
+    {"Gemm", "", gemm_convert},
+    {"MatMul", "", matmul_convert},
+    {"MaxPool", "", maxpool_convert},
+    {"AveragePool", "", avgpool_convert},
+    {"LpPool", "", lppool_convert},
+    {"GlobalAveragePool", "", gavgpool_convert},
+    {"GlobalMaxPool", "", gmaxpool_convert},
+    {"GlobalLpPool", "", glppool_convert},
+    {"Softmax", "", softmax_convert},
+    {"LogSoftmax", "", logsoftmax_convert},
+    {"Dropout", "", dropout_convert},
     {0},
 };

@@ -1,0 +1,656 @@
+/* nn family: convolution (1-D/2-D/3-D, groups, dilations, strides, explicit pads), dense / matmul / batch
+ * matmul (numpy semantics), pooling (max / average / Lp, with ceil mode, dilations and padding), global
+ * pooling, softmax / log-softmax. For each op: the type relation (infer), the TE compute and the pattern
+ * kind; the schedule templates for the heavy ops ("conv2d_nchw", "dense", "pool", "softmax") live in
+ * schedule.c and key on the TeOp tag set here.
+ *
+ * Padding is never materialised: an out-of-range tap reads the input at a clamped index (so the load is
+ * always in bounds, TIR selects evaluate both sides) and a select replaces the value by the pad value
+ * (0 for sums, -inf for max). Guards are emitted only on dimensions where a tap can actually fall outside.
+ * float16/bfloat16 accumulate in float32: the reduction stage is float32 and a cast stage follows.
+ *
+ * Graph attributes (as the ONNX importer writes them, Relay names):
+ *   nn.conv{1,2,3}d: strides, dilation, padding ([begin..., end...]), groups
+ *   nn.{max,avg,lp}_pool{1,2,3}d: pool_size, strides, dilation, padding, ceil_mode, count_include_pad, p
+ *   nn.dense(data[..., K], weight[N, K]); nn.matmul / nn.batch_matmul: transpose_a, transpose_b (numpy rank
+ *   rules: 1-D operands promoted and the promoted dim dropped, batch dims broadcast)
+ *   nn.softmax / nn.log_softmax: axis */
+#include <math.h>
+#include <string.h>
+#include "topi/topi.h"
+
+/* ---------------------------------------------------------------- helpers */
+
+static mlc_dtype acc_dtype(mlc_dtype t) { return t == MLC_F16 || t == MLC_BF16 ? MLC_F32 : t; }
+
+static Expr *ivref(TeCtx *c, IterVar *iv) { return tir_varref(c->arena, iv->var); }
+
+static Expr *read_as(TeCtx *c, TeTensor *t, Expr **idx, mlc_dtype to) {
+  Expr *e = te_read(c, t, t->ndim, idx);
+  return t->dtype == to ? e : tir_cast(c->arena, to, e);
+}
+
+typedef struct CastCtx {
+  TeTensor *src;
+  mlc_dtype to;
+} CastCtx;
+
+static Expr *cast_body(TeCtx *c, Expr **idx, void *user) {
+  CastCtx *k = user;
+  return tir_cast(c->arena, k->to, te_read(c, k->src, k->src->ndim, idx));
+}
+
+/* A cast stage after a float32 accumulation of a float16/bfloat16 op. */
+static TeTensor *cast_stage(TeCtx *c, TeTensor *t, mlc_dtype to) {
+  if (t->dtype == to) return t;
+  CastCtx *k = arena_alloc(c->arena, sizeof *k);
+  k->src = t;
+  k->to = to;
+  return te_compute(c, "cast", "elemwise", to, t->ndim, t->shape, cast_body, k);
+}
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* Spatial attribute of nsp ints with a default; fails if present with the wrong length. */
+static mlc_status spatial_attr(const Node *n, const char *name, int nsp, int64_t dflt, int64_t *out, Diag *d) {
+  int64_t v[2 * MLC_MAX_DIMS];
+  int cnt = ir_attr_ints(n, name, v, 2 * MLC_MAX_DIMS);
+  for (int i = 0; i < nsp; i++) out[i] = dflt;
+  if (cnt == 0) return MLC_OK;
+  if (cnt != nsp) return diag_set(d, MLC_ERR_INVALID, "attribute '%s' has %d values, expected %d", name, cnt, nsp);
+  for (int i = 0; i < nsp; i++) out[i] = v[i];
+  return MLC_OK;
+}
+
+typedef struct Window {
+  int nsp;
+  int64_t kernel[3], strides[3], dil[3], pb[3], pe[3];
+  int64_t in[3], out[3];
+  int64_t groups;
+  bool ceil_mode;
+} Window;
+
+/* Reads strides / dilation / padding (and pool_size when pool) for nsp spatial dims and checks them. */
+static mlc_status window_attrs(const Node *n, int nsp, bool pool, Window *w, Diag *d) {
+  mlc_status st;
+  memset(w, 0, sizeof *w);
+  w->nsp = nsp;
+  if ((st = spatial_attr(n, "strides", nsp, 1, w->strides, d))) return st;
+  if ((st = spatial_attr(n, "dilation", nsp, 1, w->dil, d))) return st;
+  if (pool && (st = spatial_attr(n, "pool_size", nsp, 0, w->kernel, d))) return st;
+  int64_t pads[2 * MLC_MAX_DIMS] = {0};
+  int cnt = ir_attr_ints(n, "padding", pads, 2 * MLC_MAX_DIMS);
+  if (cnt != 0 && cnt != 2 * nsp)
+    return diag_set(d, MLC_ERR_INVALID, "attribute 'padding' has %d values, expected %d", cnt, 2 * nsp);
+  for (int i = 0; i < nsp; i++) {
+    w->pb[i] = pads[i];
+    w->pe[i] = pads[nsp + i];
+    if (w->strides[i] < 1 || w->dil[i] < 1 || w->pb[i] < 0 || w->pe[i] < 0)
+      return diag_set(d, MLC_ERR_INVALID, "strides and dilations must be >= 1 and pads >= 0");
+  }
+  w->groups = ir_attr_int(n, "groups", 1);
+  w->ceil_mode = ir_attr_int(n, "ceil_mode", 0) != 0;
+  return MLC_OK;
+}
+
+/* Output extents from in/kernel (filled by the caller). */
+static mlc_status window_out(Window *w, Diag *d) {
+  for (int i = 0; i < w->nsp; i++) {
+    if (w->kernel[i] < 1) return diag_set(d, MLC_ERR_INVALID, "kernel size must be >= 1");
+    int64_t span = (w->kernel[i] - 1) * w->dil[i] + 1;
+    int64_t avail = w->in[i] + w->pb[i] + w->pe[i] - span;
+    if (avail < 0)
+      return diag_set(d, MLC_ERR_INVALID, "kernel extent %lld is larger than the padded input %lld",
+                      (long long)span, (long long)(w->in[i] + w->pb[i] + w->pe[i]));
+    int64_t o = w->ceil_mode ? ceil_div(avail, w->strides[i]) + 1 : avail / w->strides[i] + 1;
+    /* the last window must start inside the input or its leading pad (PyTorch / ONNX Runtime rule) */
+    if (w->ceil_mode && (o - 1) * w->strides[i] >= w->in[i] + w->pb[i]) o--;
+    w->out[i] = o;
+  }
+  return MLC_OK;
+}
+
+/* Index of a window tap along spatial dim i: o*s + k*d - pb; *valid gets "tap inside [0, in)" when a tap can
+ * fall outside (NULL otherwise), and the returned index is clamped into range. */
+static Expr *tap_index(TeCtx *c, const Window *w, int i, Expr *o, Expr *k, Expr **valid) {
+  Arena *A = c->arena;
+  Expr *x = tir_add(A, tir_mul(A, o, tir_idx(A, w->strides[i])), tir_mul(A, k, tir_idx(A, w->dil[i])));
+  if (w->pb[i]) x = tir_sub(A, x, tir_idx(A, w->pb[i]));
+  bool lo = w->pb[i] > 0;
+  bool hi = (w->out[i] - 1) * w->strides[i] + (w->kernel[i] - 1) * w->dil[i] - w->pb[i] > w->in[i] - 1;
+  Expr *cond = NULL;
+  if (lo) cond = tir_bin(A, E_GE, x, tir_idx(A, 0));
+  if (hi) {
+    Expr *h = tir_bin(A, E_LT, x, tir_idx(A, w->in[i]));
+    cond = cond ? tir_bin(A, E_AND, cond, h) : h;
+  }
+  if (lo) x = tir_bin(A, E_MAX, x, tir_idx(A, 0));
+  if (hi) x = tir_bin(A, E_MIN, x, tir_idx(A, w->in[i] - 1));
+  if (cond) *valid = *valid ? tir_bin(A, E_AND, *valid, cond) : cond;
+  return x;
+}
+
+static bool is_float(mlc_dtype t) { return dtype_is_float(t); }
+
+/* ---------------------------------------------------------------- convolution */
+
+static int conv_nsp(const Node *n) {
+  const char *name = n->op->name;
+  return name[strlen(name) - 2] - '0'; /* nn.conv1d / nn.conv2d / nn.conv3d */
+}
+
+static mlc_status conv_window(const Node *n, Window *w, Diag *d) {
+  int nsp = conv_nsp(n);
+  const TensorType *x = &n->inputs[0]->type, *k = &n->inputs[1]->type;
+  if (x->ndim != nsp + 2 || k->ndim != nsp + 2)
+    return diag_set(d, MLC_ERR_INVALID, "%s expects rank-%d data and weight, got ranks %d and %d", n->op->name,
+                    nsp + 2, x->ndim, k->ndim);
+  mlc_status st = window_attrs(n, nsp, false, w, d);
+  if (st) return st;
+  for (int i = 0; i < nsp; i++) {
+    w->in[i] = x->dims[2 + i];
+    w->kernel[i] = k->dims[2 + i];
+  }
+  return window_out(w, d);
+}
+
+static mlc_status conv_infer(Node *n, Diag *d) {
+  const TensorType *x = &n->inputs[0]->type, *k = &n->inputs[1]->type;
+  if (!is_float(x->dtype))
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "convolution of %s is not supported (float types only)",
+                    mlc_dtype_name(x->dtype));
+  if (k->dtype != x->dtype)
+    return diag_set(d, MLC_ERR_INVALID, "weight dtype %s differs from data dtype %s", mlc_dtype_name(k->dtype),
+                    mlc_dtype_name(x->dtype));
+  Window w;
+  mlc_status st = conv_window(n, &w, d);
+  if (st) return st;
+  if (w.groups < 1 || x->dims[1] != k->dims[1] * w.groups || k->dims[0] % w.groups)
+    return diag_set(d, MLC_ERR_INVALID,
+                    "channels do not match: data has %lld channels, weight %lld x %lld groups, %lld filters",
+                    (long long)x->dims[1], (long long)k->dims[1], (long long)w.groups, (long long)k->dims[0]);
+  TensorType o = {.dtype = x->dtype, .ndim = x->ndim};
+  o.dims[0] = x->dims[0];
+  o.dims[1] = k->dims[0];
+  for (int i = 0; i < w.nsp; i++) o.dims[2 + i] = w.out[i];
+  n->outputs[0]->type = o;
+  return MLC_OK;
+}
+
+typedef struct ConvCtx {
+  Window w;
+  TeTensor *data, *weight;
+  int64_t ocpg, icpg;
+  mlc_dtype acc;
+} ConvCtx;
+
+static Expr *conv_body(TeCtx *c, Expr **idx, void *user) {
+  ConvCtx *k = user;
+  Arena *A = c->arena;
+  int nsp = k->w.nsp;
+  IterVar *rax[4];
+  rax[0] = te_reduce_axis(c, "rc", k->icpg);
+  static const char *knames[3] = {"rx", "ry", "rz"};
+  for (int i = 0; i < nsp; i++) rax[1 + i] = te_reduce_axis(c, knames[nsp == 1 ? 0 : i], k->w.kernel[i]);
+  Expr *ic = ivref(c, rax[0]);
+  Expr *chan = ic;
+  if (k->w.groups > 1)
+    chan = tir_add(A, tir_mul(A, tir_bin(A, E_FLOORDIV, idx[1], tir_idx(A, k->ocpg)), tir_idx(A, k->icpg)), ic);
+  Expr *din[MLC_MAX_DIMS] = {idx[0], chan}, *win[MLC_MAX_DIMS] = {idx[1], ic};
+  Expr *valid = NULL;
+  for (int i = 0; i < nsp; i++) {
+    Expr *kk = ivref(c, rax[1 + i]);
+    win[2 + i] = kk;
+    din[2 + i] = tap_index(c, &k->w, i, idx[2 + i], kk, &valid);
+  }
+  Expr *v = read_as(c, k->data, din, k->acc);
+  if (valid) v = tir_select(A, valid, v, tir_const(A, k->acc, 0));
+  Expr *prod = tir_mul(A, v, read_as(c, k->weight, win, k->acc));
+  return te_reduce(c, RED_SUM, prod, nsp + 1, rax, NULL, NULL);
+}
+
+static mlc_status conv_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  ConvCtx *k = arena_alloc(c->arena, sizeof *k);
+  mlc_status st = conv_window(n, &k->w, d);
+  if (st) return st;
+  k->data = ins[0];
+  k->weight = ins[1];
+  k->ocpg = ins[1]->shape[0] / k->w.groups;
+  k->icpg = ins[1]->shape[1];
+  k->acc = acc_dtype(ins[0]->dtype);
+  const TensorType *o = &n->outputs[0]->type;
+  static const char *tags[4] = {"", "conv1d_ncw", "conv2d_nchw", "conv3d_ncdhw"};
+  TeTensor *t = te_compute(c, n->op->name + 3, tags[k->w.nsp], k->acc, o->ndim, o->dims, conv_body, k);
+  outs[0] = cast_stage(c, t, o->dtype);
+  return MLC_OK;
+}
+
+/* ---------------------------------------------------------------- pooling */
+
+typedef enum PoolKind { POOL_MAX, POOL_AVG, POOL_LP } PoolKind;
+
+static PoolKind pool_kind(const Node *n) {
+  const char *s = n->op->name + 3;
+  return s[0] == 'm' ? POOL_MAX : s[0] == 'a' ? POOL_AVG : POOL_LP;
+}
+
+static mlc_status pool_window(const Node *n, Window *w, Diag *d) {
+  const char *name = n->op->name;
+  int nsp = name[strlen(name) - 2] - '0';
+  const TensorType *x = &n->inputs[0]->type;
+  if (x->ndim != nsp + 2)
+    return diag_set(d, MLC_ERR_INVALID, "%s expects rank-%d data, got rank %d", name, nsp + 2, x->ndim);
+  mlc_status st = window_attrs(n, nsp, true, w, d);
+  if (st) return st;
+  for (int i = 0; i < nsp; i++) w->in[i] = x->dims[2 + i];
+  return window_out(w, d);
+}
+
+static mlc_status pool_infer(Node *n, Diag *d) {
+  const TensorType *x = &n->inputs[0]->type;
+  PoolKind pk = pool_kind(n);
+  if (x->dtype == MLC_BOOL || (pk != POOL_MAX && !is_float(x->dtype)) || !mlc_dtype_size(x->dtype))
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "%s of %s is not supported", n->op->name, mlc_dtype_name(x->dtype));
+  Window w;
+  mlc_status st = pool_window(n, &w, d);
+  if (st) return st;
+  TensorType o = *x;
+  for (int i = 0; i < w.nsp; i++) o.dims[2 + i] = w.out[i];
+  n->outputs[0]->type = o;
+  return MLC_OK;
+}
+
+typedef struct PoolCtx {
+  Window w;
+  PoolKind kind;
+  TeTensor *data;
+  mlc_dtype acc;
+  bool count_include_pad;
+  double p;
+} PoolCtx;
+
+/* Number of taps of the window at output index o along dim i that lie in [lo, hi): closed form
+ * max(0, min(K, ceil((hi - start) / d)) - max(0, ceil((lo - start) / d))) with start = o*s - pb. */
+static Expr *tap_count(TeCtx *c, const Window *w, int i, Expr *o, int64_t lo, int64_t hi) {
+  Arena *A = c->arena;
+  int64_t dl = w->dil[i];
+  Expr *start = tir_sub(A, tir_mul(A, o, tir_idx(A, w->strides[i])), tir_idx(A, w->pb[i]));
+  Expr *khi = tir_bin(A, E_FLOORDIV, tir_sub(A, tir_idx(A, hi + dl - 1), start), tir_idx(A, dl));
+  khi = tir_bin(A, E_MIN, khi, tir_idx(A, w->kernel[i]));
+  Expr *klo = tir_bin(A, E_FLOORDIV, tir_sub(A, tir_idx(A, lo + dl - 1), start), tir_idx(A, dl));
+  klo = tir_bin(A, E_MAX, klo, tir_idx(A, 0));
+  return tir_bin(A, E_MAX, tir_sub(A, khi, klo), tir_idx(A, 0));
+}
+
+static Expr *pool_body(TeCtx *c, Expr **idx, void *user) {
+  PoolCtx *k = user;
+  Arena *A = c->arena;
+  int nsp = k->w.nsp;
+  IterVar *rax[3];
+  static const char *knames[3] = {"rx", "ry", "rz"};
+  for (int i = 0; i < nsp; i++) rax[i] = te_reduce_axis(c, knames[i], k->w.kernel[i]);
+  Expr *din[MLC_MAX_DIMS] = {idx[0], idx[1]};
+  Expr *valid = NULL;
+  for (int i = 0; i < nsp; i++) din[2 + i] = tap_index(c, &k->w, i, idx[2 + i], ivref(c, rax[i]), &valid);
+  Expr *v = read_as(c, k->data, din, k->acc);
+  if (k->kind == POOL_MAX) {
+    if (valid) v = tir_select(A, valid, v, tir_min_value(A, k->acc));
+    return te_reduce(c, RED_MAX, v, nsp, rax, NULL, NULL);
+  }
+  if (k->kind == POOL_LP) {
+    if (k->p == 2) {
+      v = tir_mul(A, v, v);
+    } else {
+      Expr *args[2] = {tir_call(A, INTRIN_FABS, k->acc, 1, &v), tir_const(A, k->acc, k->p)};
+      v = tir_call(A, INTRIN_POW, k->acc, 2, args);
+    }
+    if (valid) v = tir_select(A, valid, v, tir_const(A, k->acc, 0));
+    return te_reduce(c, RED_SUM, v, nsp, rax, NULL, NULL);
+  }
+  /* average: each tap scaled by 1 / (number of counted taps), a function of the output index only */
+  Expr *count = NULL;
+  for (int i = 0; i < nsp; i++) {
+    int64_t lo = k->count_include_pad ? -k->w.pb[i] : 0;
+    int64_t hi = k->count_include_pad ? k->w.in[i] + k->w.pe[i] : k->w.in[i];
+    Expr *ci = tap_count(c, &k->w, i, idx[2 + i], lo, hi);
+    count = count ? tir_mul(A, count, ci) : ci;
+  }
+  Expr *inv = tir_bin(A, E_DIV, tir_const(A, k->acc, 1),
+                      tir_cast(A, k->acc, tir_bin(A, E_MAX, count, tir_idx(A, 1))));
+  if (valid) v = tir_select(A, valid, v, tir_const(A, k->acc, 0));
+  return te_reduce(c, RED_SUM, tir_mul(A, v, inv), nsp, rax, NULL, NULL);
+}
+
+typedef struct RootCtx {
+  TeTensor *src;
+  double p;
+  mlc_dtype to;
+} RootCtx;
+
+static Expr *lp_root_body(TeCtx *c, Expr **idx, void *user) {
+  RootCtx *k = user;
+  Arena *A = c->arena;
+  Expr *v = te_read(c, k->src, k->src->ndim, idx);
+  if (k->p == 2) {
+    v = tir_call(A, INTRIN_SQRT, v->dtype, 1, &v);
+  } else {
+    Expr *args[2] = {v, tir_const(A, v->dtype, 1.0 / k->p)};
+    v = tir_call(A, INTRIN_POW, v->dtype, 2, args);
+  }
+  return v->dtype == k->to ? v : tir_cast(A, k->to, v);
+}
+
+static TeTensor *lp_root(TeCtx *c, TeTensor *t, double p, mlc_dtype to) {
+  RootCtx *k = arena_alloc(c->arena, sizeof *k);
+  k->src = t;
+  k->p = p;
+  k->to = to;
+  return te_compute(c, "lp_root", "elemwise", to, t->ndim, t->shape, lp_root_body, k);
+}
+
+static mlc_status pool_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  PoolCtx *k = arena_alloc(c->arena, sizeof *k);
+  mlc_status st = pool_window(n, &k->w, d);
+  if (st) return st;
+  k->kind = pool_kind(n);
+  k->data = ins[0];
+  k->acc = acc_dtype(ins[0]->dtype);
+  k->count_include_pad = ir_attr_int(n, "count_include_pad", 0) != 0;
+  k->p = (double)ir_attr_int(n, "p", 2);
+  const TensorType *o = &n->outputs[0]->type;
+  TeTensor *t = te_compute(c, n->op->name + 3, "pool", k->acc, o->ndim, o->dims, pool_body, k);
+  outs[0] = k->kind == POOL_LP ? lp_root(c, t, k->p, o->dtype) : cast_stage(c, t, o->dtype);
+  return MLC_OK;
+}
+
+/* Global pools reduce every dim after the channel dim; output keeps them as 1. */
+static mlc_status gpool_infer(Node *n, Diag *d) {
+  const TensorType *x = &n->inputs[0]->type;
+  bool is_max = strstr(n->op->name, "max") != NULL;
+  if (x->ndim < 3) return diag_set(d, MLC_ERR_INVALID, "%s expects rank >= 3, got %d", n->op->name, x->ndim);
+  if (x->dtype == MLC_BOOL || (!is_max && !is_float(x->dtype)) || !mlc_dtype_size(x->dtype))
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "%s of %s is not supported", n->op->name, mlc_dtype_name(x->dtype));
+  TensorType o = *x;
+  for (int i = 2; i < o.ndim; i++) o.dims[i] = 1;
+  n->outputs[0]->type = o;
+  return MLC_OK;
+}
+
+typedef struct GPoolCtx {
+  TeTensor *data;
+  PoolKind kind;
+  mlc_dtype acc;
+  double p;
+} GPoolCtx;
+
+static Expr *gpool_body(TeCtx *c, Expr **idx, void *user) {
+  GPoolCtx *k = user;
+  Arena *A = c->arena;
+  int nd = k->data->ndim;
+  IterVar *rax[MLC_MAX_DIMS];
+  Expr *din[MLC_MAX_DIMS] = {idx[0], idx[1]};
+  int64_t count = 1;
+  for (int i = 2; i < nd; i++) {
+    rax[i - 2] = te_reduce_axis(c, arena_printf(A, "r%d", i - 2), k->data->shape[i]);
+    din[i] = ivref(c, rax[i - 2]);
+    count *= k->data->shape[i];
+  }
+  Expr *v = read_as(c, k->data, din, k->acc);
+  if (k->kind == POOL_MAX) return te_reduce(c, RED_MAX, v, nd - 2, rax, NULL, NULL);
+  if (k->kind == POOL_LP) {
+    if (k->p == 2) {
+      v = tir_mul(A, v, v);
+    } else {
+      Expr *args[2] = {tir_call(A, INTRIN_FABS, k->acc, 1, &v), tir_const(A, k->acc, k->p)};
+      v = tir_call(A, INTRIN_POW, k->acc, 2, args);
+    }
+    return te_reduce(c, RED_SUM, v, nd - 2, rax, NULL, NULL);
+  }
+  return te_reduce(c, RED_SUM, tir_mul(A, v, tir_const(A, k->acc, 1.0 / (double)(count ? count : 1))), nd - 2,
+                   rax, NULL, NULL);
+}
+
+static mlc_status gpool_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  GPoolCtx *k = arena_alloc(c->arena, sizeof *k);
+  k->data = ins[0];
+  k->kind = strstr(n->op->name, "max") ? POOL_MAX : strstr(n->op->name, "lp") ? POOL_LP : POOL_AVG;
+  k->acc = acc_dtype(ins[0]->dtype);
+  k->p = (double)ir_attr_int(n, "p", 2);
+  const TensorType *o = &n->outputs[0]->type;
+  TeTensor *t = te_compute(c, n->op->name + 3, "pool", k->acc, o->ndim, o->dims, gpool_body, k);
+  outs[0] = k->kind == POOL_LP ? lp_root(c, t, k->p, o->dtype) : cast_stage(c, t, o->dtype);
+  return MLC_OK;
+}
+
+/* ---------------------------------------------------------------- dense and matmul */
+
+static bool matmul_dtype_ok(mlc_dtype t) { return t != MLC_BOOL && t != MLC_STRING && mlc_dtype_size(t) > 0; }
+
+/* nn.dense(data[..., K], weight[N, K]) -> [..., N] */
+static mlc_status dense_infer(Node *n, Diag *d) {
+  const TensorType *x = &n->inputs[0]->type, *w = &n->inputs[1]->type;
+  if (!matmul_dtype_ok(x->dtype))
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "nn.dense of %s is not supported", mlc_dtype_name(x->dtype));
+  if (x->ndim < 1 || w->ndim != 2 || x->dims[x->ndim - 1] != w->dims[1] || w->dtype != x->dtype)
+    return diag_set(d, MLC_ERR_INVALID, "nn.dense: data and weight do not match (weight must be [N, K])");
+  TensorType o = *x;
+  o.dims[o.ndim - 1] = w->dims[0];
+  n->outputs[0]->type = o;
+  return MLC_OK;
+}
+
+typedef struct MatmulCtx {
+  TeTensor *a, *b;
+  bool ta, tb;
+  bool dense;
+  int64_t k;
+  int out_ndim;
+  mlc_dtype acc;
+} MatmulCtx;
+
+static Expr *matmul_body(TeCtx *c, Expr **idx, void *user) {
+  MatmulCtx *m = user;
+  IterVar *rk = te_reduce_axis(c, "rk", m->k);
+  Expr *k = ivref(c, rk);
+  Expr *ai[MLC_MAX_DIMS], *bi[MLC_MAX_DIMS];
+  int ra = m->a->ndim, rb = m->b->ndim, ro = m->out_ndim;
+  if (m->dense) {
+    for (int i = 0; i < ra - 1; i++) ai[i] = idx[i];
+    ai[ra - 1] = k;
+    bi[0] = idx[ro - 1];
+    bi[1] = k;
+  } else {
+    /* output: batch..., [m if ra > 1], [n if rb > 1] */
+    int has_m = ra > 1, has_n = rb > 1;
+    int nb = ro - has_m - has_n;
+    Expr *mi = has_m ? idx[nb] : NULL, *ni = has_n ? idx[nb + has_m] : NULL;
+    if (ra == 1) {
+      ai[0] = k;
+    } else {
+      for (int i = 0; i < ra - 2; i++) {
+        int o = nb - (ra - 2) + i;
+        ai[i] = m->a->shape[i] == 1 ? tir_idx(c->arena, 0) : idx[o];
+      }
+      ai[ra - 2] = m->ta ? k : mi;
+      ai[ra - 1] = m->ta ? mi : k;
+    }
+    if (rb == 1) {
+      bi[0] = k;
+    } else {
+      for (int i = 0; i < rb - 2; i++) {
+        int o = nb - (rb - 2) + i;
+        bi[i] = m->b->shape[i] == 1 ? tir_idx(c->arena, 0) : idx[o];
+      }
+      bi[rb - 2] = m->tb ? ni : k;
+      bi[rb - 1] = m->tb ? k : ni;
+    }
+  }
+  Expr *prod = tir_mul(c->arena, read_as(c, m->a, ai, m->acc), read_as(c, m->b, bi, m->acc));
+  return te_reduce(c, RED_SUM, prod, 1, &rk, NULL, NULL);
+}
+
+/* numpy matmul shape rule with optional transposes of the last two dims */
+static mlc_status matmul_shape(const Node *n, TensorType *out, int64_t *kdim, Diag *d) {
+  const TensorType *a = &n->inputs[0]->type, *b = &n->inputs[1]->type;
+  bool ta = ir_attr_int(n, "transpose_a", 0), tb = ir_attr_int(n, "transpose_b", 0);
+  if (a->ndim < 1 || b->ndim < 1) return diag_set(d, MLC_ERR_INVALID, "matmul operands must have rank >= 1");
+  int64_t ka = a->ndim == 1 ? a->dims[0] : a->dims[a->ndim - (ta ? 2 : 1)];
+  int64_t kb = b->ndim == 1 ? b->dims[0] : b->dims[b->ndim - (tb ? 1 : 2)];
+  if (ka != kb)
+    return diag_set(d, MLC_ERR_INVALID, "matmul: inner dimensions differ (%lld vs %lld)", (long long)ka,
+                    (long long)kb);
+  TensorType ba = {.ndim = a->ndim > 2 ? a->ndim - 2 : 0}, bb = {.ndim = b->ndim > 2 ? b->ndim - 2 : 0}, bo;
+  memcpy(ba.dims, a->dims, sizeof(int64_t) * (size_t)ba.ndim);
+  memcpy(bb.dims, b->dims, sizeof(int64_t) * (size_t)bb.ndim);
+  if (topi_broadcast_shape(&ba, &bb, &bo)) return diag_set(d, MLC_ERR_INVALID, "matmul: batch dims do not broadcast");
+  TensorType o = {.dtype = a->dtype, .ndim = bo.ndim};
+  memcpy(o.dims, bo.dims, sizeof(int64_t) * (size_t)bo.ndim);
+  if (a->ndim > 1) o.dims[o.ndim++] = a->dims[a->ndim - (ta ? 1 : 2)];
+  if (b->ndim > 1) o.dims[o.ndim++] = b->dims[b->ndim - (tb ? 2 : 1)];
+  *out = o;
+  *kdim = ka;
+  return MLC_OK;
+}
+
+static mlc_status matmul_infer(Node *n, Diag *d) {
+  const TensorType *a = &n->inputs[0]->type, *b = &n->inputs[1]->type;
+  if (!matmul_dtype_ok(a->dtype))
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "%s of %s is not supported", n->op->name, mlc_dtype_name(a->dtype));
+  if (a->dtype != b->dtype)
+    return diag_set(d, MLC_ERR_INVALID, "%s: operand dtypes differ (%s, %s)", n->op->name, mlc_dtype_name(a->dtype),
+                    mlc_dtype_name(b->dtype));
+  int64_t k;
+  return matmul_shape(n, &n->outputs[0]->type, &k, d);
+}
+
+static mlc_status matmul_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  MatmulCtx *m = arena_alloc(c->arena, sizeof *m);
+  m->a = ins[0];
+  m->b = ins[1];
+  m->dense = strcmp(n->op->name, "nn.dense") == 0;
+  m->ta = !m->dense && ir_attr_int(n, "transpose_a", 0);
+  m->tb = !m->dense && ir_attr_int(n, "transpose_b", 0);
+  m->k = m->dense ? ins[1]->shape[1] : 0;
+  if (!m->dense) {
+    TensorType o;
+    mlc_status st = matmul_shape(n, &o, &m->k, d);
+    if (st) return st;
+  }
+  m->acc = acc_dtype(ins[0]->dtype);
+  const TensorType *o = &n->outputs[0]->type;
+  m->out_ndim = o->ndim;
+  const char *tag = strcmp(n->op->name, "nn.batch_matmul") == 0 ? "batch_matmul" : "dense";
+  TeTensor *t = te_compute(c, n->op->name + 3, tag, m->acc, o->ndim, o->dims, matmul_body, m);
+  outs[0] = cast_stage(c, t, o->dtype);
+  return MLC_OK;
+}
+
+/* ---------------------------------------------------------------- softmax */
+
+static mlc_status softmax_infer(Node *n, Diag *d) {
+  const TensorType *x = &n->inputs[0]->type;
+  int64_t axis = ir_attr_int(n, "axis", x->ndim - 1);
+  if (!is_float(x->dtype))
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "%s of %s is not supported", n->op->name, mlc_dtype_name(x->dtype));
+  if (x->ndim < 1 || axis < 0 || axis >= x->ndim)
+    return diag_set(d, MLC_ERR_INVALID, "%s: axis %lld out of range for rank %d", n->op->name, (long long)axis,
+                    x->ndim);
+  n->outputs[0]->type = *x;
+  return MLC_OK;
+}
+
+typedef struct SoftmaxCtx {
+  TeTensor *x, *max, *sum;
+  int axis;
+  mlc_dtype acc, out;
+  bool log;
+} SoftmaxCtx;
+
+/* x index from a reduced index (axis removed) plus the axis position */
+static void softmax_xidx(const SoftmaxCtx *k, Expr **ridx, Expr *a, Expr **xi) {
+  for (int i = 0, j = 0; i < k->x->ndim; i++) xi[i] = i == k->axis ? a : ridx[j++];
+}
+
+static void softmax_ridx(const SoftmaxCtx *k, Expr **idx, Expr **ri) {
+  for (int i = 0, j = 0; i < k->x->ndim; i++)
+    if (i != k->axis) ri[j++] = idx[i];
+}
+
+static Expr *softmax_max_body(TeCtx *c, Expr **idx, void *user) {
+  SoftmaxCtx *k = user;
+  IterVar *r = te_reduce_axis(c, "rk", k->x->shape[k->axis]);
+  Expr *xi[MLC_MAX_DIMS];
+  softmax_xidx(k, idx, ivref(c, r), xi);
+  return te_reduce(c, RED_MAX, read_as(c, k->x, xi, k->acc), 1, &r, NULL, NULL);
+}
+
+static Expr *softmax_sum_body(TeCtx *c, Expr **idx, void *user) {
+  SoftmaxCtx *k = user;
+  Arena *A = c->arena;
+  IterVar *r = te_reduce_axis(c, "rk", k->x->shape[k->axis]);
+  Expr *xi[MLC_MAX_DIMS];
+  softmax_xidx(k, idx, ivref(c, r), xi);
+  Expr *e = tir_sub(A, read_as(c, k->x, xi, k->acc), te_read(c, k->max, k->max->ndim, idx));
+  e = tir_call(A, INTRIN_EXP, k->acc, 1, &e);
+  return te_reduce(c, RED_SUM, e, 1, &r, NULL, NULL);
+}
+
+static Expr *softmax_out_body(TeCtx *c, Expr **idx, void *user) {
+  SoftmaxCtx *k = user;
+  Arena *A = c->arena;
+  Expr *ri[MLC_MAX_DIMS];
+  softmax_ridx(k, idx, ri);
+  Expr *e = tir_sub(A, read_as(c, k->x, idx, k->acc), te_read(c, k->max, k->max->ndim, ri));
+  Expr *s = te_read(c, k->sum, k->sum->ndim, ri);
+  Expr *v;
+  if (k->log) {
+    v = tir_sub(A, e, tir_call(A, INTRIN_LOG, k->acc, 1, &s));
+  } else {
+    v = tir_bin(A, E_DIV, tir_call(A, INTRIN_EXP, k->acc, 1, &e), s);
+  }
+  return k->acc == k->out ? v : tir_cast(A, k->out, v);
+}
+
+static mlc_status softmax_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  SoftmaxCtx *k = arena_alloc(c->arena, sizeof *k);
+  k->x = ins[0];
+  k->axis = (int)ir_attr_int(n, "axis", ins[0]->ndim - 1);
+  k->acc = acc_dtype(ins[0]->dtype);
+  k->out = ins[0]->dtype;
+  k->log = strcmp(n->op->name, "nn.log_softmax") == 0;
+  int64_t rshape[MLC_MAX_DIMS];
+  int rn = 0;
+  for (int i = 0; i < ins[0]->ndim; i++)
+    if (i != k->axis) rshape[rn++] = ins[0]->shape[i];
+  k->max = te_compute(c, "softmax_max", "reduce", k->acc, rn, rshape, softmax_max_body, k);
+  k->sum = te_compute(c, "softmax_sum", "reduce", k->acc, rn, rshape, softmax_sum_body, k);
+  outs[0] = te_compute(c, n->op->name + 3, "softmax", k->out, ins[0]->ndim, ins[0]->shape, softmax_out_body, k);
+  return MLC_OK;
+}
+
+/* ---------------------------------------------------------------- the table */
+
+const OpDef topi_ops_nn[] = {
+    /* name                      pattern                   min max nout infer          compute */
+    {"nn.conv1d", PAT_OUT_ELEMWISE_FUSABLE, 2, 2, 1, conv_infer, conv_compute},
+    {"nn.conv2d", PAT_OUT_ELEMWISE_FUSABLE, 2, 2, 1, conv_infer, conv_compute},
+    {"nn.conv3d", PAT_OUT_ELEMWISE_FUSABLE, 2, 2, 1, conv_infer, conv_compute},
+    {"nn.max_pool1d", PAT_OUT_ELEMWISE_FUSABLE, 1, 1, 1, pool_infer, pool_compute},
+    {"nn.max_pool2d", PAT_OUT_ELEMWISE_FUSABLE, 1, 1, 1, pool_infer, pool_compute},
+    {"nn.max_pool3d", PAT_OUT_ELEMWISE_FUSABLE, 1, 1, 1, pool_infer, pool_compute},
+    {"nn.avg_pool1d", PAT_OUT_ELEMWISE_FUSABLE, 1, 1, 1, pool_infer, pool_compute},
+    {"nn.avg_pool2d", PAT_OUT_ELEMWISE_FUSABLE, 1, 1, 1, pool_infer, pool_compute},
+    {"nn.avg_pool3d", PAT_OUT_ELEMWISE_FUSABLE, 1, 1, 1, pool_infer, pool_compute},
+    {"nn.lp_pool1d", PAT_OUT_ELEMWISE_FUSABLE, 1, 1, 1, pool_infer, pool_compute},
+    {"nn.lp_pool2d", PAT_OUT_ELEMWISE_FUSABLE, 1, 1, 1, pool_infer, pool_compute},
+    {"nn.lp_pool3d", PAT_OUT_ELEMWISE_FUSABLE, 1, 1, 1, pool_infer, pool_compute},
+    {"nn.global_avg_pool2d", PAT_OUT_ELEMWISE_FUSABLE, 1, 1, 1, gpool_infer, gpool_compute},
+    {"nn.global_max_pool2d", PAT_OUT_ELEMWISE_FUSABLE, 1, 1, 1, gpool_infer, gpool_compute},
+    {"nn.global_lp_pool2d", PAT_OUT_ELEMWISE_FUSABLE, 1, 1, 1, gpool_infer, gpool_compute},
+    {"nn.dense", PAT_OUT_ELEMWISE_FUSABLE, 2, 2, 1, dense_infer, matmul_compute},
+    {"nn.matmul", PAT_OUT_ELEMWISE_FUSABLE, 2, 2, 1, matmul_infer, matmul_compute},
+    {"nn.batch_matmul", PAT_OUT_ELEMWISE_FUSABLE, 2, 2, 1, matmul_infer, matmul_compute},
+    {"nn.softmax", PAT_OPAQUE, 1, 1, 1, softmax_infer, softmax_compute},
+    {"nn.log_softmax", PAT_OPAQUE, 1, 1, 1, softmax_infer, softmax_compute},
+    {0},
+};
