@@ -8,6 +8,35 @@
 #define MLC_PASSES_H
 #include "ir/ir.h"
 
+/* ---- pass_manager.c ---- */
+typedef struct PassOptions {
+  int opt_level; /* 0..3 */
+  int ndisabled;
+  const char *const *disabled; /* pass names from --disable-pass */
+  const char *target;          /* for passes that compile (FoldConstant) */
+} PassOptions;
+
+typedef struct GraphPass {
+  const char *name;
+  int min_opt_level;
+  mlc_status (*run)(Graph *g, const PassOptions *opt, Diag *d);
+} GraphPass;
+
+int pass_count(void);
+const GraphPass *pass_at(int i);
+const GraphPass *pass_find(const char *name);
+/* Runs every enabled pass in order, verifying the graph after each; after(user, name, g) sees each result. */
+mlc_status pass_run_all(Graph *g, const PassOptions *opt, void (*after)(void *, const char *, Graph *), void *user,
+                        Diag *d);
+void pass_replace_uses(Graph *g, Value *old, Value *new_value);
+bool pass_is_graph_output(const Graph *g, const Value *v);
+
+/* The passes, one file each. */
+mlc_status pass_simplify_inference(Graph *g, const PassOptions *opt, Diag *d);       /* simplify_inference.c */
+mlc_status pass_eliminate_common_subexpr(Graph *g, const PassOptions *opt, Diag *d); /* cse.c */
+mlc_status pass_fold_constant(Graph *g, const PassOptions *opt, Diag *d);            /* fold_constant.c */
+mlc_status pass_dead_code_elim(Graph *g, const PassOptions *opt, Diag *d);           /* dce.c */
+
 typedef struct FusedGroup {
   int id;
   VEC(Node *) nodes;  /* topological order */

@@ -24,6 +24,8 @@ int cmd_compile(int argc, char **argv) {
   const char *model = NULL, *output = "module.tar", *format = "tar", *shapes = NULL;
   CompileOptions opt = {.target = "llvm", .opt_level = 3};
   bool json = false;
+  const char *disabled[64];
+  opt.disabled = disabled;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     bool has_val = i + 1 < argc;
@@ -41,6 +43,15 @@ int cmd_compile(int argc, char **argv) {
       opt.opt_level = (int)v;
     } else if (OPTION("--input-shapes")) shapes = argv[i];
     else if (OPTION("--dump-ir")) opt.dump_dir = argv[i];
+    else if (OPTION("--disable-pass")) {
+      if (!pass_find(argv[i])) {
+        fprintf(stderr, "mlc compile: --disable-pass: unknown pass '%s'; passes:", argv[i]);
+        for (int k = 0; k < pass_count(); k++) fprintf(stderr, " %s", pass_at(k)->name);
+        fprintf(stderr, "\n");
+        return MLC_ERR_USAGE;
+      }
+      if (opt.ndisabled < 64) disabled[opt.ndisabled++] = argv[i];
+    }
     else if (!strcmp(a, "--json")) json = true;
     else if (a[0] == '-') {
       fprintf(stderr, "mlc compile: unknown or incomplete option '%s'\n", a);

@@ -26,6 +26,21 @@ static void dump(const CompileOptions *opt, const char *file, const char *text) 
   file_write_atomic(path, text, strlen(text), &ignore);
 }
 
+typedef struct DumpState {
+  const CompileOptions *opt;
+  int index;
+} DumpState;
+
+static void dump_after_pass(void *user, const char *pass, Graph *g) {
+  DumpState *ds = user;
+  StrBuf b = {0};
+  ir_print(g, &b);
+  char file[256];
+  snprintf(file, sizeof file, "%02d_after_%s.txt", ++ds->index, pass);
+  dump(ds->opt, file, b.s);
+  sb_free(&b);
+}
+
 /* Re-raise a stage's error with the location of the graph node it concerns. */
 static mlc_status at_node(const Graph *g, const Node *n, const Diag *inner, Diag *d) {
   char where[512];
@@ -123,6 +138,10 @@ mlc_status mlc_compile_graph(Arena *a, Graph *g, const CompileOptions *opt, Comp
     dump(opt, "00_graph.txt", text.s);
     text.len = 0;
   }
+  PassOptions po = {.opt_level = opt->opt_level, .ndisabled = opt->ndisabled, .disabled = opt->disabled,
+                    .target = opt->target};
+  DumpState ds = {opt, 0};
+  if (pass_run_all(g, &po, opt->dump_dir ? dump_after_pass : NULL, &ds, d) != MLC_OK) return d->status;
   if (pass_fuse_ops(g, opt->opt_level, &c->groups, d) != MLC_OK) return d->status;
   if (opt->dump_dir) {
     pass_print_groups(&c->groups, &text);

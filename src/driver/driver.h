@@ -14,6 +14,8 @@ typedef struct CompileOptions {
   const char *target;   /* target string; NULL: "llvm" */
   int opt_level;        /* 0..3 */
   const char *dump_dir; /* write every stage's text here when set */
+  int ndisabled;        /* --disable-pass NAME */
+  const char *const *disabled;
 } CompileOptions;
 
 typedef struct Kernel {

@@ -1,0 +1,53 @@
+/* The pass manager: the graph passes in the order they run, each with the lowest opt level that enables it.
+ * `--disable-pass NAME` turns one off; `--dump-ir DIR` writes the graph after each pass that ran. */
+#include <stdio.h>
+#include <string.h>
+#include "passes/graph/passes.h"
+
+static const GraphPass passes[] = {
+    /* name                     min opt level  function */
+    {"SimplifyInference",       0, pass_simplify_inference},
+    {"EliminateCommonSubexpr",  2, pass_eliminate_common_subexpr},
+    {"FoldConstant",            2, pass_fold_constant},
+    {"DeadCodeElim",            0, pass_dead_code_elim},
+};
+
+int pass_count(void) { return (int)countof(passes); }
+const GraphPass *pass_at(int i) { return i >= 0 && i < (int)countof(passes) ? &passes[i] : NULL; }
+
+const GraphPass *pass_find(const char *name) {
+  for (size_t i = 0; i < countof(passes); i++)
+    if (!strcmp(passes[i].name, name)) return &passes[i];
+  return NULL;
+}
+
+mlc_status pass_run_all(Graph *g, const PassOptions *opt, void (*after)(void *, const char *, Graph *), void *user,
+                        Diag *d) {
+  for (size_t i = 0; i < countof(passes); i++) {
+    const GraphPass *p = &passes[i];
+    if (opt->opt_level < p->min_opt_level) continue;
+    bool off = false;
+    for (int k = 0; k < opt->ndisabled; k++) off |= !strcmp(opt->disabled[k], p->name);
+    if (off) continue;
+    if (p->run(g, opt, d) != MLC_OK) return d->status;
+    if (ir_verify(g, d) != MLC_OK) return d->status;
+    if (after) after(user, p->name, g);
+  }
+  return MLC_OK;
+}
+
+/* ---- rewriting helpers shared by the passes ---- */
+
+void pass_replace_uses(Graph *g, Value *old, Value *new_value) {
+  for (int i = 0; i < g->nodes.n; i++) {
+    Node *n = g->nodes.v[i];
+    for (int k = 0; k < n->ninputs; k++)
+      if (n->inputs[k] == old) n->inputs[k] = new_value;
+  }
+}
+
+bool pass_is_graph_output(const Graph *g, const Value *v) {
+  for (int i = 0; i < g->outputs.n; i++)
+    if (g->outputs.v[i] == v) return true;
+  return false;
+}
