@@ -1,0 +1,448 @@
+/* Default schedules of fused groups and the x86 schedule templates (after TVM's topi/x86: conv2d.py,
+ * dense.py, injective.py, pooling.py, softmax.py with cfg.define_split / fallback configs).
+ *
+ * topi_schedule_group: (1) every compute stage without reduction that is not a group output and has no
+ * template is inlined into its consumers; (2) the anchor is the stage closest to the outputs whose tag has a
+ * template; it is scheduled by the template with the configuration given (knobs missing from it, or all of
+ * them when it is NULL, come from the template's fallback, computed from the Target and the workload);
+ * (3) every other root stage gets the generic schedule: injective stages fuse their outer axes into one
+ * parallel loop and vectorize the innermost axis split by the vector lanes (only where the lanes divide it,
+ * so vector loops never need a guard); reductions fuse their spatial axes into a parallel loop and keep
+ * the reduce axes inner.
+ *
+ * Templates (tags set by the computes in nn.c):
+ *   conv{1,2,3}d NCHW  knobs tile_oc, tile_ow, tile_ic, unroll_kw:
+ *     n, oc.o, spatial.., ow.o, ic.o, k.., ic.i, oc.i (unrolled), ow.i (vectorized); parallel over the
+ *     fused n x oc.o (x the next spatial axis while that has fewer iterations than twice the cores)
+ *   dense / batch_matmul  knobs tile_m, tile_n, tile_k, unroll:
+ *     batch.., m.o, n.o, k.o, k.i, m.i (unrolled), n.i (vectorized); parallel over fused batch x m.o x n.o
+ *   pool: the innermost output axis split by the lanes and vectorized, reduce window inside, parallel outer
+ *   softmax: the output stage as an injective stage; its max / sum reductions as generic reductions.
+ * Split factors need not divide: the lowering guards the last outer iteration. */
+#include <string.h>
+#include "topi/topi.h"
+
+#define PARALLEL_MIN_WORK 16384 /* below this many (output x reduce) iterations, threads cost more than they save */
+
+/* ---------------------------------------------------------------- config helpers */
+
+int64_t topi_config_get(const TopiConfig *c, const char *name, int64_t dflt) {
+  if (!c) return dflt;
+  for (int i = 0; i < c->nknobs; i++)
+    if (c->names[i] && strcmp(c->names[i], name) == 0) return c->values[i];
+  return dflt;
+}
+
+static void cfg_set(TopiConfig *c, const char *name, int64_t v) {
+  for (int i = 0; i < c->nknobs; i++)
+    if (strcmp(c->names[i], name) == 0) {
+      c->values[i] = v;
+      return;
+    }
+  if (c->nknobs < TOPI_MAX_KNOBS) {
+    c->names[c->nknobs] = name;
+    c->values[c->nknobs++] = v;
+  }
+}
+
+static TopiKnob *knob_add(TopiConfigSpace *s, const char *name) {
+  if (s->nknobs >= TOPI_MAX_KNOBS) return NULL;
+  TopiKnob *k = &s->knobs[s->nknobs++];
+  memset(k, 0, sizeof *k);
+  k->name = name;
+  return k;
+}
+
+static void knob_choice(TopiKnob *k, int64_t v) {
+  if (!k || k->nchoices >= TOPI_MAX_CHOICES) return;
+  for (int i = 0; i < k->nchoices; i++)
+    if (k->choices[i] == v) return;
+  k->choices[k->nchoices++] = v;
+}
+
+/* a split knob: the divisors of extent up to max (always including 1), plus the extra candidates given */
+static void knob_split(TopiConfigSpace *s, const char *name, int64_t extent, int64_t max, int nextra,
+                       const int64_t *extra) {
+  TopiKnob *k = knob_add(s, name);
+  if (extent < 1) extent = 1;
+  for (int64_t f = 1; f <= extent && f <= max; f++)
+    if (extent % f == 0) knob_choice(k, f);
+  for (int i = 0; i < nextra; i++)
+    if (extra[i] >= 1 && extra[i] <= extent) knob_choice(k, extra[i]);
+}
+
+static void knob_onoff(TopiConfigSpace *s, const char *name) {
+  TopiKnob *k = knob_add(s, name);
+  knob_choice(k, 0);
+  knob_choice(k, 1);
+}
+
+static int vector_lanes(const Target *t, mlc_dtype dt) {
+  int vb = t && t->vector_bytes > 0 ? t->vector_bytes : 16;
+  int es = mlc_dtype_size(dt);
+  if (dt == MLC_BOOL || es <= 0) return 1;
+  int l = vb / es;
+  return l < 1 ? 1 : l;
+}
+
+static int num_cores(const Target *t) { return t && t->num_cores > 0 ? t->num_cores : 1; }
+
+/* the largest divisor of n that is <= max */
+static int64_t largest_divisor(int64_t n, int64_t max) {
+  if (n < 1) return 1;
+  for (int64_t f = max < n ? max : n; f > 1; f--)
+    if (n % f == 0) return f;
+  return 1;
+}
+
+/* the preferred vector tile of an axis of extent n: 2 or 1 vectors when they divide n, else the largest
+ * divisor up to one vector (so the vector loop needs no guard) */
+static int64_t vector_tile(int64_t n, int lanes, bool allow_double) {
+  if (allow_double && n % (2 * lanes) == 0) return 2 * lanes;
+  if (n % lanes == 0) return lanes;
+  return largest_divisor(n, lanes);
+}
+
+static int64_t first_divisor_of(int64_t n, int cnt, const int64_t *cands) {
+  for (int i = 0; i < cnt; i++)
+    if (n % cands[i] == 0) return cands[i];
+  return 1;
+}
+
+static int64_t op_numel(const TeOp *op) {
+  int64_t n = 1;
+  for (int i = 0; i < op->naxes; i++) n *= op->axes[i]->extent;
+  return n;
+}
+
+static int64_t op_work(const TeOp *op) {
+  int64_t n = op_numel(op);
+  for (int i = 0; i < op->nreduce; i++) n *= op->reduce_axes[i]->extent;
+  return n;
+}
+
+/* fuses the adjacent leaves [from, to] of st into one and returns it */
+static IterVar *fuse_range(TeStage *st, IterVar **ivs, int n) {
+  IterVar *f = ivs[0];
+  for (int i = 1; i < n; i++) f = te_fuse(st, f, ivs[i]);
+  return f;
+}
+
+static void split(TeStage *st, IterVar *iv, int64_t factor, IterVar **o, IterVar **i) {
+  if (factor < 1) factor = 1;
+  if (factor > iv->extent) factor = iv->extent;
+  te_split(st, iv, factor, o, i);
+}
+
+/* ---------------------------------------------------------------- generic schedules */
+
+/* Injective: innermost axis split by the lanes and vectorized when they divide it; the other axes fused
+ * into one parallel loop (with the innermost's outer part when there is little else to share out). */
+static void schedule_injective(TeCtx *c, TeStage *st) {
+  TeOp *op = st->op;
+  int nd = op->naxes;
+  if (op->kind != TE_COMPUTE || nd == 0 || st->nleaf != nd) return;
+  int lanes = vector_lanes(c->target, op->outputs[0]->dtype);
+  int64_t numel = op_numel(op);
+  IterVar *ivs[MLC_MAX_DIMS + 1];
+  memcpy(ivs, st->leaf, sizeof(IterVar *) * (size_t)nd);
+  IterVar *last = ivs[nd - 1], *vec = NULL, *lo = NULL;
+  if (lanes > 1 && last->extent >= lanes && last->extent % lanes == 0) {
+    split(st, last, lanes, &lo, &vec);
+  } else if (nd == 1 && numel >= PARALLEL_MIN_WORK) {
+    split(st, last, 256, &lo, NULL); /* a 1-D tensor: chunks of 256 to share out */
+    last = NULL;
+  } else {
+    lo = NULL;
+  }
+  int nouter = nd - 1;
+  int64_t outer_ext = 1;
+  for (int i = 0; i < nouter; i++) outer_ext *= ivs[i]->extent;
+  if (lo && (nouter == 0 || outer_ext < 2 * num_cores(c->target))) ivs[nouter++] = lo;
+  if (nouter > 0) {
+    IterVar *f = fuse_range(st, ivs, nouter);
+    if (numel >= PARALLEL_MIN_WORK && f->extent > 1) te_parallel(st, f);
+  }
+  if (vec) te_vectorize(st, vec);
+}
+
+/* Reduction: spatial axes fused into one parallel loop, reduce axes inner and serial. */
+static void schedule_reduce(TeCtx *c, TeStage *st) {
+  TeOp *op = st->op;
+  if (op->kind != TE_COMPUTE || op->naxes == 0 || st->nleaf != op->naxes + op->nreduce) return;
+  IterVar *f = fuse_range(st, st->leaf, op->naxes);
+  if (op_work(op) >= PARALLEL_MIN_WORK && f->extent > 1) te_parallel(st, f);
+}
+
+static void schedule_stage(TeCtx *c, TeStage *st) {
+  if (st->op->kind != TE_COMPUTE || st->attach != ATTACH_ROOT) return;
+  if (st->op->nreduce > 0)
+    schedule_reduce(c, st);
+  else
+    schedule_injective(c, st);
+}
+
+/* ---------------------------------------------------------------- conv (NCHW, 1-D to 3-D) */
+
+static void conv_space(const Target *t, const TeOp *a, TopiConfigSpace *s) {
+  memset(s, 0, sizeof *s);
+  int lanes = vector_lanes(t, a->outputs[0]->dtype);
+  int64_t oc = a->axes[1]->extent, ow = a->axes[a->naxes - 1]->extent, ic = a->reduce_axes[0]->extent;
+  int64_t vx[2] = {lanes, 2 * lanes};
+  knob_split(s, "tile_oc", oc, 64, 0, NULL);
+  knob_split(s, "tile_ow", ow, 4 * lanes, 2, vx);
+  knob_split(s, "tile_ic", ic, ic, 0, NULL);
+  knob_onoff(s, "unroll_kw");
+}
+
+static void conv_fallback(const Target *t, const TeOp *a, TopiConfig *cfg) {
+  memset(cfg, 0, sizeof *cfg);
+  int lanes = vector_lanes(t, a->outputs[0]->dtype);
+  int64_t oc = a->axes[1]->extent, ow = a->axes[a->naxes - 1]->extent, ic = a->reduce_axes[0]->extent;
+  int64_t kw = a->nreduce > 1 ? a->reduce_axes[a->nreduce - 1]->extent : 1;
+  static const int64_t oc_cands[] = {8, 4, 2};
+  int64_t tow = vector_tile(ow, lanes, false);
+  cfg_set(cfg, "tile_oc", first_divisor_of(oc, 3, oc_cands));
+  cfg_set(cfg, "tile_ow", tow);
+  /* split the input channels so that one block of input rows stays in L1 */
+  int64_t tic = ic;
+  if (ic > 64) tic = largest_divisor(ic, 64);
+  cfg_set(cfg, "tile_ic", tic);
+  cfg_set(cfg, "unroll_kw", kw <= 7);
+}
+
+static void conv_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, const TopiConfig *cfg) {
+  TeStage *st = te_stage(s, a->outputs[0]);
+  if (!st || st->nleaf != a->naxes + a->nreduce || a->naxes < 3 || a->nreduce != a->naxes - 1) {
+    if (st) schedule_stage(c, st);
+    return;
+  }
+  int nsp = a->naxes - 2;
+  IterVar *n = a->axes[0], *oc = a->axes[1], *ow = a->axes[a->naxes - 1], *ic = a->reduce_axes[0];
+  IterVar *oco, *oci, *owo, *owi, *ico, *ici;
+  split(st, oc, topi_config_get(cfg, "tile_oc", 1), &oco, &oci);
+  split(st, ow, topi_config_get(cfg, "tile_ow", 1), &owo, &owi);
+  split(st, ic, topi_config_get(cfg, "tile_ic", ic->extent), &ico, &ici);
+  IterVar *order[2 * MLC_MAX_DIMS + 8];
+  int k = 0;
+  order[k++] = n;
+  order[k++] = oco;
+  for (int i = 0; i < nsp - 1; i++) order[k++] = a->axes[2 + i];
+  order[k++] = owo;
+  order[k++] = ico;
+  for (int i = 1; i < a->nreduce; i++) order[k++] = a->reduce_axes[i];
+  order[k++] = ici;
+  order[k++] = oci;
+  order[k++] = owi;
+  te_reorder(st, k, order);
+  /* parallel: n x oc.o, widened by the outer spatial axes while there is too little to share out */
+  IterVar *par[MLC_MAX_DIMS + 2];
+  int np = 0;
+  par[np++] = n;
+  par[np++] = oco;
+  int64_t ext = n->extent * oco->extent;
+  for (int i = 0; i < nsp - 1 && ext < 2 * num_cores(c->target); i++) {
+    par[np++] = a->axes[2 + i];
+    ext *= a->axes[2 + i]->extent;
+  }
+  IterVar *f = fuse_range(st, par, np);
+  if (op_work(a) >= PARALLEL_MIN_WORK && f->extent > 1) te_parallel(st, f);
+  if (oci->extent > 1) te_unroll(st, oci);
+  if (topi_config_get(cfg, "unroll_kw", 0) && a->nreduce > 1 && a->reduce_axes[a->nreduce - 1]->extent > 1)
+    te_unroll(st, a->reduce_axes[a->nreduce - 1]);
+  if (owi->extent > 1) te_vectorize(st, owi);
+  if (out && out->op != a) {
+    TeStage *os = te_stage(s, out);
+    if (os) schedule_stage(c, os);
+  }
+}
+
+/* ---------------------------------------------------------------- dense / matmul / batch_matmul */
+
+static void dense_space(const Target *t, const TeOp *a, TopiConfigSpace *s) {
+  memset(s, 0, sizeof *s);
+  if (a->naxes == 0 || a->nreduce != 1) return;
+  int lanes = vector_lanes(t, a->outputs[0]->dtype);
+  int64_t nn = a->axes[a->naxes - 1]->extent, m = a->naxes >= 2 ? a->axes[a->naxes - 2]->extent : 1;
+  int64_t k = a->reduce_axes[0]->extent;
+  int64_t vx[3] = {lanes, 2 * lanes, 4 * lanes};
+  knob_split(s, "tile_n", nn, 4 * lanes, 3, vx);
+  knob_split(s, "tile_m", m, 16, 0, NULL);
+  knob_split(s, "tile_k", k, k > 1024 ? 1024 : k, 0, NULL);
+  knob_onoff(s, "unroll");
+}
+
+static void dense_fallback(const Target *t, const TeOp *a, TopiConfig *cfg) {
+  memset(cfg, 0, sizeof *cfg);
+  if (a->naxes == 0 || a->nreduce != 1) return;
+  int lanes = vector_lanes(t, a->outputs[0]->dtype);
+  int64_t nn = a->axes[a->naxes - 1]->extent, m = a->naxes >= 2 ? a->axes[a->naxes - 2]->extent : 1;
+  int64_t k = a->reduce_axes[0]->extent;
+  static const int64_t m_cands[] = {4, 2};
+  cfg_set(cfg, "tile_n", vector_tile(nn, lanes, true));
+  cfg_set(cfg, "tile_m", first_divisor_of(m, 2, m_cands));
+  cfg_set(cfg, "tile_k", k > 256 ? largest_divisor(k, 256) : k);
+  cfg_set(cfg, "unroll", 1);
+}
+
+static void dense_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, const TopiConfig *cfg) {
+  TeStage *st = te_stage(s, a->outputs[0]);
+  if (!st || a->naxes == 0 || a->nreduce != 1 || st->nleaf != a->naxes + 1) {
+    if (st) schedule_stage(c, st);
+    return;
+  }
+  int nb = a->naxes >= 2 ? a->naxes - 2 : 0;
+  IterVar *nv = a->axes[a->naxes - 1], *mv = a->naxes >= 2 ? a->axes[a->naxes - 2] : NULL, *kv = a->reduce_axes[0];
+  IterVar *no, *ni, *mo = NULL, *mi = NULL, *ko, *ki;
+  split(st, nv, topi_config_get(cfg, "tile_n", 1), &no, &ni);
+  if (mv) split(st, mv, topi_config_get(cfg, "tile_m", 1), &mo, &mi);
+  split(st, kv, topi_config_get(cfg, "tile_k", kv->extent), &ko, &ki);
+  IterVar *order[MLC_MAX_DIMS + 8];
+  int k = 0;
+  for (int i = 0; i < nb; i++) order[k++] = a->axes[i];
+  if (mo) order[k++] = mo;
+  order[k++] = no;
+  order[k++] = ko;
+  order[k++] = ki;
+  if (mi) order[k++] = mi;
+  order[k++] = ni;
+  te_reorder(st, k, order);
+  IterVar *par[MLC_MAX_DIMS + 2];
+  int np = 0;
+  for (int i = 0; i < nb; i++) par[np++] = a->axes[i];
+  if (mo) par[np++] = mo;
+  par[np++] = no;
+  IterVar *f = fuse_range(st, par, np);
+  if (op_work(a) >= PARALLEL_MIN_WORK && f->extent > 1) te_parallel(st, f);
+  if (mi && mi->extent > 1 && topi_config_get(cfg, "unroll", 0)) te_unroll(st, mi);
+  if (ni->extent > 1) te_vectorize(st, ni);
+  if (out && out->op != a) {
+    TeStage *os = te_stage(s, out);
+    if (os) schedule_stage(c, os);
+  }
+}
+
+/* ---------------------------------------------------------------- pooling */
+
+static void pool_space(const Target *t, const TeOp *a, TopiConfigSpace *s) { memset(s, 0, sizeof *s); }
+
+static void pool_fallback(const Target *t, const TeOp *a, TopiConfig *cfg) { memset(cfg, 0, sizeof *cfg); }
+
+static void pool_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, const TopiConfig *cfg) {
+  TeStage *st = te_stage(s, a->outputs[0]);
+  if (!st) return;
+  if (a->naxes < 2 || st->nleaf != a->naxes + a->nreduce) {
+    schedule_stage(c, st);
+  } else {
+    int lanes = vector_lanes(c->target, a->outputs[0]->dtype);
+    IterVar *last = a->axes[a->naxes - 1], *lo = NULL, *li = NULL;
+    IterVar *par[MLC_MAX_DIMS + 1];
+    int np = 0;
+    for (int i = 0; i < a->naxes - 1; i++) par[np++] = a->axes[i];
+    if (lanes > 1 && last->extent % lanes == 0) {
+      split(st, last, lanes, &lo, &li);
+      IterVar *order[2 * MLC_MAX_DIMS + 2];
+      int k = 0;
+      for (int i = 0; i < a->naxes - 1; i++) order[k++] = a->axes[i];
+      order[k++] = lo;
+      for (int i = 0; i < a->nreduce; i++) order[k++] = a->reduce_axes[i];
+      order[k++] = li;
+      te_reorder(st, k, order);
+    } else {
+      par[np++] = last;
+    }
+    IterVar *f = fuse_range(st, par, np);
+    if (op_work(a) >= PARALLEL_MIN_WORK && f->extent > 1) te_parallel(st, f);
+    if (li) te_vectorize(st, li);
+  }
+  if (out && out->op != a) {
+    TeStage *os = te_stage(s, out);
+    if (os) schedule_stage(c, os);
+  }
+}
+
+/* ---------------------------------------------------------------- softmax */
+
+static void softmax_space(const Target *t, const TeOp *a, TopiConfigSpace *s) { memset(s, 0, sizeof *s); }
+
+static void softmax_fallback(const Target *t, const TeOp *a, TopiConfig *cfg) { memset(cfg, 0, sizeof *cfg); }
+
+static void softmax_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, const TopiConfig *cfg) {
+  TeStage *st = te_stage(s, a->outputs[0]);
+  if (st) schedule_stage(c, st);
+  if (out && out->op != a) {
+    TeStage *os = te_stage(s, out);
+    if (os) schedule_stage(c, os);
+  }
+}
+
+/* ---------------------------------------------------------------- the template table */
+
+static const TopiTemplate templates[] = {
+    /* name                   config space    fallback          schedule */
+    {"conv1d_ncw.x86", conv_space, conv_fallback, conv_schedule},
+    {"conv2d_nchw.x86", conv_space, conv_fallback, conv_schedule},
+    {"conv3d_ncdhw.x86", conv_space, conv_fallback, conv_schedule},
+    {"dense.x86", dense_space, dense_fallback, dense_schedule},
+    {"batch_matmul.x86", dense_space, dense_fallback, dense_schedule},
+    {"pool.x86", pool_space, pool_fallback, pool_schedule},
+    {"softmax.x86", softmax_space, softmax_fallback, softmax_schedule},
+};
+
+/* by full name ("dense.x86") or by the TeOp tag it schedules ("dense") */
+const TopiTemplate *topi_template_find(const char *tag) {
+  if (!tag) return NULL;
+  size_t n = strlen(tag);
+  for (size_t i = 0; i < countof(templates); i++) {
+    const char *nm = templates[i].name;
+    if (!strcmp(nm, tag) || (!strncmp(nm, tag, n) && nm[n] == '.')) return &templates[i];
+  }
+  return NULL;
+}
+
+/* ---------------------------------------------------------------- group schedule */
+
+static bool is_output(TeOp *op, int nout, TeTensor **outs) {
+  for (int i = 0; i < nout; i++)
+    if (outs[i]->op == op) return true;
+  return false;
+}
+
+TeSchedule *topi_schedule_group(TeCtx *c, int nout, TeTensor **outs, const TopiConfig *cfg, Diag *d) {
+  MLC_CHECK(d, nout > 0 && outs, NULL);
+  TeSchedule *s = te_create_schedule(c, nout, outs);
+  bool *done = arena_alloc(c->arena, (size_t)s->nstages + 1);
+  TeOp *anchor = NULL;
+  const TopiTemplate *tmpl = NULL;
+  for (int i = 0; i < s->nstages; i++) {
+    TeStage *st = s->stages[i];
+    TeOp *op = st->op;
+    if (op->kind != TE_COMPUTE) {
+      done[i] = true;
+      continue;
+    }
+    const TopiTemplate *t = topi_template_find(op->tag);
+    if (t) {
+      anchor = op;
+      tmpl = t;
+    } else if (op->nreduce == 0 && !is_output(op, nout, outs)) {
+      te_compute_inline(st);
+      done[i] = true;
+    }
+  }
+  if (anchor) {
+    TopiConfig merged;
+    tmpl->fallback(c->target, anchor, &merged);
+    if (cfg)
+      for (int i = 0; i < cfg->nknobs; i++)
+        if (cfg->names[i]) cfg_set(&merged, cfg->names[i], cfg->values[i]);
+    /* the epilogue the template schedules: the first output that is not the anchor itself */
+    TeTensor *out = outs[0];
+    tmpl->schedule(c, s, anchor, out, &merged);
+    for (int i = 0; i < s->nstages; i++)
+      if (s->stages[i]->op == anchor || s->stages[i]->op == out->op) done[i] = true;
+  }
+  for (int i = 0; i < s->nstages; i++)
+    if (!done[i]) schedule_stage(c, s->stages[i]);
+  return s;
+}
