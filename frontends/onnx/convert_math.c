@@ -192,6 +192,7 @@ static const struct {
     {"Selu", "nn.selu", 1, false, {{"alpha", 1.67326319217681884765625}, {"gamma", 1.05070102214813232421875}}},
     {"Celu", "nn.celu", 1, false, {{"alpha", 1.0}}},
     {"Mish", "nn.mish", 1},
+    {"Swish", "nn.swish", 1, false, {{"alpha", 1.0}}},
     {"Softplus", "nn.softplus", 1},
     {"Softsign", "nn.softsign", 1},
     {"ThresholdedRelu", "nn.thresholded_relu", 1, false, {{"alpha", 1.0}}},
@@ -393,6 +394,7 @@ const OnnxConverter onnx_ops_math[] = {
     {"BitShift", "", conv_bitshift},   {"Max", "", conv_variadic},
     {"Min", "", conv_variadic},        {"Sum", "", conv_variadic},
     {"Mean", "", conv_variadic},       {"Clip", "", conv_clip},
+    {"Swish", "", conv_simple},
     {"Cast", "", conv_cast},           {"CastLike", "", conv_castlike},
     {0},
 };

@@ -88,6 +88,7 @@ typedef enum OutRule {
   X(M_CELU, "nn.celu", 1, TC_FLOAT, OUT_SAME)                    \
   X(M_GELU, "nn.gelu", 1, TC_FLOAT, OUT_SAME)                    \
   X(M_MISH, "nn.mish", 1, TC_FLOAT, OUT_SAME)                    \
+  X(M_SWISH, "nn.swish", 1, TC_FLOAT, OUT_SAME)   /* alpha */    \
   X(M_SOFTPLUS, "nn.softplus", 1, TC_FLOAT, OUT_SAME)            \
   X(M_SOFTSIGN, "nn.softsign", 1, TC_FLOAT, OUT_SAME)            \
   X(M_THRELU, "nn.thresholded_relu", 1, TC_FLOAT, OUT_SAME)      \
@@ -304,6 +305,10 @@ static Expr *activation(TeCtx *c, const Node *n, MathOp op, Expr *x) {
       Expr *sp = bin(c, E_ADD, bin(c, E_MAX, x, zero),
                      call1(c, INTRIN_LOG, bin(c, E_ADD, one, call1(c, INTRIN_EXP, bin(c, E_SUB, zero, call1(c, INTRIN_FABS, x))))));
       return op == M_SOFTPLUS ? sp : bin(c, E_MUL, x, call1(c, INTRIN_TANH, sp));
+    }
+    case M_SWISH: {
+      Expr *ax = bin(c, E_MUL, cst(c, t, ir_attr_float(n, "alpha", 1.0)), x);
+      return bin(c, E_MUL, x, tir_call(c->arena, INTRIN_SIGMOID, t, 1, &ax));
     }
     case M_SOFTSIGN: return bin(c, E_DIV, x, bin(c, E_ADD, one, call1(c, INTRIN_FABS, x)));
     case M_THRELU: {
