@@ -61,6 +61,8 @@ const char *onnx_attr_string(const OnnxNode *n, const char *name, const char *df
 /* Number of ints (-1 if the attribute is absent); copies at most max into out. */
 int onnx_attr_ints(const OnnxNode *n, const char *name, int64_t *out, int max);
 int onnx_attr_floats(const OnnxNode *n, const char *name, double *out, int max);
+/* Number of strings (-1 if absent); copies at most max (NUL-terminated, in the graph's arena) into out. */
+int onnx_attr_strings(const OnnxNode *n, const char *name, const char **out, int max);
 /* A TENSOR attribute as a constant value (NULL if absent). */
 Value *onnx_attr_tensor(OnnxCtx *cx, const OnnxNode *n, const char *name, Diag *d);
 /* A GRAPH attribute imported as a subgraph sharing the outer scope (NULL if absent). */

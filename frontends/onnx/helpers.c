@@ -1,0 +1,151 @@
+/* The converter helpers of onnx.h: attribute getters on the ONNX node, node emission with type inference on
+ * the spot (errors name the ONNX node), constants, and node-scoped error messages. Converters call these and
+ * nothing else of the importer. */
+#include <string.h>
+#include "frontends/onnx/internal.h"
+
+static const Onnx__NodeProto *proto_of(const OnnxNode *n) {
+  return n && n->proto ? ((const OnnxNodeRef *)n->proto)->np : NULL;
+}
+
+static const Onnx__AttributeProto *find_attr(const OnnxNode *n, const char *name) {
+  const Onnx__NodeProto *np = proto_of(n);
+  if (!np) return NULL;
+  for (size_t i = 0; i < np->n_attribute; i++)
+    if (np->attribute[i]->name && !strcmp(np->attribute[i]->name, name)) return np->attribute[i];
+  return NULL;
+}
+
+bool onnx_has_attr(const OnnxNode *n, const char *name) { return find_attr(n, name) != NULL; }
+
+int64_t onnx_attr_int(const OnnxNode *n, const char *name, int64_t dflt) {
+  const Onnx__AttributeProto *at = find_attr(n, name);
+  if (!at) return dflt;
+  if (at->has_i || (at->has_type && at->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT)) return at->i;
+  if (at->has_f) return (int64_t)at->f;
+  if (at->n_ints == 1) return at->ints[0];
+  return dflt;
+}
+
+double onnx_attr_float(const OnnxNode *n, const char *name, double dflt) {
+  const Onnx__AttributeProto *at = find_attr(n, name);
+  if (!at) return dflt;
+  if (at->has_f || (at->has_type && at->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT)) return at->f;
+  if (at->has_i) return (double)at->i;
+  if (at->n_floats == 1) return at->floats[0];
+  return dflt;
+}
+
+static char *bytes_str(Arena *a, const ProtobufCBinaryData *b) {
+  char *s = arena_alloc(a, b->len + 1);
+  if (b->len) memcpy(s, b->data, b->len);
+  return s;
+}
+
+const char *onnx_attr_string(const OnnxNode *n, const char *name, const char *dflt) {
+  const Onnx__AttributeProto *at = find_attr(n, name);
+  if (!at || !at->has_s) return dflt;
+  return bytes_str(((const OnnxNodeRef *)n->proto)->cx->arena, &at->s);
+}
+
+int onnx_attr_strings(const OnnxNode *n, const char *name, const char **out, int max) {
+  const Onnx__AttributeProto *at = find_attr(n, name);
+  if (!at) return -1;
+  Arena *a = ((const OnnxNodeRef *)n->proto)->cx->arena;
+  for (size_t i = 0; i < at->n_strings && (int)i < max && out; i++) out[i] = bytes_str(a, &at->strings[i]);
+  return (int)at->n_strings;
+}
+
+int onnx_attr_ints(const OnnxNode *n, const char *name, int64_t *out, int max) {
+  const Onnx__AttributeProto *at = find_attr(n, name);
+  if (!at) return -1;
+  if (at->n_ints == 0 && at->has_i) {
+    if (max > 0 && out) out[0] = at->i;
+    return 1;
+  }
+  for (size_t i = 0; i < at->n_ints && (int)i < max && out; i++) out[i] = at->ints[i];
+  return (int)at->n_ints;
+}
+
+int onnx_attr_floats(const OnnxNode *n, const char *name, double *out, int max) {
+  const Onnx__AttributeProto *at = find_attr(n, name);
+  if (!at) return -1;
+  if (at->n_floats == 0 && at->has_f) {
+    if (max > 0 && out) out[0] = at->f;
+    return 1;
+  }
+  for (size_t i = 0; i < at->n_floats && (int)i < max && out; i++) out[i] = at->floats[i];
+  return (int)at->n_floats;
+}
+
+Value *onnx_attr_tensor(OnnxCtx *cx, const OnnxNode *n, const char *name, Diag *d) {
+  const Onnx__AttributeProto *at = find_attr(n, name);
+  if (!at || !at->t) return NULL;
+  return onnx_tensor_const(cx, at->t, arena_printf(cx->arena, "%s.%s", n->name, name), d);
+}
+
+Graph *onnx_attr_graph(OnnxCtx *cx, const OnnxNode *n, const char *name, Diag *d) {
+  const Onnx__AttributeProto *at = find_attr(n, name);
+  if (!at || !at->g) return NULL;
+  onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED,
+             "subgraph attribute '%s' is not supported (control flow: If/Loop/Scan bodies are not imported yet)", name);
+  return NULL;
+}
+
+mlc_status onnx_error(OnnxCtx *cx, const OnnxNode *n, Diag *d, mlc_status st, const char *fmt, ...) {
+  char msg[1536];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return diag_set(d, st, "%s: node '%s' (%s, opset %d): error: %s", cx->path, n->name, n->op_type, n->opset, msg);
+}
+
+Node *onnx_emit(OnnxCtx *cx, const OnnxNode *n, const char *op, int nin, Value **ins, int nout, Diag *d) {
+  const OpDef *def = ir_op_find(op);
+  if (!def) {
+    onnx_error(cx, n, d, MLC_ERR_INTERNAL, "graph op '%s' is not registered", op);
+    return NULL;
+  }
+  if (nout < 1) nout = def->num_outputs > 0 ? def->num_outputs : 1;
+  return ir_node_new(cx->g, def, n->name, n->op_type, n->opset, ins, nin, nout);
+}
+
+mlc_status onnx_finish(OnnxCtx *cx, const OnnxNode *n, Node *node, Diag *d) {
+  if (!node) return diag_ok(d) ? onnx_error(cx, n, d, MLC_ERR_INTERNAL, "no node to finish") : d->status;
+  return ir_infer_node(cx->g, node, d);
+}
+
+Value *onnx_const(OnnxCtx *cx, const char *name, TensorType t, const void *data) {
+  const char *nm = name ? name : arena_printf(cx->arena, "const_%d", cx->nconst);
+  cx->nconst++;
+  return ir_const_new(cx->g, nm, t, data);
+}
+
+Graph *onnx_graph(OnnxCtx *cx) { return cx->g; }
+
+int onnx_const_ints(const Value *v, int64_t *out, int max) {
+  if (!v || !v->data) return -1;
+  int64_t n = tt_numel(&v->type);
+  if (n < 0 || n > INT32_MAX) return -1;
+  for (int64_t i = 0; i < n && i < max && out; i++) {
+    switch (v->type.dtype) {
+    case MLC_I64: out[i] = ((const int64_t *)v->data)[i]; break;
+    case MLC_I32: out[i] = ((const int32_t *)v->data)[i]; break;
+    case MLC_I16: out[i] = ((const int16_t *)v->data)[i]; break;
+    case MLC_I8: out[i] = ((const int8_t *)v->data)[i]; break;
+    case MLC_U8: case MLC_BOOL: out[i] = ((const uint8_t *)v->data)[i]; break;
+    case MLC_U16: out[i] = ((const uint16_t *)v->data)[i]; break;
+    case MLC_U32: out[i] = ((const uint32_t *)v->data)[i]; break;
+    case MLC_U64: out[i] = (int64_t)((const uint64_t *)v->data)[i]; break;
+    default: return -1;
+    }
+  }
+  switch (v->type.dtype) {
+  case MLC_I64: case MLC_I32: case MLC_I16: case MLC_I8: case MLC_U8: case MLC_BOOL: case MLC_U16: case MLC_U32:
+  case MLC_U64:
+    return (int)n;
+  default:
+    return -1;
+  }
+}

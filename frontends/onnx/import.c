@@ -1,0 +1,547 @@
+/* ONNX model import: ModelProto (protobuf-c) -> graph IR.
+ *
+ * Steps, in order: parse the file; check ir_version and find the default domain's opset; initializers become
+ * constants (an input that is also an initializer is a constant, not an input); the remaining graph inputs
+ * become typed inputs, their dynamic dims fixed by --input-shapes; nodes are put in topological order (file
+ * order when it already is one, else repeated passes that emit every node whose inputs are available, which
+ * is Kahn's algorithm without a queue; a leftover node means a cycle or a missing tensor, told apart by
+ * following the chain of unavailable inputs); every node's converter is looked up in the family tables of
+ * families.def and all unsupported ops are reported in one diagnostic; Constant nodes become constants
+ * directly; the others run their converter, whose outputs are bound to the ONNX output names; graph outputs
+ * are looked up by name; finally ir_verify checks the result. Every message starts with the model path. */
+#include <stdlib.h>
+#include <string.h>
+#include "frontends/onnx/internal.h"
+#include "topi/topi.h"
+
+#define FAMILY(x) extern const OnnxConverter onnx_ops_##x[];
+#include "frontends/onnx/families.def"
+#undef FAMILY
+
+static const OnnxConverter *const onnx_families[] = {
+#define FAMILY(x) onnx_ops_##x,
+#include "frontends/onnx/families.def"
+#undef FAMILY
+};
+
+static const char *S(const char *s) { return s ? s : ""; }
+static bool default_domain(const char *dom) { return !dom || !*dom || !strcmp(dom, "ai.onnx"); }
+
+/* ---- name map ---- */
+
+static uint32_t hash_str(const char *s) {
+  uint32_t h = 2166136261u;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+  return h;
+}
+
+void *onnx_scope_get(const OnnxScope *s, const char *name) {
+  if (!s->cap || !name) return NULL;
+  for (uint32_t i = hash_str(name) & (uint32_t)(s->cap - 1);; i = (i + 1) & (uint32_t)(s->cap - 1)) {
+    if (!s->keys[i]) return NULL;
+    if (!strcmp(s->keys[i], name)) return s->vals[i];
+  }
+}
+
+static void scope_insert(OnnxScope *s, const char *key, void *v) {
+  uint32_t i = hash_str(key) & (uint32_t)(s->cap - 1);
+  while (s->keys[i] && strcmp(s->keys[i], key)) i = (i + 1) & (uint32_t)(s->cap - 1);
+  if (!s->keys[i]) s->n++;
+  s->keys[i] = key;
+  s->vals[i] = v;
+}
+
+void onnx_scope_put(Arena *a, OnnxScope *s, const char *name, void *v) {
+  if ((s->n + 1) * 2 > s->cap) {
+    OnnxScope ns = {.cap = s->cap ? s->cap * 2 : 64};
+    ns.keys = arena_alloc(a, sizeof(char *) * (size_t)ns.cap);
+    ns.vals = arena_alloc(a, sizeof(void *) * (size_t)ns.cap);
+    for (int i = 0; i < s->cap; i++)
+      if (s->keys[i]) scope_insert(&ns, s->keys[i], s->vals[i]);
+    *s = ns;
+  }
+  if (onnx_scope_get(s, name)) scope_insert(s, name, v); /* key already stored */
+  else scope_insert(s, arena_strdup(a, name), v);
+}
+
+/* ---- opsets and converters ---- */
+
+static int domain_opset(const Onnx__ModelProto *m, const char *domain) {
+  for (size_t i = 0; i < m->n_opset_import; i++) {
+    const Onnx__OperatorSetIdProto *o = m->opset_import[i];
+    bool match = default_domain(domain) ? default_domain(o->domain) : !strcmp(S(o->domain), domain);
+    if (match) return o->has_version ? (int)o->version : 1;
+  }
+  return 1; /* a domain the model does not import: be tolerant, as ONNX Runtime is */
+}
+
+static OnnxConvertFn find_converter(const char *domain, const char *op_type) {
+  for (size_t f = 0; f < countof(onnx_families); f++)
+    for (const OnnxConverter *c = onnx_families[f]; c->op_type; c++) {
+      if (strcmp(c->op_type, op_type)) continue;
+      if (default_domain(domain) ? default_domain(c->domain) : !strcmp(S(c->domain), domain)) return c->fn;
+    }
+  return NULL;
+}
+
+/* "FILE: node 'n' (Op, opset N): error: " for an ONNX node before any graph node exists */
+static mlc_status node_error(OnnxCtx *cx, const char *name, const char *op_type, int opset, Diag *d, mlc_status st,
+                             const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+static mlc_status node_error(OnnxCtx *cx, const char *name, const char *op_type, int opset, Diag *d, mlc_status st,
+                             const char *fmt, ...) {
+  char msg[1536];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return diag_set(d, st, "%s: node '%s' (%s, opset %d): error: %s", cx->path, name, op_type, opset, msg);
+}
+
+/* ---- input shapes ---- */
+
+mlc_status onnx_parse_input_shapes(Arena *a, const char *spec, OnnxImportOptions *opt, Diag *d) {
+  if (!spec) return MLC_OK;
+  VEC(OnnxInputShape) v = {0};
+  for (int i = 0; i < opt->ninput_shapes; i++) vec_push(a, &v, opt->input_shapes[i]);
+  const char *p = spec;
+  while (*p) {
+    while (*p == ' ' || *p == ',') p++;
+    if (!*p) break;
+    const char *close = strchr(p, ']');
+    if (!close)
+      return diag_set(d, MLC_ERR_USAGE, "--input-shapes '%s': expected name:[d0,d1,...] at '%s'", spec, p);
+    const char *open = NULL;
+    for (const char *q = p; q + 1 < close; q++)
+      if (q[0] == ':' && q[1] == '[') open = q;
+    if (!open || open == p)
+      return diag_set(d, MLC_ERR_USAGE, "--input-shapes '%s': expected name:[d0,d1,...] at '%s'", spec, p);
+    OnnxInputShape s = {0};
+    char *name = arena_alloc(a, (size_t)(open - p) + 1);
+    memcpy(name, p, (size_t)(open - p));
+    s.name = name;
+    const char *q = open + 2;
+    while (*q == ' ') q++;
+    while (q < close) {
+      if (s.ndim == MLC_MAX_DIMS)
+        return diag_set(d, MLC_ERR_USAGE, "--input-shapes: '%s' has more than %d dimensions", name, MLC_MAX_DIMS);
+      char *end;
+      long long dim = strtoll(q, &end, 10);
+      if (end == q || dim < 0)
+        return diag_set(d, MLC_ERR_USAGE, "--input-shapes: '%s': bad dimension at '%.*s' (need integers >= 0)",
+                        name, (int)(close - q), q);
+      s.dims[s.ndim++] = dim;
+      q = end;
+      while (*q == ' ') q++;
+      if (*q == ',') {
+        q++;
+        while (*q == ' ') q++;
+        if (q == close) return diag_set(d, MLC_ERR_USAGE, "--input-shapes: '%s': missing dimension", name);
+      } else if (q != close) {
+        return diag_set(d, MLC_ERR_USAGE, "--input-shapes: '%s': bad dimension list at '%.*s'", name,
+                        (int)(close - q), q);
+      }
+    }
+    for (int i = 0; i < v.n; i++)
+      if (!strcmp(v.v[i].name, name))
+        return diag_set(d, MLC_ERR_USAGE, "--input-shapes: '%s' is given twice", name);
+    vec_push(a, &v, s);
+    p = close + 1;
+    while (*p == ' ') p++;
+    if (*p && *p != ',')
+      return diag_set(d, MLC_ERR_USAGE, "--input-shapes '%s': expected ',' after '%s:[...]'", spec, name);
+  }
+  opt->ninput_shapes = v.n;
+  opt->input_shapes = v.v;
+  return MLC_OK;
+}
+
+static const OnnxInputShape *find_shape(const OnnxImportOptions *opt, const char *name) {
+  for (int i = 0; opt && i < opt->ninput_shapes; i++)
+    if (!strcmp(opt->input_shapes[i].name, name)) return &opt->input_shapes[i];
+  return NULL;
+}
+
+static void print_dims(char *buf, size_t size, const int64_t *dims, int ndim) {
+  size_t k = (size_t)snprintf(buf, size, "[");
+  for (int i = 0; i < ndim && k < size; i++) k += (size_t)snprintf(buf + k, size - k, "%s%lld", i ? "," : "", (long long)dims[i]);
+  if (k < size) snprintf(buf + k, size - k, "]");
+}
+
+static mlc_status import_input(OnnxCtx *cx, const Onnx__ValueInfoProto *vi, const OnnxImportOptions *opt, Diag *d) {
+  const char *name = S(vi->name);
+  const Onnx__TypeProto *tp = vi->type;
+  if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "%s: input '%s' is not a tensor (sequence, map, optional and sparse inputs are not supported)", cx->path, name);
+  const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+  int32_t et = tt->has_elem_type ? tt->elem_type : 0;
+  TensorType t = {onnx_dtype(et), 0, {0}};
+  if (t.dtype == MLC_UNDEF)
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "%s: input '%s' has data type %s, which mlc does not support", cx->path,
+                    name, onnx_dtype_name(et));
+  const OnnxInputShape *given = find_shape(opt, name);
+  if (!tt->shape) {
+    if (!given)
+      return diag_set(d, MLC_ERR_INVALID, "%s: input '%s' has no shape (unknown rank): fix it with --input-shapes %s:[...]",
+                      cx->path, name, name);
+    t.ndim = given->ndim;
+    memcpy(t.dims, given->dims, sizeof t.dims);
+  } else {
+    const Onnx__TensorShapeProto *sh = tt->shape;
+    if (sh->n_dim > MLC_MAX_DIMS)
+      return diag_set(d, MLC_ERR_UNSUPPORTED, "%s: input '%s' has rank %zu; mlc supports at most %d dimensions",
+                      cx->path, name, sh->n_dim, MLC_MAX_DIMS);
+    t.ndim = (int)sh->n_dim;
+    if (given && given->ndim != t.ndim) {
+      char gb[256];
+      print_dims(gb, sizeof gb, given->dims, given->ndim);
+      return diag_set(d, MLC_ERR_USAGE, "%s: --input-shapes %s:%s has rank %d, but input '%s' has rank %d", cx->path,
+                      name, gb, given->ndim, name, t.ndim);
+    }
+    for (int i = 0; i < t.ndim; i++) {
+      const Onnx__TensorShapeProto__Dimension *dim = sh->dim[i];
+      bool is_static = dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+      if (is_static && dim->dim_value < 0)
+        return diag_set(d, MLC_ERR_INVALID, "%s: input '%s' has a negative dimension (%lld) at dim %d", cx->path,
+                        name, (long long)dim->dim_value, i);
+      if (given) {
+        if (is_static && given->dims[i] != dim->dim_value) {
+          char gb[256];
+          print_dims(gb, sizeof gb, given->dims, given->ndim);
+          return diag_set(d, MLC_ERR_USAGE,
+                          "%s: --input-shapes %s:%s disagrees with the model: dim %d of input '%s' is %lld", cx->path,
+                          name, gb, i, name, (long long)dim->dim_value);
+        }
+        t.dims[i] = given->dims[i];
+      } else if (is_static) {
+        t.dims[i] = dim->dim_value;
+      } else {
+        const char *param = dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && dim->dim_param &&
+                                    *dim->dim_param
+                                ? dim->dim_param
+                                : "?";
+        return diag_set(d, MLC_ERR_INVALID,
+                        "%s: input '%s' has dynamic dimension '%s' (dim %d): fix it with --input-shapes %s:[...]",
+                        cx->path, name, param, i, name);
+      }
+    }
+  }
+  if (tt_nbytes(&t) > ((int64_t)1 << 40))
+    return diag_set(d, MLC_ERR_INVALID, "%s: input '%s' is too large", cx->path, name);
+  Value *v = ir_value_new(cx->g, name, t);
+  v->is_input = true;
+  vec_push(cx->arena, &cx->g->inputs, v);
+  onnx_scope_put(cx->arena, &cx->scope, name, v);
+  return MLC_OK;
+}
+
+/* ---- node order ---- */
+
+static Value present; /* a sentinel: "this name is available" */
+
+static const char *node_name(OnnxCtx *cx, const Onnx__NodeProto *np, int index) {
+  if (np->name && *np->name) return np->name;
+  return arena_printf(cx->arena, "%s_%d", S(np->op_type), index);
+}
+
+static bool node_ready(const OnnxCtx *cx, const OnnxScope *avail, const Onnx__NodeProto *np, const char **missing) {
+  for (size_t j = 0; j < np->n_input; j++) {
+    const char *in = S(np->input[j]);
+    if (!*in || onnx_scope_get(&cx->scope, in) || onnx_scope_get(avail, in)) continue;
+    if (missing) *missing = in;
+    return false;
+  }
+  return true;
+}
+
+static void mark_outputs(Arena *a, OnnxScope *avail, const Onnx__NodeProto *np) {
+  for (size_t j = 0; j < np->n_output; j++)
+    if (np->output[j] && *np->output[j]) onnx_scope_put(a, avail, np->output[j], &present);
+}
+
+static mlc_status order_nodes(OnnxCtx *cx, const Onnx__GraphProto *gp, int *order, Diag *d) {
+  int n = (int)gp->n_node;
+  OnnxScope avail = {0};
+  bool in_order = true;
+  for (int i = 0; i < n && in_order; i++) {
+    if (!node_ready(cx, &avail, gp->node[i], NULL)) in_order = false;
+    mark_outputs(cx->arena, &avail, gp->node[i]);
+    order[i] = i;
+  }
+  if (in_order) return MLC_OK;
+
+  /* Not in topological order: emit ready nodes in repeated passes. */
+  OnnxScope producer = {0}; /* output name -> 1 + node index */
+  for (int i = 0; i < n; i++)
+    for (size_t j = 0; j < gp->node[i]->n_output; j++)
+      if (gp->node[i]->output[j] && *gp->node[i]->output[j])
+        onnx_scope_put(cx->arena, &producer, gp->node[i]->output[j], (void *)(intptr_t)(i + 1));
+  avail = (OnnxScope){0};
+  char *done = arena_alloc(cx->arena, (size_t)n + 1);
+  int count = 0;
+  for (bool progress = true; count < n && progress;) {
+    progress = false;
+    for (int i = 0; i < n; i++) {
+      if (done[i] || !node_ready(cx, &avail, gp->node[i], NULL)) continue;
+      order[count++] = i;
+      done[i] = 1;
+      mark_outputs(cx->arena, &avail, gp->node[i]);
+      progress = true;
+    }
+  }
+  if (count == n) return MLC_OK;
+  /* Follow unavailable inputs from the first stuck node: we reach either a missing tensor or a node seen
+   * before (a cycle). */
+  int i = 0;
+  while (done[i]) i++;
+  char *seen = arena_alloc(cx->arena, (size_t)n + 1);
+  for (;;) {
+    const Onnx__NodeProto *np = gp->node[i];
+    const char *missing = "";
+    node_ready(cx, &avail, np, &missing);
+    int p = (int)(intptr_t)onnx_scope_get(&producer, missing) - 1;
+    const char *nm = node_name(cx, np, i);
+    int opset = domain_opset(cx->model, np->domain);
+    if (p < 0)
+      return node_error(cx, nm, S(np->op_type), opset, d, MLC_ERR_INVALID,
+                        "input '%s' is not produced by any node and is not an initializer or a graph input", missing);
+    if (seen[i])
+      return node_error(cx, nm, S(np->op_type), opset, d, MLC_ERR_INVALID,
+                        "the graph has a cycle: input '%s' depends on this node's own output", missing);
+    seen[i] = 1;
+    i = p;
+  }
+}
+
+/* ---- Constant nodes ---- */
+
+static mlc_status convert_constant(OnnxCtx *cx, const Onnx__NodeProto *np, const char *name, int opset, Diag *d) {
+  const char *out = np->n_output ? S(np->output[0]) : "";
+  if (np->n_attribute != 1)
+    return node_error(cx, name, "Constant", opset, d, MLC_ERR_INVALID, "a Constant needs exactly one attribute, got %zu",
+                      np->n_attribute);
+  const Onnx__AttributeProto *at = np->attribute[0];
+  const char *an = S(at->name);
+  Value *v = NULL;
+  if (!strcmp(an, "value")) {
+    if (!at->t) return node_error(cx, name, "Constant", opset, d, MLC_ERR_INVALID, "attribute 'value' has no tensor");
+    v = onnx_tensor_const(cx, at->t, out, d);
+    if (!v) return d->status;
+  } else if (!strcmp(an, "value_float")) {
+    float f = at->f;
+    v = ir_const_new(cx->g, out, (TensorType){MLC_F32, 0, {0}}, &f);
+  } else if (!strcmp(an, "value_int")) {
+    int64_t i = at->i;
+    v = ir_const_new(cx->g, out, (TensorType){MLC_I64, 0, {0}}, &i);
+  } else if (!strcmp(an, "value_floats")) {
+    v = ir_const_new(cx->g, out, (TensorType){MLC_F32, 1, {(int64_t)at->n_floats}}, at->floats);
+  } else if (!strcmp(an, "value_ints")) {
+    v = ir_const_new(cx->g, out, (TensorType){MLC_I64, 1, {(int64_t)at->n_ints}}, at->ints);
+  } else if (!strcmp(an, "value_string") || !strcmp(an, "value_strings") || !strcmp(an, "sparse_value")) {
+    return node_error(cx, name, "Constant", opset, d, MLC_ERR_UNSUPPORTED,
+                      "Constant with attribute '%s' is not supported (string and sparse tensors)", an);
+  } else {
+    return node_error(cx, name, "Constant", opset, d, MLC_ERR_INVALID, "unknown Constant attribute '%s'", an);
+  }
+  if (*out) onnx_scope_put(cx->arena, &cx->scope, out, v);
+  return MLC_OK;
+}
+
+/* ---- converting one node ---- */
+
+static mlc_status convert_node(OnnxCtx *cx, const Onnx__NodeProto *np, const char *name, int opset, OnnxConvertFn fn,
+                               Diag *d) {
+  Arena *a = cx->arena;
+  const char *op_type = S(np->op_type);
+  OnnxNodeRef *ref = arena_alloc(a, sizeof *ref);
+  ref->np = np;
+  ref->cx = cx;
+  OnnxNode on = {.name = name, .op_type = op_type, .domain = default_domain(np->domain) ? "" : np->domain,
+                 .opset = opset, .ninputs = (int)np->n_input, .noutputs = (int)np->n_output, .proto = ref};
+  on.inputs = arena_alloc(a, sizeof(Value *) * (np->n_input + 1));
+  for (size_t j = 0; j < np->n_input; j++) {
+    const char *in = S(np->input[j]);
+    if (!*in) continue;
+    on.inputs[j] = onnx_scope_get(&cx->scope, in);
+    if (!on.inputs[j])
+      return node_error(cx, name, op_type, opset, d, MLC_ERR_INVALID, "input '%s' is not defined", in);
+  }
+  on.output_names = arena_alloc(a, sizeof(char *) * (np->n_output + 1));
+  for (size_t j = 0; j < np->n_output; j++) {
+    on.output_names[j] = S(np->output[j]);
+    if (*on.output_names[j] && onnx_scope_get(&cx->scope, on.output_names[j]))
+      return node_error(cx, name, op_type, opset, d, MLC_ERR_INVALID, "output '%s' is already defined",
+                        on.output_names[j]);
+  }
+  Value **outs = arena_alloc(a, sizeof(Value *) * (np->n_output + 1));
+  cx->first_new_node = cx->g->nodes.n;
+  mlc_status st = fn(cx, &on, outs, d);
+  if (st == MLC_OK && !diag_ok(d)) st = d->status;
+  if (st != MLC_OK) {
+    if (diag_ok(d)) node_error(cx, name, op_type, opset, d, st, "conversion failed");
+    return d->status;
+  }
+  for (int j = 0; j < on.noutputs; j++) {
+    const char *on_name = on.output_names[j];
+    if (!*on_name) continue;
+    Value *v = outs[j];
+    if (!v)
+      return node_error(cx, name, op_type, opset, d, MLC_ERR_INTERNAL, "the converter did not produce output %d ('%s')",
+                        j, on_name);
+    bool fresh = false; /* made by this conversion: takes the ONNX tensor name */
+    for (int k = cx->first_new_node; k < cx->g->nodes.n && !fresh; k++) fresh = v->producer == cx->g->nodes.v[k];
+    if (fresh) v->name = arena_strdup(a, on_name);
+    onnx_scope_put(a, &cx->scope, on_name, v);
+  }
+  return MLC_OK;
+}
+
+/* ---- the model ---- */
+
+typedef struct Unsupported {
+  const char *op; /* "Abs" or "com.microsoft.Foo" */
+  const char *node;
+  int opset, count;
+} Unsupported;
+
+static mlc_status import_graph(OnnxCtx *cx, const Onnx__GraphProto *gp, const OnnxImportOptions *opt, Diag *d) {
+  Arena *a = cx->arena;
+  Graph *g = cx->g;
+  /* initializers: constants */
+  for (size_t i = 0; i < gp->n_initializer; i++) {
+    const Onnx__TensorProto *t = gp->initializer[i];
+    if (!t->name || !*t->name) return diag_set(d, MLC_ERR_INVALID, "%s: initializer %zu has no name", cx->path, i);
+    if (onnx_scope_get(&cx->scope, t->name))
+      return diag_set(d, MLC_ERR_INVALID, "%s: initializer '%s' is defined twice", cx->path, t->name);
+    Value *v = onnx_tensor_const(cx, t, t->name, d);
+    if (!v) return d->status;
+    onnx_scope_put(a, &cx->scope, t->name, v);
+  }
+  if (gp->n_sparse_initializer)
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "%s: sparse initializers are not supported", cx->path);
+  /* --input-shapes must name real inputs */
+  for (int k = 0; opt && k < opt->ninput_shapes; k++) {
+    const char *nm = opt->input_shapes[k].name;
+    bool found = false;
+    for (size_t i = 0; i < gp->n_input && !found; i++) found = !strcmp(S(gp->input[i]->name), nm);
+    if (found && onnx_scope_get(&cx->scope, nm))
+      return diag_set(d, MLC_ERR_USAGE, "%s: --input-shapes names '%s', which is an initializer (a constant), not an input",
+                      cx->path, nm);
+    if (!found) {
+      char list[1024] = "";
+      size_t len = 0;
+      for (size_t i = 0; i < gp->n_input && len < sizeof list; i++)
+        if (!onnx_scope_get(&cx->scope, S(gp->input[i]->name)))
+          len += (size_t)snprintf(list + len, sizeof list - len, "%s'%s'", len ? ", " : "", S(gp->input[i]->name));
+      return diag_set(d, MLC_ERR_USAGE, "%s: --input-shapes names '%s', which is not an input of the model (inputs: %s)",
+                      cx->path, nm, len ? list : "none");
+    }
+  }
+  /* inputs */
+  for (size_t i = 0; i < gp->n_input; i++) {
+    const Onnx__ValueInfoProto *vi = gp->input[i];
+    const char *nm = S(vi->name);
+    if (!*nm) return diag_set(d, MLC_ERR_INVALID, "%s: graph input %zu has no name", cx->path, i);
+    Value *prev = onnx_scope_get(&cx->scope, nm);
+    if (prev && prev->data) continue; /* an initializer: a constant */
+    if (prev) return diag_set(d, MLC_ERR_INVALID, "%s: graph input '%s' is listed twice", cx->path, nm);
+    if (import_input(cx, vi, opt, d) != MLC_OK) return d->status;
+  }
+  /* node order, converters and unsupported ops */
+  int n = (int)gp->n_node;
+  int *order = arena_alloc(a, sizeof(int) * (size_t)(n + 1));
+  if (order_nodes(cx, gp, order, d) != MLC_OK) return d->status;
+  OnnxConvertFn *fns = arena_alloc(a, sizeof(OnnxConvertFn) * (size_t)(n + 1));
+  VEC(Unsupported) unsup = {0};
+  for (int i = 0; i < n; i++) {
+    const Onnx__NodeProto *np = gp->node[i];
+    const char *op_type = S(np->op_type);
+    if (!*op_type)
+      return diag_set(d, MLC_ERR_INVALID, "%s: node '%s' has no op_type", cx->path, node_name(cx, np, i));
+    if (default_domain(np->domain) && !strcmp(op_type, "Constant")) continue;
+    fns[i] = find_converter(S(np->domain), op_type);
+    if (fns[i]) continue;
+    const char *key = default_domain(np->domain) ? op_type : arena_printf(a, "%s.%s", np->domain, op_type);
+    int k = 0;
+    while (k < unsup.n && strcmp(unsup.v[k].op, key)) k++;
+    if (k < unsup.n) unsup.v[k].count++;
+    else vec_push(a, &unsup, ((Unsupported){key, node_name(cx, np, i), domain_opset(cx->model, np->domain), 1}));
+  }
+  for (int k = 0; k < unsup.n; k++) {
+    const Unsupported *u = &unsup.v[k];
+    char more[64] = "";
+    if (u->count > 1) snprintf(more, sizeof more, " (and %d more node%s)", u->count - 1, u->count > 2 ? "s" : "");
+    if (k == 0)
+      diag_set(d, MLC_ERR_UNSUPPORTED, "%s: unsupported op '%s' (opset %d) at node '%s'%s", cx->path, u->op, u->opset,
+               u->node, more);
+    else
+      diag_append(d, "; unsupported op '%s' (opset %d) at node '%s'%s", u->op, u->opset, u->node, more);
+  }
+  if (unsup.n) return MLC_ERR_UNSUPPORTED;
+  /* convert */
+  for (int k = 0; k < n; k++) {
+    int i = order[k];
+    const Onnx__NodeProto *np = gp->node[i];
+    const char *name = node_name(cx, np, i);
+    int opset = domain_opset(cx->model, np->domain);
+    mlc_status st = fns[i] ? convert_node(cx, np, name, opset, fns[i], d) : convert_constant(cx, np, name, opset, d);
+    if (st != MLC_OK) return st;
+  }
+  /* outputs */
+  if (gp->n_output == 0) return diag_set(d, MLC_ERR_INVALID, "%s: the graph has no outputs", cx->path);
+  for (size_t i = 0; i < gp->n_output; i++) {
+    const Onnx__ValueInfoProto *vi = gp->output[i];
+    const char *nm = S(vi->name);
+    Value *v = onnx_scope_get(&cx->scope, nm);
+    if (!v)
+      return diag_set(d, MLC_ERR_INVALID, "%s: graph output '%s' is not produced by any node, initializer or input",
+                      cx->path, nm);
+    const Onnx__TypeProto *tp = vi->type;
+    if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && tp->tensor_type &&
+        tp->tensor_type->has_elem_type && tp->tensor_type->elem_type &&
+        onnx_dtype(tp->tensor_type->elem_type) != v->type.dtype)
+      return diag_set(d, MLC_ERR_INTERNAL, "%s: graph output '%s' has type %s after import, but the model declares %s",
+                      cx->path, nm, mlc_dtype_name(v->type.dtype), onnx_dtype_name(tp->tensor_type->elem_type));
+    vec_push(a, &g->outputs, v);
+  }
+  return ir_verify(g, d);
+}
+
+static mlc_status import_model(Arena *a, const char *path, const Onnx__ModelProto *m, const OnnxImportOptions *opt,
+                               Graph **out, Diag *d) {
+  if (!m->has_ir_version || m->ir_version <= 0)
+    return diag_set(d, MLC_ERR_INVALID, "%s: not a valid ONNX model (no ir_version)", path);
+  if (m->ir_version < 3)
+    return diag_set(d, MLC_ERR_UNSUPPORTED,
+                    "%s: ONNX IR version %lld predates opset imports (IR version 3); re-export the model", path,
+                    (long long)m->ir_version);
+  bool has_default = false;
+  for (size_t i = 0; i < m->n_opset_import; i++) has_default |= default_domain(m->opset_import[i]->domain);
+  if (!has_default)
+    return diag_set(d, MLC_ERR_INVALID, "%s: the model imports no opset of the default ONNX domain", path);
+  if (!m->graph) return diag_set(d, MLC_ERR_INVALID, "%s: the model has no graph", path);
+  OnnxCtx *cx = arena_alloc(a, sizeof *cx);
+  cx->arena = a;
+  cx->path = arena_strdup(a, path);
+  cx->dir = onnx_dir_of(a, path);
+  cx->model = m;
+  cx->opset = domain_opset(m, "");
+  cx->g = ir_graph_new(a, path);
+  mlc_status st = import_graph(cx, m->graph, opt, d);
+  cx->model = NULL; /* freed by the caller */
+  if (st == MLC_OK) *out = cx->g;
+  return st;
+}
+
+mlc_status onnx_import_file(Arena *a, const char *path, const OnnxImportOptions *opt, Graph **out, Diag *d) {
+  *out = NULL;
+  topi_register_ops(); /* converters emit registered graph ops */
+  void *buf = NULL;
+  size_t size = 0;
+  if (file_read(path, &buf, &size, d) != MLC_OK) return d->status;
+  Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, size, buf);
+  free(buf);
+  if (!m) return diag_set(d, MLC_ERR_INVALID, "%s: not a valid ONNX model (protobuf parse failed)", path);
+  mlc_status st = import_model(a, path, m, opt, out, d);
+  onnx__model_proto__free_unpacked(m, NULL);
+  return st;
+}
