@@ -339,7 +339,7 @@ static Expr *math_body(TeCtx *c, const MathArgs *m, Expr **xin) {
   Arena *A = c->arena;
   mlc_dtype t = xin[op == M_WHERE ? 1 : 0]->dtype; /* storage dtype of the data inputs */
   mlc_dtype ct = is_half(t) ? MLC_F32 : t;        /* compute dtype */
-  Expr *x[3];
+  Expr *x[3] = {0};
   for (int i = 0; i < m->nin; i++) x[i] = is_half(xin[i]->dtype) ? tir_cast(A, MLC_F32, xin[i]) : xin[i];
   Expr *r = NULL;
   bool isf = dtype_is_float(ct);
@@ -447,7 +447,7 @@ static Expr *math_body(TeCtx *c, const MathArgs *m, Expr **xin) {
 
 static Expr *math_fn(TeCtx *c, Expr **idx, void *user) {
   MathArgs *m = user;
-  Expr *x[3];
+  Expr *x[3] = {0};
   for (int i = 0; i < m->nin; i++) {
     Expr *ii[MLC_MAX_DIMS];
     topi_broadcast_index(c, m->ins[i], m->ndim, idx, ii);
