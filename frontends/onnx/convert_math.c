@@ -227,6 +227,18 @@ static mlc_status conv_gelu(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *
   return finish(cx, n, nd, &outs[0], d);
 }
 
+/* SwiGLU(a, b) = Swish(a, alpha) * b (opset 28) */
+static mlc_status conv_swiglu(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = need_inputs(cx, n, 2, d);
+  if (st != MLC_OK) return st;
+  Node *nd = emit(cx, n, "nn.swish", 1, n->inputs, d);
+  if (nd) ir_set_float(onnx_graph(cx), nd, "alpha", onnx_attr_float(n, "alpha", 1.0));
+  Value *gate;
+  if ((st = finish(cx, n, nd, &gate, d)) != MLC_OK) return st;
+  Value *ins[2] = {gate, n->inputs[1]};
+  return emit_plain(cx, n, "multiply", 2, ins, &outs[0], d);
+}
+
 static mlc_status conv_isinf(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
   mlc_status st = need_inputs(cx, n, 1, d);
   if (st != MLC_OK) return st;
@@ -394,7 +406,7 @@ const OnnxConverter onnx_ops_math[] = {
     {"BitShift", "", conv_bitshift},   {"Max", "", conv_variadic},
     {"Min", "", conv_variadic},        {"Sum", "", conv_variadic},
     {"Mean", "", conv_variadic},       {"Clip", "", conv_clip},
-    {"Swish", "", conv_simple},
+    {"Swish", "", conv_simple},        {"SwiGLU", "", conv_swiglu},
     {"Cast", "", conv_cast},           {"CastLike", "", conv_castlike},
     {0},
 };
