@@ -38,13 +38,13 @@ static bool lookup(Simp *s, const Var *v, int64_t *lo, int64_t *hi) {
   return false;
 }
 
-static int64_t fdiv(int64_t x, int64_t y) {
+static int64_t floordiv_i64(int64_t x, int64_t y) {
   int64_t q = x / y;
   if ((x % y != 0) && ((x < 0) != (y < 0))) q--;
   return q;
 }
 
-static int64_t fmod64(int64_t x, int64_t y) { return x - fdiv(x, y) * y; }
+static int64_t fmod64(int64_t x, int64_t y) { return x - floordiv_i64(x, y) * y; }
 
 static bool range_of(Simp *s, const Expr *e, int64_t *lo, int64_t *hi);
 
@@ -85,14 +85,14 @@ static bool range_of(Simp *s, const Expr *e, int64_t *lo, int64_t *hi) {
     return mul_range(alo, ahi, blo, bhi, lo, hi);
   case E_FLOORDIV: case E_DIV:
     if (!tir_is_const_int(e->op.b, &c) || c <= 0 || !range_of(s, e->op.a, &alo, &ahi)) return false;
-    if (e->kind == E_FLOORDIV) { *lo = fdiv(alo, c); *hi = fdiv(ahi, c); }
+    if (e->kind == E_FLOORDIV) { *lo = floordiv_i64(alo, c); *hi = floordiv_i64(ahi, c); }
     else { *lo = alo / c; *hi = ahi / c; }
     return true;
   case E_FLOORMOD: case E_MOD:
     if (!tir_is_const_int(e->op.b, &c) || c <= 0) return false;
-    if (range_of(s, e->op.a, &alo, &ahi) && (e->kind == E_FLOORMOD || alo >= 0) && fdiv(alo, c) == fdiv(ahi, c)) {
-      *lo = alo - fdiv(alo, c) * c;
-      *hi = ahi - fdiv(alo, c) * c;
+    if (range_of(s, e->op.a, &alo, &ahi) && (e->kind == E_FLOORMOD || alo >= 0) && floordiv_i64(alo, c) == floordiv_i64(ahi, c)) {
+      *lo = alo - floordiv_i64(alo, c) * c;
+      *hi = ahi - floordiv_i64(alo, c) * c;
       return true;
     }
     if (e->kind == E_FLOORMOD || (range_of(s, e->op.a, &alo, &ahi) && alo >= 0)) { *lo = 0; *hi = c - 1; }
@@ -225,7 +225,7 @@ static bool split_div(Simp *s, Expr *x, int64_t c, Lin *q, Lin *r) {
     if (l.c[i] % c == 0) lin_term(q, l.t[i], l.c[i] / c);
     else lin_term(r, l.t[i], l.c[i]);
   }
-  q->k = fdiv(l.k, c);
+  q->k = floordiv_i64(l.k, c);
   r->k = fmod64(l.k, c);
   return true;
 }
@@ -249,8 +249,8 @@ static Expr *simp_divmod(Simp *s, Expr *e) {
   bool rknown = lin_range(s, &r, &rlo, &rhi);
   Expr *rexpr = lin_build(a, t, &r);
   if (is_div) {
-    if (rknown && fdiv(rlo, c) == fdiv(rhi, c)) {
-      q.k += fdiv(rlo, c);
+    if (rknown && floordiv_i64(rlo, c) == floordiv_i64(rhi, c)) {
+      q.k += floordiv_i64(rlo, c);
       return lin_build(a, t, &q);
     }
     /* merge floordiv(floordiv(y, c1), c) -> floordiv(y, c1*c) */
@@ -262,8 +262,8 @@ static Expr *simp_divmod(Simp *s, Expr *e) {
     lin_term(&q, inner, 1);
     return q.ok ? lin_build(a, t, &q) : e;
   }
-  if (rknown && fdiv(rlo, c) == fdiv(rhi, c)) {
-    r.k -= fdiv(rlo, c) * c;
+  if (rknown && floordiv_i64(rlo, c) == floordiv_i64(rhi, c)) {
+    r.k -= floordiv_i64(rlo, c) * c;
     return lin_build(a, t, &r);
   }
   int64_t c1;

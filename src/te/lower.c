@@ -1,0 +1,463 @@
+/* te_lower: a TE schedule -> one TirFunc (TVM's ScheduleOps + the buffer binding of te.lower, much reduced).
+ *
+ * Algorithm:
+ *   1. Buffers. Each kernel argument gets a Buffer (its param); every other non-inlined compute/extern
+ *      output gets a scratch Buffer, S_ALLOCATE'd around the whole body. Placeholders must be arguments.
+ *      A stage marked inline stays a root when it is an argument or is read by an extern (those need memory).
+ *   2. Reads. E_TENSOR reads of inlined stages are replaced by the stage's body with its axis vars
+ *      substituted by the read's indices (recursively); all other reads become E_LOAD of the tensor's buffer.
+ *   3. Loop nests, one per root stage in producer-first order. The leaf iter vars become For loops with
+ *      their annotations; root axis values are recovered through the relations (split: parent = outer *
+ *      factor + inner; fuse: outer = fused / ext(inner), inner = fused % ext(inner)) until a fixed point.
+ *      Every split whose factor does not divide its parent adds a guard `parent < ext(parent)`, placed just
+ *      inside the innermost loop whose var it uses, so it wraps exactly what depends on it.
+ *   4. Reductions: out[spatial] = init, then out[spatial] = combine(out[spatial], source) in the nest (a
+ *      select when the reduction has a condition). When every reduce leaf comes after every spatial leaf the
+ *      init sits right before the outermost reduce loop; otherwise a separate init nest over the spatial
+ *      leaves (fresh ".init" loop vars) runs before the main nest.
+ *   5. Externs: their statement is used as is, with its placeholder Buffers rebound to the real ones.
+ *   6. tir_simplify_stmt over the result (it knows the loop ranges, so most guards and div/mods fold). */
+#include <string.h>
+#include "te/stage.h"
+#include "tir/mutate.h"
+
+typedef struct StageInfo {
+  TeStage *st;
+  TeOp *op;
+  bool inlined;
+  Buffer **bufs;    /* one per output */
+  Expr *inl_body;   /* memo: the inlined body with its reads lowered */
+  bool inl_busy;    /* cycle guard */
+} StageInfo;
+
+typedef struct Lower {
+  TeCtx *c;
+  Arena *a;
+  Diag *d;
+  int n;
+  StageInfo *info;
+  VEC(Buffer *) allocs;
+  /* buffer rebinding for extern bodies */
+  int nbind;
+  Buffer **bind_from, **bind_to;
+} Lower;
+
+static StageInfo *info_of(Lower *l, const TeOp *op) {
+  for (int i = 0; i < l->n; i++)
+    if (l->info[i].op == op) return &l->info[i];
+  return NULL;
+}
+
+/* ---- reads ---- */
+
+static Expr *lower_reads(void *ctx, Expr *e);
+
+static Expr *inline_body(Lower *l, StageInfo *si) {
+  if (!si->inl_body) {
+    if (si->inl_busy) {
+      diag_set(l->d, MLC_ERR_INTERNAL, "te_lower: cyclic inline through stage '%s'", si->op->name);
+      return si->op->body;
+    }
+    si->inl_busy = true;
+    si->inl_body = lower_reads(l, si->op->body);
+    si->inl_busy = false;
+  }
+  return si->inl_body;
+}
+
+static Expr *lower_reads(void *ctx, Expr *e) {
+  Lower *l = ctx;
+  if (!e) return e;
+  if (e->kind == E_REDUCE) {
+    diag_set(l->d, MLC_ERR_UNSUPPORTED, "te_lower: a reduction must be the whole body of its compute");
+    return e;
+  }
+  Expr *e1 = tir_expr_map_children(l->a, e, lower_reads, ctx);
+  if (e1->kind != E_TENSOR) return e1;
+  TeTensor *t = e1->tensor.tensor;
+  StageInfo *si = info_of(l, t->op);
+  if (!si) {
+    diag_set(l->d, MLC_ERR_INTERNAL, "te_lower: tensor '%s' is read but has no stage in the schedule", t->op->name);
+    return e1;
+  }
+  if (e1->tensor.n != t->ndim) {
+    diag_set(l->d, MLC_ERR_INTERNAL, "te_lower: read of '%s' with %d indices, tensor has %d dims", t->op->name,
+             e1->tensor.n, t->ndim);
+    return e1;
+  }
+  if (si->inlined) {
+    Expr *body = inline_body(l, si);
+    Var **vars = arena_alloc(l->a, (size_t)(si->op->naxes + 1) * sizeof(Var *));
+    for (int i = 0; i < si->op->naxes; i++) vars[i] = si->op->axes[i]->var;
+    return tir_substitute(l->a, body, si->op->naxes, vars, e1->tensor.idx);
+  }
+  Buffer *b = si->bufs ? si->bufs[t->value_index] : NULL;
+  if (!b) {
+    diag_set(l->d, MLC_ERR_INTERNAL, "te_lower: tensor '%s' has no buffer", t->op->name);
+    return e1;
+  }
+  return tir_load(l->a, b, e1->tensor.n, e1->tensor.idx);
+}
+
+/* ---- iter var values through the relations ---- */
+
+typedef struct IvMap {
+  int n;
+  IterVar *iv[64];
+  Expr *val[64];
+} IvMap;
+
+static Expr *iv_get(const IvMap *m, const IterVar *iv) {
+  for (int i = 0; i < m->n; i++)
+    if (m->iv[i] == iv) return m->val[i];
+  return NULL;
+}
+
+static bool iv_set(IvMap *m, IterVar *iv, Expr *v) {
+  if ((size_t)m->n == countof(m->iv)) return false;
+  m->iv[m->n] = iv;
+  m->val[m->n++] = v;
+  return true;
+}
+
+/* Values of all iter vars derivable from the given leaves (loop vars), and the split guards. */
+static bool resolve(Lower *l, TeStage *st, int nleaf, IterVar **leaf, Var **vars, IvMap *m, int *nguard,
+                    Expr **guards) {
+  Arena *a = l->a;
+  m->n = 0;
+  *nguard = 0;
+  for (int i = 0; i < nleaf; i++)
+    if (!iv_set(m, leaf[i], tir_varref(a, vars[i]))) return false;
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int r = 0; r < st->nrels; r++) {
+      TeRelation *rel = &st->rels[r];
+      if (rel->kind == REL_SPLIT) {
+        Expr *o = iv_get(m, rel->outer), *in = iv_get(m, rel->inner);
+        if (iv_get(m, rel->parent) || !o || !in) continue;
+        Expr *p = tir_add(a, tir_mul(a, o, tir_idx(a, rel->factor)), in);
+        if (!iv_set(m, rel->parent, p)) return false;
+        if (rel->outer->extent * rel->factor != rel->parent->extent && *nguard < 64)
+          guards[(*nguard)++] = tir_bin(a, E_LT, p, tir_idx(a, rel->parent->extent));
+        progress = true;
+      } else {
+        Expr *f = iv_get(m, rel->fused);
+        if (!f || iv_get(m, rel->outer) || iv_get(m, rel->inner)) continue;
+        Expr *ext = tir_idx(a, rel->inner->extent);
+        if (!iv_set(m, rel->outer, tir_bin(a, E_FLOORDIV, f, ext)) ||
+            !iv_set(m, rel->inner, tir_bin(a, E_FLOORMOD, f, ext)))
+          return false;
+        progress = true;
+      }
+    }
+  }
+  return true;
+}
+
+/* deepest loop (index into vars) whose var e uses; -1 if none */
+typedef struct DepCtx {
+  Arena *a;
+  int n;
+  Var **vars;
+  int dep;
+} DepCtx;
+
+static Expr *dep_visit(void *ctx, Expr *e) {
+  DepCtx *d = ctx;
+  if (e->kind == E_VAR)
+    for (int i = 0; i < d->n; i++)
+      if (d->vars[i] == e->var && i > d->dep) d->dep = i;
+  tir_expr_map_children(d->a, e, dep_visit, ctx);
+  return e;
+}
+
+static int guard_dep(Arena *a, Expr *g, int n, Var **vars) {
+  DepCtx d = {a, n, vars, -1};
+  dep_visit(&d, g);
+  return d.dep;
+}
+
+/* Builds the loop nest over vars (outermost first) around body; guards go right inside the deepest loop
+ * they use; init (if any) is put right before the loop at init_pos (init_pos == n: right before body). */
+static Stmt *emit_nest(Lower *l, int n, IterVar **leaf, Var **vars, int nguard, Expr **guards, int init_pos,
+                       Stmt *init, Stmt *body) {
+  Arena *a = l->a;
+  int dep[64];
+  for (int g = 0; g < nguard; g++) dep[g] = guard_dep(a, guards[g], n, vars);
+  Stmt *s = body;
+  if (init && init_pos >= n) s = tir_seq2(a, init, s);
+  for (int k = n - 1; k >= -1; k--) {
+    for (int g = nguard - 1; g >= 0; g--)
+      if (dep[g] == k) s = tir_if(a, guards[g], s, NULL);
+    if (k < 0) break;
+    s = tir_for(a, vars[k], tir_idx(a, 0), tir_idx(a, leaf[k]->extent), leaf[k]->for_kind, s);
+    if (init && k == init_pos) s = tir_seq2(a, init, s);
+  }
+  return s;
+}
+
+static Expr *combine(Arena *a, ReduceKind k, Expr *acc, Expr *x) {
+  switch (k) {
+  case RED_SUM: return tir_add(a, acc, x);
+  case RED_PROD: return tir_mul(a, acc, x);
+  case RED_MIN: return tir_bin(a, E_MIN, acc, x);
+  default: return tir_bin(a, E_MAX, acc, x);
+  }
+}
+
+static Expr *identity(Arena *a, ReduceKind k, mlc_dtype t) {
+  switch (k) {
+  case RED_SUM: return tir_const(a, t, 0);
+  case RED_PROD: return tir_const(a, t, 1);
+  case RED_MIN: return tir_max_value(a, t);
+  default: return tir_min_value(a, t);
+  }
+}
+
+/* root axis vars of op -> their values in m */
+static bool root_subst(Lower *l, TeOp *op, IvMap *m, bool spatial_only, int *n, Var **vars, Expr **vals) {
+  *n = 0;
+  int total = op->naxes + (spatial_only ? 0 : op->nreduce);
+  for (int i = 0; i < total; i++) {
+    IterVar *iv = i < op->naxes ? op->axes[i] : op->reduce_axes[i - op->naxes];
+    Expr *v = iv_get(m, iv);
+    if (!v) {
+      diag_set(l->d, MLC_ERR_INTERNAL, "te_lower: stage '%s': axis '%s' is not reachable from the leaves",
+               op->name, iv->var->name);
+      return false;
+    }
+    vars[*n] = iv->var;
+    vals[(*n)++] = v;
+  }
+  return true;
+}
+
+static Stmt *lower_compute(Lower *l, StageInfo *si) {
+  Arena *a = l->a;
+  TeStage *st = si->st;
+  TeOp *op = si->op;
+  Buffer *out = si->bufs[0];
+  if (op->naxes + op->nreduce > 32 || st->nleaf > 48) {
+    diag_set(l->d, MLC_ERR_UNSUPPORTED, "te_lower: stage '%s' has too many iter vars", op->name);
+    return NULL;
+  }
+  if (!op->body) {
+    diag_set(l->d, MLC_ERR_INTERNAL, "te_lower: compute '%s' has no body", op->name);
+    return NULL;
+  }
+  Var *lvars[64];
+  for (int i = 0; i < st->nleaf; i++) lvars[i] = st->leaf[i]->var;
+  IvMap m;
+  Expr *guards[64];
+  int nguard;
+  if (!resolve(l, st, st->nleaf, st->leaf, lvars, &m, &nguard, guards)) {
+    diag_set(l->d, MLC_ERR_UNSUPPORTED, "te_lower: stage '%s': too many iter vars", op->name);
+    return NULL;
+  }
+  Var *rv[64];
+  Expr *rval[64];
+  int nr;
+  if (!root_subst(l, op, &m, false, &nr, rv, rval)) return NULL;
+  Expr *idx[MLC_MAX_DIMS];
+  for (int i = 0; i < op->naxes; i++) idx[i] = rval[i];
+
+  Expr *body = op->body;
+  if (body->kind != E_REDUCE) {
+    Expr *v = tir_substitute(a, lower_reads(l, body), nr, rv, rval);
+    Stmt *store = tir_store(a, out, op->naxes, idx, v);
+    return emit_nest(l, st->nleaf, st->leaf, lvars, nguard, guards, st->nleaf, NULL, store);
+  }
+
+  /* reduction */
+  ReduceKind rk = body->reduce.combiner;
+  Expr *src = tir_substitute(a, lower_reads(l, body->reduce.source), nr, rv, rval);
+  Expr *cond = body->reduce.cond ? tir_substitute(a, lower_reads(l, body->reduce.cond), nr, rv, rval) : NULL;
+  Expr *cur = tir_load(a, out, op->naxes, idx);
+  Expr *acc = combine(a, rk, cur, src->dtype == out->dtype ? src : tir_cast(a, out->dtype, src));
+  if (cond) acc = tir_select(a, cond, acc, cur);
+  Stmt *update = tir_store(a, out, op->naxes, idx, acc);
+
+  int first_reduce = st->nleaf, last_spatial = -1;
+  for (int i = 0; i < st->nleaf; i++) {
+    if (st->leaf[i]->kind == ITER_REDUCE && i < first_reduce) first_reduce = i;
+    if (st->leaf[i]->kind == ITER_SPATIAL) last_spatial = i;
+  }
+  Expr *init_src = body->reduce.init ? lower_reads(l, body->reduce.init) : identity(a, rk, out->dtype);
+  if (last_spatial < first_reduce) {
+    Stmt *init = tir_store(a, out, op->naxes, idx, tir_substitute(a, init_src, nr, rv, rval));
+    return emit_nest(l, st->nleaf, st->leaf, lvars, nguard, guards, first_reduce, init, update);
+  }
+  /* separate init nest over the spatial leaves, with fresh loop vars */
+  IterVar *sleaf[64];
+  Var *svars[64];
+  int ns = 0;
+  for (int i = 0; i < st->nleaf; i++)
+    if (st->leaf[i]->kind == ITER_SPATIAL) {
+      sleaf[ns] = st->leaf[i];
+      svars[ns++] = tir_var(a, arena_printf(a, "%s.init", st->leaf[i]->var->name), MLC_I64);
+    }
+  IvMap mi;
+  Expr *iguards[64];
+  int niguard;
+  if (!resolve(l, st, ns, sleaf, svars, &mi, &niguard, iguards)) {
+    diag_set(l->d, MLC_ERR_UNSUPPORTED, "te_lower: stage '%s': too many iter vars", op->name);
+    return NULL;
+  }
+  Var *iv[64];
+  Expr *ival[64];
+  int ni;
+  if (!root_subst(l, op, &mi, true, &ni, iv, ival)) return NULL;
+  /* the init value and indices may only use spatial axes */
+  Stmt *init = tir_store(a, out, op->naxes, ival, tir_substitute(a, init_src, ni, iv, ival));
+  Stmt *init_nest = emit_nest(l, ns, sleaf, svars, niguard, iguards, ns, NULL, init);
+  Stmt *main_nest = emit_nest(l, st->nleaf, st->leaf, lvars, nguard, guards, st->nleaf, NULL, update);
+  return tir_seq2(a, init_nest, main_nest);
+}
+
+/* ---- extern ops: rebind their placeholder buffers ---- */
+
+static Buffer *rebound(Lower *l, Buffer *b) {
+  for (int i = 0; i < l->nbind; i++)
+    if (l->bind_from[i] == b) return l->bind_to[i];
+  return b;
+}
+
+static Expr *rebind_expr(void *ctx, Expr *e) {
+  Lower *l = ctx;
+  if (e->kind == E_TENSOR || e->kind == E_REDUCE) return lower_reads(l, e);
+  Expr *e1 = tir_expr_map_children(l->a, e, rebind_expr, ctx);
+  if (e1->kind == E_LOAD) {
+    Buffer *b = rebound(l, e1->load.buf);
+    if (b != e1->load.buf) return tir_load(l->a, b, e1->load.n, e1->load.idx);
+  }
+  return e1;
+}
+
+static Stmt *rebind_stmt(void *ctx, Stmt *s) {
+  Lower *l = ctx;
+  Stmt *s1 = tir_stmt_map_children(l->a, s, rebind_expr, rebind_stmt, ctx);
+  if (s1 && s1->kind == S_STORE) {
+    Buffer *b = rebound(l, s1->store.buf);
+    if (b != s1->store.buf) return tir_store(l->a, b, s1->store.n, s1->store.idx, s1->store.value);
+  }
+  return s1;
+}
+
+static Stmt *lower_extern(Lower *l, StageInfo *si) {
+  TeOp *op = si->op;
+  if (!op->body_stmt) {
+    diag_set(l->d, MLC_ERR_INTERNAL, "te_lower: extern '%s' has no body", op->name);
+    return NULL;
+  }
+  int n = op->ninputs + op->noutputs;
+  l->nbind = n;
+  l->bind_from = arena_alloc(l->a, (size_t)(n ? n : 1) * sizeof(Buffer *));
+  l->bind_to = arena_alloc(l->a, (size_t)(n ? n : 1) * sizeof(Buffer *));
+  for (int i = 0; i < op->ninputs; i++) {
+    StageInfo *in = info_of(l, op->inputs[i]->op);
+    if (!in || in->inlined || !in->bufs) {
+      diag_set(l->d, MLC_ERR_INTERNAL, "te_lower: extern '%s': input '%s' has no buffer", op->name,
+               op->inputs[i]->op->name);
+      return NULL;
+    }
+    l->bind_from[i] = op->in_bufs[i];
+    l->bind_to[i] = in->bufs[op->inputs[i]->value_index];
+  }
+  for (int i = 0; i < op->noutputs; i++) {
+    l->bind_from[op->ninputs + i] = op->out_bufs[i];
+    l->bind_to[op->ninputs + i] = si->bufs[i];
+  }
+  Stmt *s = rebind_stmt(l, op->body_stmt);
+  l->nbind = 0;
+  return s;
+}
+
+/* ---- driver ---- */
+
+static const char *buf_name(Lower *l, TeTensor *t) {
+  return t->op->noutputs > 1 ? arena_printf(l->a, "%s_%d", t->op->name, t->value_index) : t->op->name;
+}
+
+TirFunc *te_lower(TeCtx *c, TeSchedule *s, const char *name, int nargs, TeTensor **args, Diag *d) {
+  Arena *a = c->arena;
+  Lower l = {.c = c, .a = a, .d = d, .n = s->nstages};
+  l.info = arena_alloc(a, (size_t)(s->nstages ? s->nstages : 1) * sizeof(StageInfo));
+  for (int i = 0; i < s->nstages; i++) {
+    TeStage *st = s->stages[i];
+    const StageImpl *impl = (const StageImpl *)st;
+    if (impl->error) {
+      diag_set(d, MLC_ERR_INTERNAL, "te_lower '%s': schedule error: %s", name, impl->error);
+      return NULL;
+    }
+    l.info[i].st = st;
+    l.info[i].op = st->op;
+  }
+  TirFunc *f = arena_alloc(a, sizeof(TirFunc));
+  f->name = arena_strdup(a, name);
+  f->nparams = nargs;
+  f->params = arena_alloc(a, (size_t)(nargs ? nargs : 1) * sizeof(Buffer *));
+  /* 1. buffers of the arguments */
+  for (int i = 0; i < nargs; i++) {
+    TeTensor *t = args[i];
+    for (int j = 0; j < i; j++)
+      if (args[j] == t) {
+        diag_set(d, MLC_ERR_INTERNAL, "te_lower '%s': tensor '%s' is passed twice", name, t->op->name);
+        return NULL;
+      }
+    Buffer *b = tir_buffer(a, buf_name(&l, t), t->dtype, t->ndim, t->shape);
+    f->params[i] = b;
+    StageInfo *si = info_of(&l, t->op);
+    if (si) {
+      if (!si->bufs) si->bufs = arena_alloc(a, (size_t)t->op->noutputs * sizeof(Buffer *));
+      si->bufs[t->value_index] = b;
+    }
+  }
+  /* which stages really inline */
+  for (int i = 0; i < l.n; i++) {
+    StageInfo *si = &l.info[i];
+    si->inlined = si->st->attach == ATTACH_INLINE && si->op->kind == TE_COMPUTE && si->op->nreduce == 0 &&
+                  !si->bufs && si->op->body && si->op->body->kind != E_REDUCE;
+    for (int j = 0; j < l.n && si->inlined; j++) {
+      TeOp *u = l.info[j].op;
+      if (u->kind != TE_EXTERN) continue;
+      for (int k = 0; k < u->ninputs; k++)
+        if (u->inputs[k]->op == si->op) si->inlined = false;
+    }
+  }
+  /* scratch buffers; placeholders must be arguments */
+  for (int i = 0; i < l.n; i++) {
+    StageInfo *si = &l.info[i];
+    if (si->op->kind == TE_PLACEHOLDER) {
+      if (!si->bufs) {
+        diag_set(d, MLC_ERR_INTERNAL, "te_lower '%s': placeholder '%s' is read but is not a kernel argument", name,
+                 si->op->name);
+        return NULL;
+      }
+      continue;
+    }
+    if (si->inlined) continue;
+    if (!si->bufs) si->bufs = arena_alloc(a, (size_t)si->op->noutputs * sizeof(Buffer *));
+    for (int k = 0; k < si->op->noutputs; k++)
+      if (!si->bufs[k]) {
+        TeTensor *t = si->op->outputs[k];
+        si->bufs[k] = tir_buffer(a, buf_name(&l, t), t->dtype, t->ndim, t->shape);
+        vec_push(a, &l.allocs, si->bufs[k]);
+      }
+  }
+  /* 2-5. one nest per root stage, producers first */
+  Stmt **parts = arena_alloc(a, (size_t)(l.n ? l.n : 1) * sizeof(Stmt *));
+  int np = 0;
+  for (int i = 0; i < l.n && diag_ok(d); i++) {
+    StageInfo *si = &l.info[i];
+    if (si->op->kind == TE_PLACEHOLDER || si->inlined) continue;
+    Stmt *st = si->op->kind == TE_COMPUTE ? lower_compute(&l, si) : lower_extern(&l, si);
+    if (!diag_ok(d)) break;
+    parts[np++] = st;
+  }
+  if (!diag_ok(d)) return NULL;
+  Stmt *body = tir_seq(a, np, parts);
+  for (int i = l.allocs.n - 1; i >= 0; i--) body = tir_allocate(a, l.allocs.v[i], body);
+  /* 6. */
+  f->body = tir_simplify_stmt(a, body);
+  return f;
+}

@@ -1,0 +1,723 @@
+/* Tests of TE lowering and the TIR simplifier/printer.
+ *
+ * Each case builds a compute, schedules it (splits that divide and that do not, fuse, reorder, vectorize,
+ * parallel, unroll, compute_inline, extern), lowers it, and EXECUTES the TIR with the small interpreter below
+ * on random data, comparing against a plain C reference. The interpreter bounds-checks every load and store
+ * and poisons scratch allocations with NaN, so a wrong index, a missing guard or a missing init shows up.
+ * Printed TIR is checked for the expected loop names and kinds; simplifier rules are checked one by one. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "te/te.h"
+
+static int failures;
+#define CHECK(cond, ...)                                              \
+  do {                                                                \
+    if (!(cond)) {                                                    \
+      failures++;                                                     \
+      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+      fprintf(stderr, __VA_ARGS__);                                   \
+      fprintf(stderr, "\n");                                          \
+    }                                                                 \
+  } while (0)
+
+/* ---- a TIR interpreter (tests only) ---- */
+
+typedef struct Val {
+  int64_t i;
+  double f;
+} Val;
+
+typedef struct Interp {
+  int nvars;
+  Var *vars[256];
+  Val vals[256];
+  int nbufs;
+  const Buffer *bufs[64];
+  double *data[64];
+  bool owned[64];
+  const char *error;
+} Interp;
+
+static void bind_buf(Interp *it, const Buffer *b, double *data, bool owned) {
+  it->bufs[it->nbufs] = b;
+  it->owned[it->nbufs] = owned;
+  it->data[it->nbufs++] = data;
+}
+
+static double *buf_data(Interp *it, const Buffer *b) {
+  for (int i = it->nbufs - 1; i >= 0; i--)
+    if (it->bufs[i] == b) return it->data[i];
+  it->error = "unbound buffer";
+  return NULL;
+}
+
+static Val eval(Interp *it, const Expr *e);
+
+static int64_t flat_index(Interp *it, const Buffer *b, int n, Expr *const *idx) {
+  if (n != b->ndim) {
+    it->error = "index count differs from buffer ndim";
+    return -1;
+  }
+  int64_t off = 0;
+  for (int i = 0; i < n; i++) {
+    int64_t x = eval(it, idx[i]).i;
+    if (x < 0 || x >= b->shape[i]) {
+      it->error = "index out of bounds";
+      fprintf(stderr, "  out of bounds: %s dim %d index %ld extent %ld\n", b->name, i, (long)x, (long)b->shape[i]);
+      return -1;
+    }
+    off = off * b->shape[i] + x;
+  }
+  return off;
+}
+
+static int64_t floordiv_i64(int64_t x, int64_t y) {
+  int64_t q = x / y;
+  if ((x % y != 0) && ((x < 0) != (y < 0))) q--;
+  return q;
+}
+
+static Val mk(const Expr *e, double v) {
+  Val r = {0, 0};
+  if (dtype_is_float(e->dtype)) r.f = e->dtype == MLC_F32 ? (double)(float)v : v;
+  else r.i = (int64_t)v;
+  return r;
+}
+
+static Val eval(Interp *it, const Expr *e) {
+  Val r = {0, 0};
+  if (it->error) return r;
+  bool fl = dtype_is_float(e->dtype);
+  switch (e->kind) {
+  case E_INT: r.i = e->ival; return r;
+  case E_FLOAT: r.f = e->fval; return r;
+  case E_VAR:
+    for (int i = it->nvars - 1; i >= 0; i--)
+      if (it->vars[i] == e->var) return it->vals[i];
+    it->error = "unbound variable";
+    fprintf(stderr, "  unbound var %s\n", e->var->name);
+    return r;
+  case E_ADD: case E_SUB: case E_MUL: case E_DIV: case E_MOD: case E_FLOORDIV: case E_FLOORMOD: case E_MIN:
+  case E_MAX: {
+    Val a = eval(it, e->op.a), b = eval(it, e->op.b);
+    if (fl) {
+      double x = a.f, y = b.f, v = 0;
+      switch (e->kind) {
+      case E_ADD: v = x + y; break;
+      case E_SUB: v = x - y; break;
+      case E_MUL: v = x * y; break;
+      case E_DIV: v = x / y; break;
+      case E_MOD: v = fmod(x, y); break;
+      case E_MIN: v = x < y ? x : y; break;
+      case E_MAX: v = x > y ? x : y; break;
+      default: it->error = "floordiv on floats"; break;
+      }
+      return mk(e, v);
+    }
+    int64_t x = a.i, y = b.i;
+    if ((e->kind == E_DIV || e->kind == E_MOD || e->kind == E_FLOORDIV || e->kind == E_FLOORMOD) && y == 0) {
+      it->error = "division by zero";
+      return r;
+    }
+    switch (e->kind) {
+    case E_ADD: r.i = x + y; break;
+    case E_SUB: r.i = x - y; break;
+    case E_MUL: r.i = x * y; break;
+    case E_DIV: r.i = x / y; break;
+    case E_MOD: r.i = x % y; break;
+    case E_FLOORDIV: r.i = floordiv_i64(x, y); break;
+    case E_FLOORMOD: r.i = x - floordiv_i64(x, y) * y; break;
+    case E_MIN: r.i = x < y ? x : y; break;
+    default: r.i = x > y ? x : y; break;
+    }
+    return r;
+  }
+  case E_EQ: case E_NE: case E_LT: case E_LE: case E_GT: case E_GE: {
+    Val a = eval(it, e->op.a), b = eval(it, e->op.b);
+    bool f2 = dtype_is_float(e->op.a->dtype);
+    double x = f2 ? a.f : (double)a.i, y = f2 ? b.f : (double)b.i;
+    switch (e->kind) {
+    case E_EQ: r.i = x == y; break;
+    case E_NE: r.i = x != y; break;
+    case E_LT: r.i = x < y; break;
+    case E_LE: r.i = x <= y; break;
+    case E_GT: r.i = x > y; break;
+    default: r.i = x >= y; break;
+    }
+    return r;
+  }
+  case E_AND: r.i = eval(it, e->op.a).i && eval(it, e->op.b).i; return r;
+  case E_OR: r.i = eval(it, e->op.a).i || eval(it, e->op.b).i; return r;
+  case E_NOT: r.i = !eval(it, e->op.a).i; return r;
+  case E_SELECT: return eval(it, e->op.c).i ? eval(it, e->op.a) : eval(it, e->op.b);
+  case E_CAST: {
+    Val a = eval(it, e->op.a);
+    double v = dtype_is_float(e->op.a->dtype) ? a.f : (double)a.i;
+    if (e->dtype == MLC_BOOL) { r.i = v != 0; return r; }
+    return mk(e, fl ? v : trunc(v));
+  }
+  case E_CALL: {
+    double x = e->call.nargs ? eval(it, e->call.args[0]).f : 0;
+    switch (e->call.intrin) {
+    case INTRIN_EXP: return mk(e, exp(x));
+    case INTRIN_SQRT: return mk(e, sqrt(x));
+    case INTRIN_FABS: return mk(e, fabs(x));
+    default: it->error = "intrinsic not in the test interpreter"; return r;
+    }
+  }
+  case E_LOAD: {
+    double *d = buf_data(it, e->load.buf);
+    int64_t off = flat_index(it, e->load.buf, e->load.n, e->load.idx);
+    if (!d || off < 0) return r;
+    return mk(e, d[off]);
+  }
+  case E_LET: {
+    it->vars[it->nvars] = e->let_var;
+    it->vals[it->nvars++] = eval(it, e->op.a);
+    r = eval(it, e->op.b);
+    it->nvars--;
+    return r;
+  }
+  case E_TENSOR: it->error = "E_TENSOR after lowering"; return r;
+  case E_REDUCE: it->error = "E_REDUCE after lowering"; return r;
+  default: it->error = "expression kind not in the test interpreter"; return r;
+  }
+}
+
+static void exec(Interp *it, const Stmt *s) {
+  if (!s || it->error) return;
+  switch (s->kind) {
+  case S_FOR: {
+    int64_t mn = eval(it, s->loop.min).i, ext = eval(it, s->loop.extent).i;
+    int slot = it->nvars++;
+    it->vars[slot] = s->loop.var;
+    for (int64_t v = mn; v < mn + ext && !it->error; v++) {
+      it->vals[slot].i = v;
+      exec(it, s->loop.body);
+    }
+    it->nvars--;
+    break;
+  }
+  case S_STORE: {
+    double *d = buf_data(it, s->store.buf);
+    int64_t off = flat_index(it, s->store.buf, s->store.n, s->store.idx);
+    Val v = eval(it, s->store.value);
+    if (!d || off < 0) return;
+    d[off] = dtype_is_float(s->store.buf->dtype) ? v.f : (double)v.i;
+    break;
+  }
+  case S_SEQ:
+    for (int i = 0; i < s->seq.n; i++) exec(it, s->seq.stmts[i]);
+    break;
+  case S_IF:
+    if (eval(it, s->ifs.cond).i) exec(it, s->ifs.then_s);
+    else exec(it, s->ifs.else_s);
+    break;
+  case S_LET:
+    it->vars[it->nvars] = s->let.var;
+    it->vals[it->nvars++] = eval(it, s->let.value);
+    exec(it, s->let.body);
+    it->nvars--;
+    break;
+  case S_ALLOCATE: {
+    int64_t n = 1;
+    for (int i = 0; i < s->alloc.buf->ndim; i++) n *= s->alloc.buf->shape[i];
+    double *d = malloc((size_t)n * sizeof(double));
+    for (int64_t i = 0; i < n; i++) d[i] = NAN; /* poison: reading before writing shows */
+    bind_buf(it, s->alloc.buf, d, true);
+    exec(it, s->alloc.body);
+    it->nbufs--;
+    free(d);
+    break;
+  }
+  case S_EVAL: eval(it, s->eval.e); break;
+  }
+}
+
+/* runs f with data[i] bound to f->params[i] */
+static bool run_func(const TirFunc *f, double **data) {
+  Interp it = {0};
+  for (int i = 0; i < f->nparams; i++) bind_buf(&it, f->params[i], data[i], false);
+  exec(&it, f->body);
+  if (it.error) fprintf(stderr, "  interpreter error in %s: %s\n", f->name, it.error);
+  return !it.error;
+}
+
+/* ---- helpers ---- */
+
+static uint64_t rng = 88172645463325252ull;
+static double frand(void) {
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return (double)(float)((double)(rng % 20000) / 10000.0 - 1.0);
+}
+
+static double *rand_buf(int64_t n) {
+  double *d = malloc((size_t)n * sizeof(double));
+  for (int64_t i = 0; i < n; i++) d[i] = frand();
+  return d;
+}
+
+static double *nan_buf(int64_t n) {
+  double *d = malloc((size_t)n * sizeof(double));
+  for (int64_t i = 0; i < n; i++) d[i] = NAN;
+  return d;
+}
+
+static bool close_all(const double *x, const double *ref, int64_t n, const char *what) {
+  for (int64_t i = 0; i < n; i++)
+    if (!(fabs(x[i] - ref[i]) <= 1e-4 * (1 + fabs(ref[i])))) {
+      fprintf(stderr, "  %s: element %ld: got %g want %g\n", what, (long)i, x[i], ref[i]);
+      return false;
+    }
+  return true;
+}
+
+static char *print_func(const TirFunc *f) {
+  StrBuf b = {0};
+  tir_print_func(&b, f);
+  return b.s;
+}
+
+static char *dump(const TirFunc *f, const char *title) {
+  char *txt = print_func(f);
+  if (getenv("TEST_TE_VERBOSE")) printf("---- %s\n%s", title, txt);
+  return txt;
+}
+
+/* ---- case 1: elementwise add with broadcasting, fuse + non-divisible split + vectorize + parallel ---- */
+
+typedef struct Two {
+  TeTensor *a, *b;
+} Two;
+
+static Expr *bcast_add(TeCtx *c, Expr **idx, void *user) {
+  Two *t = user;
+  Expr *ia[3], *ib[2];
+  ia[0] = idx[0];
+  ia[1] = tir_idx(c->arena, 0);
+  ia[2] = idx[2];
+  ib[0] = idx[1];
+  ib[1] = tir_idx(c->arena, 0);
+  return tir_add(c->arena, te_read(c, t->a, 3, ia), te_read(c, t->b, 2, ib));
+}
+
+static void test_broadcast_add(void) {
+  Arena *a = arena_new();
+  TeCtx c = {.arena = a};
+  int64_t sa[3] = {4, 1, 5}, sb[2] = {3, 1}, so[3] = {4, 3, 5};
+  Two t = {te_placeholder(&c, "A", MLC_F32, 3, sa), te_placeholder(&c, "B", MLC_F32, 2, sb)};
+  TeTensor *C = te_compute(&c, "C", "broadcast", MLC_F32, 3, so, bcast_add, &t);
+  TeSchedule *s = te_create_schedule(&c, 1, &C);
+  TeStage *st = te_stage(s, C);
+  IterVar *fused = te_fuse(st, C->op->axes[0], C->op->axes[1]);
+  IterVar *o, *in;
+  te_split(st, C->op->axes[2], 2, &o, &in);
+  te_parallel(st, fused);
+  te_vectorize(st, in);
+  Diag d = {0};
+  TeTensor *args[3] = {t.a, t.b, C};
+  TirFunc *f = te_lower(&c, s, "bcast_add", 3, args, &d);
+  CHECK(f, "lower failed: %s", d.msg);
+  if (f) {
+    char *txt = dump(f, "broadcast add");
+    CHECK(strstr(txt, "parallel (i0.i1.fused, 0, 12)"), "%s", txt);
+    CHECK(strstr(txt, "vectorized (i2.inner, 0, 2)"), "%s", txt);
+    CHECK(strstr(txt, "for (i2.outer, 0, 3)"), "%s", txt);
+    CHECK(strstr(txt, "if ("), "non-divisible split needs a guard: %s", txt);
+    CHECK(strstr(txt, "func bcast_add(%A: float32[4, 1, 5], %B: float32[3, 1], %C: float32[4, 3, 5])"), "%s", txt);
+    free(txt);
+    double *A = rand_buf(20), *B = rand_buf(3), *out = nan_buf(60), ref[60];
+    for (int i = 0; i < 4; i++)
+      for (int j = 0; j < 3; j++)
+        for (int k = 0; k < 5; k++) ref[(i * 3 + j) * 5 + k] = (float)(A[i * 5 + k] + B[j]);
+    double *data[3] = {A, B, out};
+    CHECK(run_func(f, data), "run");
+    CHECK(close_all(out, ref, 60, "broadcast add"), "values");
+    free(A);
+    free(B);
+    free(out);
+  }
+  arena_free(a);
+}
+
+/* ---- case 2: matmul with a reduce axis, three schedules ---- */
+
+typedef struct Mm {
+  TeTensor *a, *b;
+  int64_t k;
+} Mm;
+
+static Expr *matmul_fn(TeCtx *c, Expr **idx, void *user) {
+  Mm *m = user;
+  IterVar *k = te_reduce_axis(c, "k", m->k);
+  Expr *kv = tir_varref(c->arena, k->var);
+  Expr *ia[2] = {idx[0], kv}, *ib[2] = {kv, idx[1]};
+  return te_reduce(c, RED_SUM, tir_mul(c->arena, te_read(c, m->a, 2, ia), te_read(c, m->b, 2, ib)), 1, &k, NULL,
+                   NULL);
+}
+
+static void test_matmul(int variant) {
+  Arena *a = arena_new();
+  TeCtx c = {.arena = a};
+  const int64_t M = 13, K = 7, N = 9;
+  int64_t sa[2] = {M, K}, sb[2] = {K, N}, so[2] = {M, N};
+  Mm m = {te_placeholder(&c, "A", MLC_F32, 2, sa), te_placeholder(&c, "B", MLC_F32, 2, sb), K};
+  TeTensor *C = te_compute(&c, "C", "dense", MLC_F32, 2, so, matmul_fn, &m);
+  CHECK(C->op->nreduce == 1, "reduce axes recorded");
+  TeSchedule *s = te_create_schedule(&c, 1, &C);
+  TeStage *st = te_stage(s, C);
+  IterVar *i = C->op->axes[0], *j = C->op->axes[1], *k = C->op->reduce_axes[0];
+  IterVar *io, *ii, *jo, *ji, *ko, *ki;
+  if (variant == 1) { /* reduce not innermost: separate init nest */
+    te_split(st, i, 4, &io, &ii);
+    te_split(st, j, 4, &jo, &ji);
+    te_split(st, k, 3, &ko, &ki);
+    IterVar *order[6] = {io, jo, ko, ii, ki, ji};
+    te_reorder(st, 6, order);
+    te_vectorize(st, ji);
+    te_unroll(st, ki);
+  } else if (variant == 2) { /* reduce innermost: init before the k loops */
+    te_split(st, i, 5, &io, &ii);
+    te_split(st, k, 3, &ko, &ki);
+    te_parallel(st, io);
+    (void)jo;
+    (void)ji;
+  }
+  Diag d = {0};
+  TeTensor *args[3] = {m.a, m.b, C};
+  TirFunc *f = te_lower(&c, s, "matmul", 3, args, &d);
+  CHECK(f, "lower failed: %s", d.msg);
+  if (f) {
+    char title[32];
+    snprintf(title, sizeof title, "matmul %d", variant);
+    char *txt = dump(f, title);
+    if (variant == 1) {
+      CHECK(strstr(txt, "i0.outer.init"), "separate init nest: %s", txt);
+      CHECK(strstr(txt, "unrolled (k.inner, 0, 3)"), "%s", txt);
+      CHECK(strstr(txt, "vectorized (i1.inner, 0, 4)"), "%s", txt);
+    } else if (variant == 2) {
+      CHECK(!strstr(txt, ".init"), "init in the main nest: %s", txt);
+      CHECK(strstr(txt, "parallel (i0.outer, 0, 3)"), "%s", txt);
+    } else {
+      CHECK(strstr(txt, "for (k, 0, 7)"), "%s", txt);
+    }
+    free(txt);
+    double *A = rand_buf(M * K), *B = rand_buf(K * N), *out = nan_buf(M * N), ref[13 * 9];
+    for (int64_t x = 0; x < M; x++)
+      for (int64_t y = 0; y < N; y++) {
+        double acc = 0;
+        for (int64_t z = 0; z < K; z++) acc += A[x * K + z] * B[z * N + y];
+        ref[x * N + y] = acc;
+      }
+    double *data[3] = {A, B, out};
+    CHECK(run_func(f, data), "run");
+    CHECK(close_all(out, ref, M * N, "matmul"), "variant %d values", variant);
+    free(A);
+    free(B);
+    free(out);
+  }
+  arena_free(a);
+}
+
+/* ---- case 3: two-stage pipeline with an inlined (or materialised) relu ---- */
+
+typedef struct One {
+  TeTensor *t;
+} One;
+
+static Expr *relu_fn(TeCtx *c, Expr **idx, void *user) {
+  One *o = user;
+  Expr *x = tir_sub(c->arena, te_read(c, o->t, 2, idx), tir_float(c->arena, MLC_F32, 0.25));
+  return tir_bin(c->arena, E_MAX, x, tir_float(c->arena, MLC_F32, 0));
+}
+
+static Expr *scale_fn(TeCtx *c, Expr **idx, void *user) {
+  One *o = user;
+  Arena *a = c->arena;
+  Expr *x = te_read(c, o->t, 2, idx);
+  return tir_add(a, tir_mul(a, x, tir_float(a, MLC_F32, 2)), tir_float(a, MLC_F32, 1));
+}
+
+static void test_pipeline(bool inline_relu) {
+  Arena *a = arena_new();
+  TeCtx c = {.arena = a};
+  int64_t sh[2] = {6, 7};
+  One in = {te_placeholder(&c, "X", MLC_F32, 2, sh)};
+  TeTensor *R = te_compute(&c, "relu", "elemwise", MLC_F32, 2, sh, relu_fn, &in);
+  One mid = {R};
+  TeTensor *Y = te_compute(&c, "Y", "elemwise", MLC_F32, 2, sh, scale_fn, &mid);
+  TeSchedule *s = te_create_schedule(&c, 1, &Y);
+  CHECK(s->nstages == 3 && s->stages[0]->op == in.t->op && s->stages[2]->op == Y->op, "producers first");
+  if (inline_relu) te_compute_inline(te_stage(s, R));
+  TeStage *st = te_stage(s, Y);
+  IterVar *fused = te_fuse(st, Y->op->axes[0], Y->op->axes[1]);
+  IterVar *o, *i;
+  te_split(st, fused, 8, &o, &i);
+  te_parallel(st, o);
+  te_vectorize(st, i);
+  StrBuf sb = {0};
+  te_print_schedule(&sb, s);
+  CHECK(strstr(sb.s, "split i0.i1.fused[42] by 8 -> i0.i1.fused.outer, i0.i1.fused.inner"), "%s", sb.s);
+  CHECK(strstr(sb.s, inline_relu ? "stage relu: compute \"elemwise\" float32[6, 7] inline" : "relu: compute"),
+        "%s", sb.s);
+  if (getenv("TEST_TE_VERBOSE")) printf("%s", sb.s);
+  sb_free(&sb);
+  Diag d = {0};
+  TeTensor *args[2] = {in.t, Y};
+  TirFunc *f = te_lower(&c, s, "pipeline", 2, args, &d);
+  CHECK(f, "lower failed: %s", d.msg);
+  if (f) {
+    char *txt = dump(f, inline_relu ? "pipeline inlined" : "pipeline materialised");
+    CHECK(inline_relu ? !strstr(txt, "allocate") : strstr(txt, "allocate relu: float32[6, 7]") != NULL, "%s", txt);
+    CHECK(strstr(txt, "parallel (i0.i1.fused.outer, 0, 6)"), "%s", txt);
+    free(txt);
+    double *X = rand_buf(42), *out = nan_buf(42), ref[42];
+    for (int k = 0; k < 42; k++) {
+      double r = (float)(X[k] - 0.25);
+      r = r > 0 ? r : 0;
+      ref[k] = (float)(r * 2 + 1);
+    }
+    double *data[2] = {X, out};
+    CHECK(run_func(f, data), "run");
+    CHECK(close_all(out, ref, 42, "pipeline"), "values");
+    free(X);
+    free(out);
+  }
+  arena_free(a);
+}
+
+/* ---- case 4: an extern op that copies, read by a compute ---- */
+
+static Stmt *copy_fn(TeCtx *c, Buffer **ins, Buffer **outs, void *user) {
+  Arena *a = c->arena;
+  Var *i = tir_var(a, "ci", MLC_I64), *j = tir_var(a, "cj", MLC_I64);
+  Expr *idx[2] = {tir_varref(a, i), tir_varref(a, j)};
+  Stmt *st = tir_store(a, outs[0], 2, idx, tir_load(a, ins[0], 2, idx));
+  st = tir_for(a, j, tir_idx(a, 0), tir_idx(a, ins[0]->shape[1]), FOR_SERIAL, st);
+  return tir_for(a, i, tir_idx(a, 0), tir_idx(a, ins[0]->shape[0]), FOR_SERIAL, st);
+}
+
+static Expr *plus_one(TeCtx *c, Expr **idx, void *user) {
+  One *o = user;
+  return tir_add(c->arena, te_read(c, o->t, 2, idx), tir_float(c->arena, MLC_F32, 1));
+}
+
+static void test_extern(bool extern_is_output) {
+  Arena *a = arena_new();
+  TeCtx c = {.arena = a};
+  int64_t sh[2] = {3, 5};
+  TeTensor *X = te_placeholder(&c, "X", MLC_F32, 2, sh);
+  TeTensor ty = {.dtype = MLC_F32, .ndim = 2, .shape = {3, 5}};
+  TeTensor *E;
+  te_extern(&c, "copy", "extern", 1, &X, 1, &ty, copy_fn, NULL, &E);
+  One o = {E};
+  TeTensor *Y = extern_is_output ? E : te_compute(&c, "Y", "elemwise", MLC_F32, 2, sh, plus_one, &o);
+  TeSchedule *s = te_create_schedule(&c, 1, &Y);
+  Diag d = {0};
+  TeTensor *args[2] = {X, Y};
+  TirFunc *f = te_lower(&c, s, "extern_copy", 2, args, &d);
+  CHECK(f, "lower failed: %s", d.msg);
+  if (f) {
+    char *txt = dump(f, "extern");
+    CHECK(extern_is_output ? !strstr(txt, "allocate") : strstr(txt, "allocate copy") != NULL, "%s", txt);
+    CHECK(strstr(txt, "copy[ci, cj] = X[ci, cj]"), "extern buffers rebound: %s", txt);
+    free(txt);
+    double *in = rand_buf(15), *out = nan_buf(15), ref[15];
+    for (int k = 0; k < 15; k++) ref[k] = extern_is_output ? in[k] : (float)(in[k] + 1);
+    double *data[2] = {in, out};
+    CHECK(run_func(f, data), "run");
+    CHECK(close_all(out, ref, 15, "extern"), "values");
+    free(in);
+    free(out);
+  }
+  arena_free(a);
+}
+
+/* ---- case 5: conditional max-reduction to a 0-d tensor (n = 0 stores) ---- */
+
+static Expr *cond_max(TeCtx *c, Expr **idx, void *user) {
+  One *o = user;
+  Arena *a = c->arena;
+  IterVar *r0 = te_reduce_axis(c, "r0", 4), *r1 = te_reduce_axis(c, "r1", 6);
+  IterVar *axes[2] = {r0, r1};
+  Expr *ix[2] = {tir_varref(a, r0->var), tir_varref(a, r1->var)};
+  Expr *cond = tir_bin(a, E_EQ, tir_bin(a, E_FLOORMOD, ix[1], tir_idx(a, 2)), tir_idx(a, 0));
+  return te_reduce(c, RED_MAX, te_read(c, o->t, 2, ix), 2, axes, NULL, cond);
+}
+
+static void test_reduce_scalar(void) {
+  Arena *a = arena_new();
+  TeCtx c = {.arena = a};
+  int64_t sh[2] = {4, 6};
+  One in = {te_placeholder(&c, "X", MLC_F32, 2, sh)};
+  TeTensor *R = te_compute(&c, "rmax", "reduce", MLC_F32, 0, NULL, cond_max, &in);
+  TeSchedule *s = te_create_schedule(&c, 1, &R);
+  TeStage *st = te_stage(s, R);
+  IterVar *o, *i;
+  te_split(st, R->op->reduce_axes[1], 4, &o, &i); /* 6 by 4: guarded */
+  Diag d = {0};
+  TeTensor *args[2] = {in.t, R};
+  TirFunc *f = te_lower(&c, s, "rmax", 2, args, &d);
+  CHECK(f, "lower failed: %s", d.msg);
+  if (f) {
+    char *txt = dump(f, "conditional max");
+    CHECK(strstr(txt, "rmax[] = -inff"), "%s", txt);
+    free(txt);
+    double *X = rand_buf(24), out = NAN, ref = -INFINITY;
+    for (int r = 0; r < 4; r++)
+      for (int q = 0; q < 6; q += 2) ref = X[r * 6 + q] > ref ? X[r * 6 + q] : ref;
+    double *data[2] = {X, &out};
+    CHECK(run_func(f, data), "run");
+    CHECK(close_all(&out, &ref, 1, "cond max"), "values");
+    free(X);
+  }
+  arena_free(a);
+}
+
+/* ---- errors are values ---- */
+
+static void test_errors(void) {
+  Arena *a = arena_new();
+  TeCtx c = {.arena = a};
+  int64_t sh[2] = {3, 5};
+  One in = {te_placeholder(&c, "X", MLC_F32, 2, sh)};
+  TeTensor *Y = te_compute(&c, "Y", "elemwise", MLC_F32, 2, sh, plus_one, &in);
+  TeSchedule *s = te_create_schedule(&c, 1, &Y);
+  TeStage *st = te_stage(s, Y);
+  IterVar *o, *i;
+  te_split(st, Y->op->axes[0], 2, &o, &i);
+  te_split(st, Y->op->axes[0], 2, &o, &i); /* no longer a leaf */
+  Diag d = {0};
+  TeTensor *args[2] = {in.t, Y};
+  CHECK(!te_lower(&c, s, "bad", 2, args, &d) && d.status == MLC_ERR_INTERNAL && strstr(d.msg, "not a leaf"), "%s",
+        d.msg);
+  /* placeholder not passed */
+  TeSchedule *s2 = te_create_schedule(&c, 1, &Y);
+  Diag d2 = {0};
+  CHECK(!te_lower(&c, s2, "bad2", 1, &Y, &d2) && strstr(d2.msg, "not a kernel argument"), "%s", d2.msg);
+  /* inlining a reduction is refused */
+  Mm m = {in.t, in.t, 3};
+  int64_t sq[2] = {3, 3};
+  (void)m;
+  int64_t s5[2] = {5, 5};
+  TeTensor *B = te_placeholder(&c, "B", MLC_F32, 2, s5);
+  Mm mm = {in.t, B, 5};
+  TeTensor *M = te_compute(&c, "M", "dense", MLC_F32, 2, sq, matmul_fn, &mm);
+  TeSchedule *s3 = te_create_schedule(&c, 1, &M);
+  te_compute_inline(te_stage(s3, M));
+  TeTensor *args3[3] = {in.t, B, M};
+  Diag d3 = {0};
+  CHECK(!te_lower(&c, s3, "bad3", 3, args3, &d3) && strstr(d3.msg, "compute_inline"), "%s", d3.msg);
+  arena_free(a);
+}
+
+/* ---- the simplifier, rule by rule ---- */
+
+static char *expr_str(const Expr *e) {
+  StrBuf b = {0};
+  tir_print_expr(&b, e);
+  return b.s;
+}
+
+static char *stmt_str(const Stmt *s) {
+  StrBuf b = {0};
+  tir_print_stmt(&b, s, 0);
+  return b.s ? b.s : strdup("");
+}
+
+static void expect_expr(const Expr *e, const char *want, int line) {
+  char *got = expr_str(e);
+  if (strcmp(got, want) != 0) {
+    failures++;
+    fprintf(stderr, "FAIL %s:%d: expr: got '%s' want '%s'\n", __FILE__, line, got, want);
+  }
+  free(got);
+}
+
+static void test_simplify(void) {
+  Arena *a = arena_new();
+  Var *i = tir_var(a, "i", MLC_I64), *j = tir_var(a, "j", MLC_I64), *x = tir_var(a, "x", MLC_I64);
+  Expr *ei = tir_varref(a, i), *ej = tir_varref(a, j), *ex = tir_varref(a, x);
+  /* constructors fold constants and identities */
+  expect_expr(tir_add(a, tir_idx(a, 3), tir_idx(a, 4)), "7", __LINE__);
+  expect_expr(tir_add(a, ex, tir_idx(a, 0)), "x", __LINE__);
+  expect_expr(tir_mul(a, tir_idx(a, 1), ex), "x", __LINE__);
+  expect_expr(tir_mul(a, ex, tir_idx(a, 0)), "0", __LINE__);
+  expect_expr(tir_bin(a, E_FLOORDIV, tir_idx(a, -7), tir_idx(a, 2)), "-4", __LINE__);
+  expect_expr(tir_bin(a, E_LT, tir_idx(a, 1), tir_idx(a, 2)), "True", __LINE__);
+  expect_expr(tir_add(a, tir_float(a, MLC_F32, 1.5), tir_float(a, MLC_F32, 2)), "3.5f", __LINE__);
+  CHECK(tir_bin(a, E_LT, ex, ej)->dtype == MLC_BOOL, "compare gives bool");
+  CHECK(tir_int(a, MLC_I32, 0x100000001ll)->ival == 1, "int32 wraps");
+  /* canonical linear forms */
+  Expr *e = tir_sub(a, tir_add(a, tir_mul(a, ex, tir_idx(a, 3)), tir_add(a, ej, tir_idx(a, 2))),
+                    tir_add(a, tir_mul(a, ex, tir_idx(a, 2)), tir_idx(a, 2)));
+  expect_expr(tir_simplify(a, e), "x + j", __LINE__);
+  expect_expr(tir_simplify(a, tir_sub(a, ex, ex)), "0", __LINE__);
+  /* (x*c)/c and (x*c1 + y)/c2 without bounds */
+  expect_expr(tir_simplify(a, tir_bin(a, E_FLOORDIV, tir_mul(a, ex, tir_idx(a, 4)), tir_idx(a, 4))), "x", __LINE__);
+  expect_expr(tir_simplify(a, tir_bin(a, E_DIV, tir_mul(a, ex, tir_idx(a, 8)), tir_idx(a, 4))), "x * 2", __LINE__);
+  expect_expr(tir_simplify(a, tir_bin(a, E_FLOORMOD, tir_mul(a, ex, tir_idx(a, 8)), tir_idx(a, 4))), "0", __LINE__);
+  /* mutator rule: an already simple expression keeps its pointer */
+  Expr *simple = tir_add(a, tir_mul(a, ex, tir_idx(a, 16)), ej);
+  CHECK(tir_simplify(a, simple) == simple, "same pointer when unchanged");
+  Expr *fd = tir_bin(a, E_FLOORDIV, ex, tir_idx(a, 4));
+  CHECK(tir_simplify(a, fd) == fd, "floordiv with unknown bounds stays");
+
+  /* with loop bounds: i in [0, 4), j in [0, 16) */
+  Buffer *buf = tir_buffer(a, "buf", MLC_F32, 2, (int64_t[]){4, 16});
+  Expr *flat = tir_add(a, tir_mul(a, ei, tir_idx(a, 16)), ej);
+  Expr *idx[2] = {tir_bin(a, E_FLOORDIV, flat, tir_idx(a, 16)), tir_bin(a, E_FLOORMOD, flat, tir_idx(a, 16))};
+  Stmt *body = tir_store(a, buf, 2, idx, tir_float(a, MLC_F32, 0));
+  /* guards: i < 10 always true; j >= 16 always false; floordiv(j, 16) == 0 */
+  Expr *zero_div = tir_bin(a, E_FLOORDIV, ej, tir_idx(a, 16));
+  body = tir_if(a, tir_bin(a, E_LT, ei, tir_idx(a, 10)), body, NULL);
+  Expr *idx2[2] = {zero_div, tir_bin(a, E_MIN, ej, tir_idx(a, 20))};
+  Stmt *dead = tir_if(a, tir_bin(a, E_GE, ej, tir_idx(a, 16)), tir_store(a, buf, 2, idx, tir_float(a, MLC_F32, 1)),
+                      NULL);
+  Stmt *live = tir_store(a, buf, 2, idx2, tir_float(a, MLC_F32, 2));
+  Stmt *parts[3] = {body, dead, live};
+  Stmt *nest = tir_for(a, j, tir_idx(a, 0), tir_idx(a, 16), FOR_SERIAL, tir_seq(a, 3, parts));
+  Var *u = tir_var(a, "u", MLC_I64);
+  nest = tir_for(a, u, tir_idx(a, 0), tir_idx(a, 1), FOR_SERIAL, nest); /* extent 1: removed */
+  nest = tir_for(a, i, tir_idx(a, 0), tir_idx(a, 4), FOR_SERIAL, nest);
+  char *got = stmt_str(tir_simplify_stmt(a, nest));
+  const char *want = "for (i, 0, 4) {\n"
+                     "  for (j, 0, 16) {\n"
+                     "    buf[i, j] = 0.0f\n"
+                     "    buf[0, j] = 2.0f\n"
+                     "  }\n"
+                     "}\n";
+  CHECK(strcmp(got, want) == 0, "simplified nest:\n%s", got);
+  free(got);
+  /* (x*c1 + y) / c2 with c1 % c2 == 0 and y in [0, c2): x*(c1/c2); trivial let inlined */
+  Var *lv = tir_var(a, "t", MLC_I64);
+  Expr *q = tir_bin(a, E_FLOORDIV, tir_add(a, tir_mul(a, ex, tir_idx(a, 32)), tir_varref(a, lv)), tir_idx(a, 16));
+  Stmt *ls = tir_let_stmt(a, lv, ej, tir_store(a, buf, 2, (Expr *[]){q, tir_idx(a, 0)}, tir_float(a, MLC_F32, 3)));
+  ls = tir_for(a, j, tir_idx(a, 0), tir_idx(a, 16), FOR_SERIAL, ls);
+  got = stmt_str(tir_simplify_stmt(a, ls));
+  CHECK(strstr(got, "buf[x * 2, 0] = 3.0f") && !strstr(got, "let"), "%s", got);
+  free(got);
+  arena_free(a);
+}
+
+int main(void) {
+  test_simplify();
+  test_broadcast_add();
+  for (int v = 0; v < 3; v++) test_matmul(v);
+  test_pipeline(true);
+  test_pipeline(false);
+  test_extern(false);
+  test_extern(true);
+  test_reduce_scalar();
+  test_errors();
+  if (failures) {
+    fprintf(stderr, "test_te: %d failure(s)\n", failures);
+    return 1;
+  }
+  printf("test_te: ok\n");
+  return 0;
+}
