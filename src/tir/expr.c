@@ -6,10 +6,12 @@
  * (a constant is re-typed, otherwise the right side is cast to the left side's dtype); comparisons and logic
  * produce bool. Integer constants are wrapped to the width of their dtype, as the machine would. */
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 #include "tir/tir.h"
 
-static int next_var_id = 1, next_buf_id = 1;
+/* ids are unique per process; atomic so that compilations on several threads stay distinct */
+static atomic_int next_var_id = 1, next_buf_id = 1;
 
 bool dtype_is_float(mlc_dtype t) { return t == MLC_F16 || t == MLC_BF16 || t == MLC_F32 || t == MLC_F64; }
 
@@ -58,7 +60,7 @@ Var *tir_var(Arena *a, const char *name, mlc_dtype t) {
   Var *v = arena_alloc(a, sizeof(Var));
   v->name = arena_strdup(a, name ? name : "v");
   v->dtype = t;
-  v->id = next_var_id++;
+  v->id = atomic_fetch_add(&next_var_id, 1);
   return v;
 }
 
@@ -68,7 +70,7 @@ Buffer *tir_buffer(Arena *a, const char *name, mlc_dtype t, int ndim, const int6
   b->dtype = t;
   b->ndim = ndim < 0 ? 0 : ndim > MLC_MAX_DIMS ? MLC_MAX_DIMS : ndim;
   for (int i = 0; i < b->ndim; i++) b->shape[i] = shape[i];
-  b->id = next_buf_id++;
+  b->id = atomic_fetch_add(&next_buf_id, 1);
   return b;
 }
 

@@ -704,8 +704,179 @@ static void test_simplify(void) {
   arena_free(a);
 }
 
+
+/* ---- randomized: simplified index expressions evaluate like the originals over the loop ranges ---- */
+
+static uint64_t rnd(uint64_t n) {
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return rng % n;
+}
+
+static Expr *rand_index(Arena *a, Expr **vars, int nv, int depth) {
+  if (depth == 0 || rnd(4) == 0) return rnd(3) ? vars[rnd((uint64_t)nv)] : tir_idx(a, (int64_t)rnd(9) - 2);
+  Expr *x = rand_index(a, vars, nv, depth - 1);
+  int64_t c = (int64_t)rnd(7) + 1;
+  switch (rnd(10)) {
+  case 0: return tir_add(a, x, rand_index(a, vars, nv, depth - 1));
+  case 1: return tir_sub(a, x, rand_index(a, vars, nv, depth - 1));
+  case 2: return tir_mul(a, x, tir_idx(a, c * (rnd(2) ? 1 : -1)));
+  case 3: return tir_bin(a, E_FLOORDIV, x, tir_idx(a, c));
+  case 4: return tir_bin(a, E_FLOORMOD, x, tir_idx(a, c));
+  case 5: return tir_bin(a, E_DIV, x, tir_idx(a, c));
+  case 6: return tir_bin(a, E_MOD, x, tir_idx(a, c));
+  case 7: return tir_bin(a, rnd(2) ? E_MIN : E_MAX, x, rand_index(a, vars, nv, depth - 1));
+  case 8: return tir_select(a, tir_bin(a, (ExprKind)(E_EQ + rnd(6)), x, rand_index(a, vars, nv, depth - 1)), x,
+                            rand_index(a, vars, nv, depth - 1));
+  default: return tir_add(a, tir_mul(a, x, tir_idx(a, c)), rand_index(a, vars, nv, depth - 1));
+  }
+}
+
+static void test_simplify_random(void) {
+  Arena *a = arena_new();
+  int bad = 0;
+  for (int trial = 0; trial < 400 && bad < 3; trial++) {
+    int64_t ext[3] = {(int64_t)rnd(6) + 1, (int64_t)rnd(9) + 1, (int64_t)rnd(4) + 2};
+    int64_t mins[3] = {0, (int64_t)rnd(3), 0};
+    Var *v[3];
+    Expr *ev[3];
+    for (int k = 0; k < 3; k++) {
+      v[k] = tir_var(a, k == 0 ? "i" : k == 1 ? "j" : "k", MLC_I64);
+      ev[k] = tir_varref(a, v[k]);
+    }
+    Expr *e = rand_index(a, ev, 3, 4);
+    Expr *cond = tir_bin(a, E_LT, rand_index(a, ev, 3, 2), rand_index(a, ev, 3, 2));
+    Buffer *out = tir_buffer(a, "out", MLC_I64, 3, ext);
+    Expr *idx[3] = {ev[0], tir_sub(a, ev[1], tir_idx(a, mins[1])), ev[2]};
+    Stmt *body = tir_if(a, cond, tir_store(a, out, 3, idx, e), tir_store(a, out, 3, idx, tir_idx(a, -999)));
+    for (int k = 2; k >= 0; k--) body = tir_for(a, v[k], tir_idx(a, mins[k]), tir_idx(a, ext[k]), FOR_SERIAL, body);
+    Stmt *simp = tir_simplify_stmt(a, body);
+    CHECK(tir_simplify_stmt(a, simp) == simp, "simplify is idempotent on its output (pointer kept)");
+    int64_t n = ext[0] * ext[1] * ext[2];
+    double *r0 = nan_buf(n), *r1 = nan_buf(n);
+    Buffer *params[1] = {out};
+    TirFunc f0 = {"orig", 1, params, body}, f1 = {"simp", 1, params, simp};
+    bool ok = run_func(&f0, &r0) && run_func(&f1, &r1);
+    for (int64_t q = 0; ok && q < n; q++) ok = r0[q] == r1[q];
+    if (!ok) {
+      bad++;
+      char *x = stmt_str(body), *y = stmt_str(simp);
+      CHECK(ok, "simplifier changed the value:\n%s---- simplified:\n%s", x, y);
+      free(x);
+      free(y);
+    }
+    free(r0);
+    free(r1);
+  }
+  arena_free(a);
+}
+
+/* ---- randomized schedules of a 3-d reduction: out[b, i, j] = sum_k X[b, i, k] * W[k, j] ---- */
+
+typedef struct Bmm {
+  TeTensor *x, *w;
+  int64_t k;
+} Bmm;
+
+static Expr *bmm_fn(TeCtx *c, Expr **idx, void *user) {
+  Bmm *m = user;
+  IterVar *k = te_reduce_axis(c, "k", m->k);
+  Expr *kv = tir_varref(c->arena, k->var);
+  Expr *ix[3] = {idx[0], idx[1], kv}, *iw[2] = {kv, idx[2]};
+  Expr *prod = tir_mul(c->arena, te_read(c, m->x, 3, ix), te_read(c, m->w, 2, iw));
+  return te_reduce(c, RED_SUM, prod, 1, &k, tir_float(c->arena, MLC_F32, 0.5), NULL); /* init 0.5 */
+}
+
+typedef struct Epi {
+  TeTensor *t;
+} Epi;
+
+static Expr *epi_fn(TeCtx *c, Expr **idx, void *user) {
+  Epi *e = user;
+  Arena *a = c->arena;
+  return tir_bin(a, E_MAX, te_read(c, e->t, 3, idx), tir_float(a, MLC_F32, 0));
+}
+
+static void test_random_schedules(void) {
+  for (int trial = 0; trial < 60; trial++) {
+    Arena *a = arena_new();
+    TeCtx c = {.arena = a};
+    int64_t B = (int64_t)rnd(3) + 1, M = (int64_t)rnd(7) + 1, K = (int64_t)rnd(6) + 1, N = (int64_t)rnd(9) + 1;
+    int64_t sx[3] = {B, M, K}, sw[2] = {K, N}, so[3] = {B, M, N};
+    Bmm m = {te_placeholder(&c, "X", MLC_F32, 3, sx), te_placeholder(&c, "W", MLC_F32, 2, sw), K};
+    TeTensor *Y = te_compute(&c, "Y", "bmm", MLC_F32, 3, so, bmm_fn, &m);
+    Epi ep = {Y};
+    TeTensor *Z = te_compute(&c, "Z", "relu", MLC_F32, 3, so, epi_fn, &ep);
+    TeSchedule *s = te_create_schedule(&c, 1, &Z);
+    TeStage *st = te_stage(s, Y), *sz = te_stage(s, Z);
+    /* random primitives on Y: splits, a fuse of adjacent same-kind leaves, a reorder, annotations */
+    for (int step = 0; step < 6; step++) {
+      int p = (int)rnd((uint64_t)st->nleaf);
+      IterVar *iv = st->leaf[p];
+      switch (rnd(4)) {
+      case 0: case 1: {
+        IterVar *o, *in;
+        te_split(st, iv, (int64_t)rnd(5) + 1, &o, &in);
+        break;
+      }
+      case 2:
+        if (p + 1 < st->nleaf && st->leaf[p + 1]->kind == iv->kind) te_fuse(st, iv, st->leaf[p + 1]);
+        break;
+      default: {
+        int q = (int)rnd((uint64_t)st->nleaf);
+        if (q != p) {
+          IterVar *order[2] = {st->leaf[q], st->leaf[p]};
+          te_reorder(st, 2, order);
+        }
+      }
+      }
+    }
+    st->leaf[0]->for_kind = FOR_PARALLEL;
+    te_vectorize(st, st->leaf[st->nleaf - 1]);
+    if (rnd(2)) {
+      IterVar *o, *in;
+      IterVar *f = te_fuse(sz, Z->op->axes[0], Z->op->axes[1]);
+      te_split(sz, f, (int64_t)rnd(4) + 2, &o, &in);
+      te_unroll(sz, in);
+    }
+    Diag d = {0};
+    TeTensor *args[3] = {m.x, m.w, Z};
+    TirFunc *f = te_lower(&c, s, "bmm_relu", 3, args, &d);
+    CHECK(f, "trial %d: lower failed: %s", trial, d.msg);
+    if (f) {
+      int64_t nx = B * M * K, nw = K * N, no = B * M * N;
+      double *X = rand_buf(nx), *W = rand_buf(nw), *out = nan_buf(no), *ref = malloc((size_t)no * sizeof(double));
+      for (int64_t b = 0; b < B; b++)
+        for (int64_t i = 0; i < M; i++)
+          for (int64_t j = 0; j < N; j++) {
+            double acc = 0.5;
+            for (int64_t k = 0; k < K; k++) acc += X[(b * M + i) * K + k] * W[k * N + j];
+            ref[(b * M + i) * N + j] = acc > 0 ? acc : 0;
+          }
+      double *data[3] = {X, W, out};
+      bool ok = run_func(f, data) && close_all(out, ref, no, "random schedule");
+      if (!ok) {
+        StrBuf sb = {0};
+        te_print_schedule(&sb, s);
+        char *txt = print_func(f);
+        CHECK(ok, "trial %d:\n%s%s", trial, sb.s, txt);
+        sb_free(&sb);
+        free(txt);
+      }
+      free(X);
+      free(W);
+      free(out);
+      free(ref);
+    }
+    arena_free(a);
+  }
+}
+
 int main(void) {
   test_simplify();
+  test_simplify_random();
+  test_random_schedules();
   test_broadcast_add();
   for (int v = 0; v < 3; v++) test_matmul(v);
   test_pipeline(true);
