@@ -514,11 +514,14 @@ static mlc_status import_model(Arena *a, const char *path, const Onnx__ModelProt
     return diag_set(d, MLC_ERR_UNSUPPORTED,
                     "%s: ONNX IR version %lld predates opset imports (IR version 3); re-export the model", path,
                     (long long)m->ir_version);
-  bool has_default = false;
-  for (size_t i = 0; i < m->n_opset_import; i++) has_default |= default_domain(m->opset_import[i]->domain);
-  if (!has_default)
-    return diag_set(d, MLC_ERR_INVALID, "%s: the model imports no opset of the default ONNX domain", path);
   if (!m->graph) return diag_set(d, MLC_ERR_INVALID, "%s: the model has no graph", path);
+  /* The default domain's opset is required, except in a model whose nodes all come from other domains
+   * (ai.onnx.ml, ...): its ops are then reported as unsupported, which is what they are. */
+  bool has_default = false, uses_default = m->n_opset_import == 0;
+  for (size_t i = 0; i < m->n_opset_import; i++) has_default |= default_domain(m->opset_import[i]->domain);
+  for (size_t i = 0; i < m->graph->n_node; i++) uses_default |= default_domain(m->graph->node[i]->domain);
+  if (!has_default && uses_default)
+    return diag_set(d, MLC_ERR_INVALID, "%s: the model imports no opset of the default ONNX domain", path);
   OnnxCtx *cx = arena_alloc(a, sizeof *cx);
   cx->arena = a;
   cx->path = arena_strdup(a, path);

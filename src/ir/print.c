@@ -45,9 +45,16 @@ typedef struct Printer {
 
 static void print_graph(const Graph *g, StrBuf *b, int indent);
 
+/* The shortest text that reads back as the same value: as a float when the value is one (0.35f, not
+ * 0.349999994f), else as a double. */
 static void print_float(StrBuf *b, double f, const char *suffix) {
   char tmp[64];
-  snprintf(tmp, sizeof tmp, "%.9g", f);
+  bool is_float = (double)(float)f == f;
+  for (int p = is_float ? 6 : 15; p <= (is_float ? 9 : 17); p++) {
+    snprintf(tmp, sizeof tmp, "%.*g", p, f);
+    double back = strtod(tmp, NULL);
+    if (is_float ? (float)back == (float)f : back == f) break;
+  }
   sb_printf(b, "%s%s", tmp, suffix);
 }
 

@@ -265,13 +265,16 @@ static void test_initializers_and_inputs(void) {
   CHECK(import(a, p2, "x:[4,3]", &g, &d10) == MLC_ERR_INVALID);
   CHECK_MSG(d10, "too large");
   b.inits[0]->dims = wdims;
-  /* no opset for the default domain */
+  /* no opset for the default domain, while a node uses it */
+  static const char *in_x[] = {"x"}, *out_u[] = {"unused"};
+  b.nodes[b.g.n_node++] = node("n0", "FooOp", 1, in_x, 1, out_u);
   b.opset.domain = "com.example";
   b_write(&b, p2);
   Diag d11 = {0};
   CHECK(import(a, p2, "x:[4,3]", &g, &d11) == MLC_ERR_INVALID);
   CHECK_MSG(d11, "no opset of the default ONNX domain");
   b.opset.domain = "";
+  b.g.n_node = 0;
   arena_free(a);
 }
 
