@@ -28,6 +28,10 @@ typedef struct StageInfo {
   Buffer **bufs;    /* one per output */
   Expr *inl_body;   /* memo: the inlined body with its reads lowered */
   bool inl_busy;    /* cycle guard */
+  /* inlined reads already expanded, by index list: equal reads share one expression (a DAG, not a tree),
+   * so a chain of stages that each read their input twice stays linear in size */
+  VEC(Expr *) read_keys;
+  VEC(Expr *) read_vals;
 } StageInfo;
 
 typedef struct Lower {
@@ -40,6 +44,7 @@ typedef struct Lower {
   /* buffer rebinding for extern bodies */
   int nbind;
   Buffer **bind_from, **bind_to;
+  ExprMemo reads; /* lower_reads is a pure function of the node: each shared node is lowered once */
 } Lower;
 
 static StageInfo *info_of(Lower *l, const TeOp *op) {
@@ -51,6 +56,7 @@ static StageInfo *info_of(Lower *l, const TeOp *op) {
 /* ---- reads ---- */
 
 static Expr *lower_reads(void *ctx, Expr *e);
+static Expr *lower_read_node(Lower *l, Expr *e1);
 
 static Expr *inline_body(Lower *l, StageInfo *si) {
   if (!si->inl_body) {
@@ -72,7 +78,15 @@ static Expr *lower_reads(void *ctx, Expr *e) {
     diag_set(l->d, MLC_ERR_UNSUPPORTED, "te_lower: a reduction must be the whole body of its compute");
     return e;
   }
-  Expr *e1 = tir_expr_map_children(l->a, e, lower_reads, ctx);
+  if (e->kind == E_INT || e->kind == E_FLOAT || e->kind == E_VAR) return e;
+  Expr *done = memo_get(&l->reads, e);
+  if (done) return done;
+  Expr *r = lower_read_node(l, tir_expr_map_children(l->a, e, lower_reads, ctx));
+  memo_put(&l->reads, e, r);
+  return r;
+}
+
+static Expr *lower_read_node(Lower *l, Expr *e1) {
   if (e1->kind != E_TENSOR) return e1;
   TeTensor *t = e1->tensor.tensor;
   StageInfo *si = info_of(l, t->op);
@@ -86,10 +100,21 @@ static Expr *lower_reads(void *ctx, Expr *e) {
     return e1;
   }
   if (si->inlined) {
+    for (int k = 0; k < si->read_keys.n; k++) {
+      Expr *key = si->read_keys.v[k];
+      bool same = true;
+      for (int i = 0; i < t->ndim && same; i++) same = tir_expr_equal(key->tensor.idx[i], e1->tensor.idx[i]);
+      if (same) return si->read_vals.v[k];
+    }
     Expr *body = inline_body(l, si);
     Var **vars = arena_alloc(l->a, (size_t)(si->op->naxes + 1) * sizeof(Var *));
     for (int i = 0; i < si->op->naxes; i++) vars[i] = si->op->axes[i]->var;
-    return tir_substitute(l->a, body, si->op->naxes, vars, e1->tensor.idx);
+    Expr *r = tir_substitute(l->a, body, si->op->naxes, vars, e1->tensor.idx);
+    if (si->read_keys.n < 64) {
+      vec_push(l->a, &si->read_keys, e1);
+      vec_push(l->a, &si->read_vals, r);
+    }
+    return r;
   }
   Buffer *b = si->bufs ? si->bufs[t->value_index] : NULL;
   if (!b) {
@@ -381,6 +406,7 @@ static const char *buf_name(Lower *l, TeTensor *t) {
 TirFunc *te_lower(TeCtx *c, TeSchedule *s, const char *name, int nargs, TeTensor **args, Diag *d) {
   Arena *a = c->arena;
   Lower l = {.c = c, .a = a, .d = d, .n = s->nstages};
+  memo_init(&l.reads, a);
   l.info = arena_alloc(a, (size_t)(s->nstages ? s->nstages : 1) * sizeof(StageInfo));
   for (int i = 0; i < s->nstages; i++) {
     TeStage *st = s->stages[i];

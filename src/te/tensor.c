@@ -83,10 +83,13 @@ Expr *te_read(TeCtx *c, TeTensor *t, int n, Expr **idx) {
 typedef struct Collect {
   Arena *a;
   VEC(TeTensor *) ts;
+  ExprMemo seen; /* visited nodes: a DAG is walked once per node */
 } Collect;
 
 static Expr *collect(void *ctx, Expr *e) {
   Collect *c = ctx;
+  if (memo_get(&c->seen, e)) return e;
+  memo_put(&c->seen, e, e);
   if (e->kind == E_TENSOR) {
     bool seen = false;
     for (int i = 0; i < c->ts.n; i++) seen |= c->ts.v[i] == e->tensor.tensor;
@@ -123,6 +126,7 @@ TeTensor *te_compute(TeCtx *c, const char *name, const char *tag, mlc_dtype t, i
   op->outputs[0] = new_tensor(c, op, 0, t, ndim, shape);
   if (body) {
     Collect col = {.a = c->arena};
+    memo_init(&col.seen, c->arena);
     collect(&col, body);
     op->ninputs = col.ts.n;
     op->inputs = col.ts.v;

@@ -14,4 +14,19 @@ Stmt *tir_stmt_map_children(Arena *a, Stmt *s, TirExprMap fe, TirStmtMap fs, voi
 /* structural equality of expressions (vars and buffers by identity) */
 bool tir_expr_equal(const Expr *x, const Expr *y);
 
+/* Pointer-keyed memo (open addressing in the arena) so that mutators over expression DAGs visit each shared
+ * node once instead of once per path. Bumping gen empties it in O(1) (used when simplifier bounds change). */
+typedef struct ExprMemo {
+  Arena *a;
+  int cap, n;
+  unsigned gen;
+  const Expr **keys;
+  Expr **vals;
+  unsigned *gens;
+} ExprMemo;
+void memo_init(ExprMemo *m, Arena *a);
+Expr *memo_get(const ExprMemo *m, const Expr *k); /* NULL if absent */
+void memo_put(ExprMemo *m, const Expr *k, Expr *v);
+void memo_clear(ExprMemo *m);
+
 #endif

@@ -24,6 +24,7 @@ typedef struct Bound {
 typedef struct Simp {
   Arena *a;
   VEC(Bound) bounds;
+  ExprMemo memo; /* valid while the bounds stay the same: cleared per top-level expression */
 } Simp;
 
 /* ---- constant interval bounds ---- */
@@ -327,11 +328,22 @@ static Expr *rewrite(Simp *s, Expr *e) {
 static Expr *simp_expr(void *ctx, Expr *e) {
   Simp *s = ctx;
   if (!e) return e;
+  if (e->kind == E_INT || e->kind == E_FLOAT) return e;
+  Expr *r = memo_get(&s->memo, e);
+  if (r) return r;
   Expr *e1 = tir_expr_map_children(s->a, e, simp_expr, ctx);
-  Expr *r = rewrite(s, e1);
+  r = rewrite(s, e1);
   if (r != e1 && tir_expr_equal(r, e1)) r = e1;
   if (r != e && tir_expr_equal(r, e)) r = e;
+  memo_put(&s->memo, e, r);
   return r;
+}
+
+/* an expression of a statement: the bounds may have changed since the last one */
+static Expr *simp_top(void *ctx, Expr *e) {
+  Simp *s = ctx;
+  memo_clear(&s->memo);
+  return simp_expr(ctx, e);
 }
 
 /* ---- statements ---- */
@@ -349,7 +361,7 @@ static Stmt *simp_stmt(void *ctx, Stmt *st) {
   if (!st) return st;
   switch (st->kind) {
   case S_FOR: {
-    Expr *mn = simp_expr(s, st->loop.min), *ext = simp_expr(s, st->loop.extent);
+    Expr *mn = simp_top(s, st->loop.min), *ext = simp_top(s, st->loop.extent);
     int64_t n, mlo, mhi, elo, ehi;
     if (tir_is_const_int(ext, &n) && n <= 0) return tir_seq(a, 0, NULL);
     if (tir_is_const_int(ext, &n) && n == 1) {
@@ -367,7 +379,7 @@ static Stmt *simp_stmt(void *ctx, Stmt *st) {
     return tir_for(a, st->loop.var, mn, ext, st->loop.for_kind, b);
   }
   case S_IF: {
-    Expr *c = simp_expr(s, st->ifs.cond);
+    Expr *c = simp_top(s, st->ifs.cond);
     int64_t v;
     if (tir_is_const_int(c, &v)) {
       Stmt *pick = v ? st->ifs.then_s : st->ifs.else_s;
@@ -380,7 +392,7 @@ static Stmt *simp_stmt(void *ctx, Stmt *st) {
     return tir_if(a, c, t, e);
   }
   case S_LET: {
-    Expr *val = simp_expr(s, st->let.value);
+    Expr *val = simp_top(s, st->let.value);
     if (val->kind == E_INT || val->kind == E_FLOAT || val->kind == E_VAR) {
       Var *v = st->let.var;
       return simp_stmt(s, tir_substitute_stmt(a, st->let.body, 1, &v, &val));
@@ -393,16 +405,18 @@ static Stmt *simp_stmt(void *ctx, Stmt *st) {
     if (val == st->let.value && b == st->let.body) return st;
     return tir_let_stmt(a, st->let.var, val, b);
   }
-  default: return tir_stmt_map_children(a, st, simp_expr, simp_stmt, ctx);
+  default: return tir_stmt_map_children(a, st, simp_top, simp_stmt, ctx);
   }
 }
 
 Expr *tir_simplify(Arena *a, Expr *e) {
   Simp s = {.a = a};
+  memo_init(&s.memo, a);
   return simp_expr(&s, e);
 }
 
 Stmt *tir_simplify_stmt(Arena *a, Stmt *st) {
   Simp s = {.a = a};
+  memo_init(&s.memo, a);
   return simp_stmt(&s, st);
 }

@@ -171,6 +171,51 @@ Stmt *tir_stmt_map_children(Arena *a, Stmt *s, TirExprMap fe, TirStmtMap fs, voi
   return s;
 }
 
+/* ---- memo ---- */
+
+void memo_init(ExprMemo *m, Arena *a) {
+  memset(m, 0, sizeof(*m));
+  m->a = a;
+  m->gen = 1;
+}
+
+static unsigned memo_hash(const Expr *k, int cap) {
+  uint64_t h = (uint64_t)(uintptr_t)k * 0x9E3779B97F4A7C15ull;
+  return (unsigned)(h >> 32) & (unsigned)(cap - 1);
+}
+
+Expr *memo_get(const ExprMemo *m, const Expr *k) {
+  if (!m->cap) return NULL;
+  for (unsigned h = memo_hash(k, m->cap);; h = (h + 1) & (unsigned)(m->cap - 1)) {
+    if (!m->keys[h] || m->gens[h] != m->gen) return NULL;
+    if (m->keys[h] == k) return m->vals[h];
+  }
+}
+
+void memo_put(ExprMemo *m, const Expr *k, Expr *v) {
+  if (2 * (m->n + 1) > m->cap) {
+    ExprMemo old = *m;
+    m->cap = old.cap ? old.cap * 2 : 32;
+    m->n = 0;
+    m->keys = arena_alloc(m->a, (size_t)m->cap * sizeof(*m->keys));
+    m->vals = arena_alloc(m->a, (size_t)m->cap * sizeof(*m->vals));
+    m->gens = arena_alloc(m->a, (size_t)m->cap * sizeof(*m->gens));
+    for (int i = 0; i < old.cap; i++)
+      if (old.keys[i] && old.gens[i] == old.gen) memo_put(m, old.keys[i], old.vals[i]);
+  }
+  unsigned h = memo_hash(k, m->cap);
+  while (m->keys[h] && m->gens[h] == m->gen && m->keys[h] != k) h = (h + 1) & (unsigned)(m->cap - 1);
+  if (!(m->keys[h] && m->gens[h] == m->gen)) m->n++;
+  m->keys[h] = k;
+  m->vals[h] = v;
+  m->gens[h] = m->gen;
+}
+
+void memo_clear(ExprMemo *m) {
+  m->gen++;
+  m->n = 0;
+}
+
 /* ---- substitution ---- */
 
 typedef struct Subst {
@@ -178,6 +223,7 @@ typedef struct Subst {
   int n;
   Var **vars;
   Expr **values;
+  ExprMemo memo;
 } Subst;
 
 static Expr *subst_expr(void *ctx, Expr *e) {
@@ -187,7 +233,13 @@ static Expr *subst_expr(void *ctx, Expr *e) {
       if (s->vars[i] == e->var) return s->values[i];
     return e;
   }
-  return tir_expr_map_children(s->a, e, subst_expr, ctx);
+  if (e->kind == E_INT || e->kind == E_FLOAT) return e;
+  Expr *r = memo_get(&s->memo, e);
+  if (!r) {
+    r = tir_expr_map_children(s->a, e, subst_expr, ctx);
+    memo_put(&s->memo, e, r);
+  }
+  return r;
 }
 
 static Stmt *subst_stmt(void *ctx, Stmt *st) {
@@ -198,11 +250,13 @@ static Stmt *subst_stmt(void *ctx, Stmt *st) {
 Expr *tir_substitute(Arena *a, Expr *e, int n, Var **vars, Expr **values) {
   if (!e || n == 0) return e;
   Subst s = {a, n, vars, values};
+  memo_init(&s.memo, a);
   return subst_expr(&s, e);
 }
 
 Stmt *tir_substitute_stmt(Arena *a, Stmt *st, int n, Var **vars, Expr **values) {
   if (!st || n == 0) return st;
   Subst s = {a, n, vars, values};
+  memo_init(&s.memo, a);
   return subst_stmt(&s, st);
 }

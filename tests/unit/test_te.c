@@ -873,6 +873,54 @@ static void test_random_schedules(void) {
   }
 }
 
+/* ---- a long chain of inlined stages that each read their input twice stays small (shared reads) ---- */
+
+static Expr *twice_fn(TeCtx *c, Expr **idx, void *user) {
+  One *o = user;
+  Arena *a = c->arena;
+  Expr *x = te_read(c, o->t, 1, idx), *y = te_read(c, o->t, 1, idx);
+  return tir_bin(a, E_MAX, tir_mul(a, x, tir_float(a, MLC_F32, 0.5)), tir_sub(a, y, tir_float(a, MLC_F32, 0.125)));
+}
+
+static void test_inline_chain(int depth, bool run) {
+  Arena *a = arena_new();
+  TeCtx c = {.arena = a};
+  int64_t sh[1] = {10};
+  TeTensor *X = te_placeholder(&c, "X", MLC_F32, 1, sh), *t = X;
+  TeTensor *stages[64];
+  for (int k = 0; k < depth; k++) {
+    One o = {t};
+    char nm[16];
+    snprintf(nm, sizeof nm, "s%d", k);
+    t = stages[k] = te_compute(&c, nm, "elemwise", MLC_F32, 1, sh, twice_fn, &o);
+  }
+  TeSchedule *s = te_create_schedule(&c, 1, &t);
+  for (int k = 0; k < depth - 1; k++) te_compute_inline(te_stage(s, stages[k]));
+  Diag d = {0};
+  TeTensor *args[2] = {X, t};
+  size_t before = arena_bytes(a);
+  TirFunc *f = te_lower(&c, s, "chain", 2, args, &d);
+  CHECK(f, "lower failed: %s", d.msg);
+  CHECK(arena_bytes(a) - before < (size_t)8 << 20, "lowering used %zu bytes", arena_bytes(a) - before);
+  if (f && run) { /* the interpreter walks the DAG as a tree (2^depth), so only short chains are run */
+    double *in = rand_buf(10), *out = nan_buf(10), ref[10];
+    for (int i = 0; i < 10; i++) {
+      double v = in[i];
+      for (int k = 0; k < depth; k++) {
+        double p = (float)(v * 0.5), q = (float)(v - 0.125);
+        v = p > q ? p : q;
+      }
+      ref[i] = v;
+    }
+    double *data[2] = {in, out};
+    CHECK(run_func(f, data), "run");
+    CHECK(close_all(out, ref, 10, "inline chain"), "values");
+    free(in);
+    free(out);
+  }
+  arena_free(a);
+}
+
 int main(void) {
   test_simplify();
   test_simplify_random();
@@ -885,6 +933,8 @@ int main(void) {
   test_extern(true);
   test_reduce_scalar();
   test_errors();
+  test_inline_chain(10, true);
+  test_inline_chain(60, false);
   if (failures) {
     fprintf(stderr, "test_te: %d failure(s)\n", failures);
     return 1;
