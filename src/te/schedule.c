@@ -9,8 +9,8 @@
  *   reorder:      the named leaves take the positions they occupy, in the given order
  *   vectorize / parallel / unroll: annotate a leaf's ForKind
  *   compute_inline: the stage is substituted into its readers (computes without reduction only).
- * Primitives return void; a misuse (not a leaf, bad factor, non-adjacent fuse, mixing spatial and reduce)
- * is recorded in the stage and te_lower reports it. */
+ * Primitives return void; a misuse (not a leaf, bad factor, non-adjacent fuse, mixing spatial and reduce,
+ * vectorizing or parallelizing a reduce axis) is recorded in the stage and te_lower reports it. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -178,6 +178,13 @@ static void annotate(TeStage *st, IterVar *iv, ForKind k, const char *what) {
   if (leaf_pos(st, iv) < 0) {
     char buf[96];
     snprintf(buf, sizeof buf, "%s of an iter var that is not a leaf", what);
+    stage_error(st, buf);
+    return;
+  }
+  if (iv->kind == ITER_REDUCE && (k == FOR_VECTORIZED || k == FOR_PARALLEL)) {
+    /* every iteration updates the same output element: a race, or a wrong vector store */
+    char buf[96];
+    snprintf(buf, sizeof buf, "%s of a reduce iter var '%s'", what, iv->var->name);
     stage_error(st, buf);
     return;
   }

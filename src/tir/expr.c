@@ -215,8 +215,8 @@ Expr *tir_bin(Arena *a, ExprKind k, Expr *x, Expr *y) {
   }
   mlc_dtype t = x->dtype;
   mlc_dtype rt = (is_compare(k) || is_logic(k)) ? MLC_BOOL : t;
-  int64_t xi, yi;
-  double xf, yf;
+  int64_t xi = 0, yi = 0;
+  double xf = 0, yf = 0;
   bool xc = tir_is_const_int(x, &xi), yc = tir_is_const_int(y, &yi);
   if (xc && yc) {
     int64_t r;

@@ -612,6 +612,11 @@ static void test_errors(void) {
   TeTensor *args3[3] = {in.t, B, M};
   Diag d3 = {0};
   CHECK(!te_lower(&c, s3, "bad3", 3, args3, &d3) && strstr(d3.msg, "compute_inline"), "%s", d3.msg);
+  /* vectorizing a reduce axis is refused */
+  TeSchedule *s4 = te_create_schedule(&c, 1, &M);
+  te_vectorize(te_stage(s4, M), M->op->reduce_axes[0]);
+  Diag d4 = {0};
+  CHECK(!te_lower(&c, s4, "bad4", 3, args3, &d4) && strstr(d4.msg, "vectorize of a reduce"), "%s", d4.msg);
   arena_free(a);
 }
 
@@ -832,8 +837,8 @@ static void test_random_schedules(void) {
       }
       }
     }
-    st->leaf[0]->for_kind = FOR_PARALLEL;
-    te_vectorize(st, st->leaf[st->nleaf - 1]);
+    if (st->leaf[0]->kind == ITER_SPATIAL) te_parallel(st, st->leaf[0]);
+    if (st->leaf[st->nleaf - 1]->kind == ITER_SPATIAL) te_vectorize(st, st->leaf[st->nleaf - 1]);
     if (rnd(2)) {
       IterVar *o, *in;
       IterVar *f = te_fuse(sz, Z->op->axes[0], Z->op->axes[1]);
@@ -922,6 +927,7 @@ static void test_inline_chain(int depth, bool run) {
 }
 
 int main(void) {
+  if (getenv("TEST_TE_SEED")) rng = strtoull(getenv("TEST_TE_SEED"), NULL, 10) | 1;
   test_simplify();
   test_simplify_random();
   test_random_schedules();
