@@ -374,15 +374,15 @@ static mlc_status dropout_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, 
   double ratio = 0.5;
   if (n->opset < 12) {
     ratio = onnx_attr_float(n, "ratio", 0.5);
-  } else {
-    if (n->ninputs > 1 && n->inputs[1] && !const_scalar(n->inputs[1], &ratio))
-      return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "Dropout's ratio must be known at compile time");
-    if (n->ninputs > 2 && n->inputs[2]) {
-      double t;
-      if (!const_scalar(n->inputs[2], &t))
-        return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "Dropout's training_mode must be known at compile time");
-      training = t != 0;
-    }
+  } else if (n->ninputs > 2 && n->inputs[2]) {
+    /* the ratio only matters in training mode */
+    double t;
+    if (!const_scalar(n->inputs[2], &t))
+      return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "Dropout's training_mode must be known at compile time");
+    training = t != 0;
+    if (training && n->ninputs > 1 && n->inputs[1] && !const_scalar(n->inputs[1], &ratio))
+      return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED,
+                        "Dropout in training mode needs its ratio known at compile time");
   }
   if (training && ratio != 0)
     return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED,

@@ -121,7 +121,7 @@ static int64_t op_work(const TeOp *op) {
   return n;
 }
 
-/* fuses the adjacent leaves [from, to] of st into one and returns it */
+/* fuses the adjacent leaves ivs[0..n) of st into one and returns it (ivs must not alias st->leaf) */
 static IterVar *fuse_range(TeStage *st, IterVar **ivs, int n) {
   IterVar *f = ivs[0];
   for (int i = 1; i < n; i++) f = te_fuse(st, f, ivs[i]);
@@ -170,7 +170,9 @@ static void schedule_injective(TeCtx *c, TeStage *st) {
 static void schedule_reduce(TeCtx *c, TeStage *st) {
   TeOp *op = st->op;
   if (op->kind != TE_COMPUTE || op->naxes == 0 || st->nleaf != op->naxes + op->nreduce) return;
-  IterVar *f = fuse_range(st, st->leaf, op->naxes);
+  IterVar *ivs[MLC_MAX_DIMS];
+  memcpy(ivs, st->leaf, sizeof(IterVar *) * (size_t)op->naxes);
+  IterVar *f = fuse_range(st, ivs, op->naxes);
   if (op_work(op) >= PARALLEL_MIN_WORK && f->extent > 1) te_parallel(st, f);
 }
 
