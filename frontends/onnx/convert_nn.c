@@ -199,6 +199,76 @@ static mlc_status conv_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Dia
   return MLC_OK;
 }
 
+/* ConvTranspose: pads from output_shape or auto_pad as the ONNX spec defines them:
+ * total = s*(in-1) + output_padding + (k-1)*d + 1 - out; SAME_UPPER puts the odd unit at the end,
+ * otherwise at the start. */
+static mlc_status convtranspose_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = need_inputs(cx, n, 2, d);
+  if (st) return st;
+  Value *x = n->inputs[0], *w = n->inputs[1], *b = n->ninputs > 2 ? n->inputs[2] : NULL;
+  if (w->type.ndim != x->type.ndim)
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "weight rank %d differs from input rank %d", w->type.ndim,
+                      x->type.ndim);
+  int nsp = x->type.ndim - 2;
+  if (nsp < 1 || nsp > 3)
+    return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "ConvTranspose on rank-%d input is not supported",
+                      x->type.ndim);
+  WinAttrs wa = {.nsp = nsp};
+  if ((st = spatial_ints(cx, n, "kernel_shape", nsp, 0, wa.kernel, d))) return st;
+  if (!onnx_has_attr(n, "kernel_shape")) memcpy(wa.kernel, w->type.dims + 2, sizeof(int64_t) * (size_t)nsp);
+  if ((st = spatial_ints(cx, n, "strides", nsp, 1, wa.strides, d))) return st;
+  if ((st = spatial_ints(cx, n, "dilations", nsp, 1, wa.dil, d))) return st;
+  if ((st = spatial_ints(cx, n, "pads", 2 * nsp, 0, wa.pads, d))) return st;
+  int64_t opad[3], oshape[8];
+  if ((st = spatial_ints(cx, n, "output_padding", nsp, 0, opad, d))) return st;
+  const char *ap = onnx_attr_string(n, "auto_pad", "NOTSET");
+  int nos = onnx_attr_ints(n, "output_shape", oshape, 8);
+  bool upper = !strcmp(ap, "SAME_UPPER");
+  if (nos > 0 || upper || !strcmp(ap, "SAME_LOWER")) {
+    /* output_shape may list the spatial dims only or the whole shape */
+    if (nos > 0 && nos != nsp && nos != nsp + 2)
+      return onnx_error(cx, n, d, MLC_ERR_INVALID, "output_shape has %d values for %d spatial dims", nos, nsp);
+    for (int i = 0; i < nsp; i++) {
+      int64_t in = x->type.dims[2 + i];
+      int64_t out = nos > 0 ? oshape[nos == nsp ? i : 2 + i] : in * wa.strides[i];
+      int64_t total = wa.strides[i] * (in - 1) + opad[i] + (wa.kernel[i] - 1) * wa.dil[i] + 1 - out;
+      if (total < 0) {
+        /* a larger output than the kernel covers: the extra goes into output_padding */
+        opad[i] -= total;
+        total = 0;
+      }
+      wa.pads[i] = upper ? total / 2 : total - total / 2;
+      wa.pads[nsp + i] = total - wa.pads[i];
+    }
+  } else if (!strcmp(ap, "VALID")) {
+    memset(wa.pads, 0, sizeof wa.pads);
+  } else if (strcmp(ap, "NOTSET") && *ap) {
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "unknown auto_pad '%s'", ap);
+  }
+  static const char *ops[4] = {"", "nn.conv1d_transpose", "nn.conv2d_transpose", "nn.conv3d_transpose"};
+  Value *ins[2] = {x, w};
+  Node *nd = onnx_emit(cx, n, ops[nsp], 2, ins, 1, d);
+  if (nd) {
+    Graph *g = onnx_graph(cx);
+    set_window(cx, nd, &wa, false);
+    ir_set_ints(g, nd, "output_padding", opad, nsp);
+    ir_set_int(g, nd, "groups", onnx_attr_int(n, "group", 1));
+  }
+  Value *y;
+  if ((st = finish(cx, n, nd, &y, d))) return st;
+  if (b) {
+    int64_t oc = y->type.dims[1];
+    if (b->type.ndim != 1 || b->type.dims[0] != oc)
+      return onnx_error(cx, n, d, MLC_ERR_INVALID, "bias must be a vector of %lld values", (long long)oc);
+    int64_t shape[4] = {oc, 1, 1, 1};
+    Value *rb;
+    if ((st = emit_reshape(cx, n, b, nsp + 1, shape, &rb, d))) return st;
+    if ((st = emit2(cx, n, "add", y, rb, &y, d))) return st;
+  }
+  outs[0] = y;
+  return MLC_OK;
+}
+
 /* ---------------------------------------------------------------- Gemm / MatMul */
 
 static mlc_status gemm_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
@@ -408,6 +478,7 @@ static mlc_status dropout_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, 
 const OnnxConverter onnx_ops_nn[] = {
     /* op_type               domain  converter */
     {"Conv", "", conv_convert},
+    {"ConvTranspose", "", convtranspose_convert},
     {"Gemm", "", gemm_convert},
     {"MatMul", "", matmul_convert},
     {"MaxPool", "", maxpool_convert},

@@ -11,6 +11,7 @@
  *
  * Graph attributes (as the ONNX importer writes them, Relay names):
  *   nn.conv{1,2,3}d: strides, dilation, padding ([begin..., end...]), groups
+ *   nn.conv{1,2,3}d_transpose: the same plus output_padding; weight [C, OC/groups, k...]
  *   nn.{max,avg,lp}_pool{1,2,3}d: pool_size, strides, dilation, padding, ceil_mode, count_include_pad, p
  *   nn.dense(data[..., K], weight[N, K]); nn.matmul / nn.batch_matmul: transpose_a, transpose_b (numpy rank
  *   rules: 1-D operands promoted and the promoted dim dropped, batch dims broadcast)
@@ -221,6 +222,100 @@ static mlc_status conv_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **out
   const TensorType *o = &n->outputs[0]->type;
   static const char *tags[4] = {"", "conv1d_ncw", "conv2d_nchw", "conv3d_ncdhw"};
   TeTensor *t = te_compute(c, n->op->name + 3, tags[k->w.nsp], k->acc, o->ndim, o->dims, conv_body, k);
+  outs[0] = cast_stage(c, t, o->dtype);
+  return MLC_OK;
+}
+
+/* ---------------------------------------------------------------- transposed convolution */
+
+/* nn.conv{1,2,3}d_transpose(data[N, C, in...], weight[C, OC/groups, k...]) -> [N, OC, out...] with
+ * out = s*(in-1) + output_padding + (k-1)*d + 1 - pb - pe. Each output element gathers the taps whose
+ * input position (o + pb - k*d) / s is integral and in range (a gather form, so no scatter is needed). */
+static mlc_status convt_window(const Node *n, Window *w, int64_t *opad, Diag *d) {
+  const char *name = n->op->name;
+  int nsp = name[strlen("nn.conv")] - '0';
+  const TensorType *x = &n->inputs[0]->type, *k = &n->inputs[1]->type;
+  if (x->ndim != nsp + 2 || k->ndim != nsp + 2)
+    return diag_set(d, MLC_ERR_INVALID, "%s expects rank-%d data and weight, got ranks %d and %d", name, nsp + 2,
+                    x->ndim, k->ndim);
+  mlc_status st = window_attrs(n, nsp, false, w, d);
+  if (st) return st;
+  if ((st = spatial_attr(n, "output_padding", nsp, 0, opad, d))) return st;
+  for (int i = 0; i < nsp; i++) {
+    w->in[i] = x->dims[2 + i];
+    w->kernel[i] = k->dims[2 + i];
+    w->out[i] = w->strides[i] * (w->in[i] - 1) + opad[i] + (w->kernel[i] - 1) * w->dil[i] + 1 - w->pb[i] - w->pe[i];
+    if (w->out[i] < 1) return diag_set(d, MLC_ERR_INVALID, "%s: output size %lld < 1", name, (long long)w->out[i]);
+  }
+  return MLC_OK;
+}
+
+static mlc_status convt_infer(Node *n, Diag *d) {
+  const TensorType *x = &n->inputs[0]->type, *k = &n->inputs[1]->type;
+  if (!is_float(x->dtype))
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "transposed convolution of %s is not supported (float types only)",
+                    mlc_dtype_name(x->dtype));
+  if (k->dtype != x->dtype) return diag_set(d, MLC_ERR_INVALID, "weight dtype differs from data dtype");
+  Window w;
+  int64_t opad[3];
+  mlc_status st = convt_window(n, &w, opad, d);
+  if (st) return st;
+  if (w.groups < 1 || x->dims[1] != k->dims[0] || x->dims[1] % w.groups)
+    return diag_set(d, MLC_ERR_INVALID, "channels do not match: data has %lld channels, weight %lld, groups %lld",
+                    (long long)x->dims[1], (long long)k->dims[0], (long long)w.groups);
+  TensorType o = {.dtype = x->dtype, .ndim = x->ndim};
+  o.dims[0] = x->dims[0];
+  o.dims[1] = k->dims[1] * w.groups;
+  for (int i = 0; i < w.nsp; i++) o.dims[2 + i] = w.out[i];
+  n->outputs[0]->type = o;
+  return MLC_OK;
+}
+
+static Expr *convt_body(TeCtx *c, Expr **idx, void *user) {
+  ConvCtx *k = user;
+  Arena *A = c->arena;
+  int nsp = k->w.nsp;
+  IterVar *rax[4];
+  rax[0] = te_reduce_axis(c, "rc", k->icpg);
+  static const char *knames[3] = {"rx", "ry", "rz"};
+  for (int i = 0; i < nsp; i++) rax[1 + i] = te_reduce_axis(c, knames[i], k->w.kernel[i]);
+  Expr *ic = ivref(c, rax[0]);
+  Expr *grp = k->w.groups > 1 ? tir_bin(A, E_FLOORDIV, idx[1], tir_idx(A, k->ocpg)) : NULL;
+  Expr *chan = grp ? tir_add(A, tir_mul(A, grp, tir_idx(A, k->icpg)), ic) : ic;
+  Expr *ocl = grp ? tir_bin(A, E_FLOORMOD, idx[1], tir_idx(A, k->ocpg)) : idx[1];
+  Expr *din[MLC_MAX_DIMS] = {idx[0], chan}, *win[MLC_MAX_DIMS] = {chan, ocl};
+  Expr *valid = NULL;
+  for (int i = 0; i < nsp; i++) {
+    Expr *kk = ivref(c, rax[1 + i]);
+    win[2 + i] = kk;
+    Expr *t = tir_sub(A, tir_add(A, idx[2 + i], tir_idx(A, k->w.pb[i])), tir_mul(A, kk, tir_idx(A, k->w.dil[i])));
+    Expr *q = t, *cond = tir_bin(A, E_GE, t, tir_idx(A, 0));
+    if (k->w.strides[i] > 1) {
+      Expr *s = tir_idx(A, k->w.strides[i]);
+      cond = tir_bin(A, E_AND, cond, tir_bin(A, E_EQ, tir_bin(A, E_FLOORMOD, t, s), tir_idx(A, 0)));
+      q = tir_bin(A, E_FLOORDIV, t, s);
+    }
+    cond = tir_bin(A, E_AND, cond, tir_bin(A, E_LT, q, tir_idx(A, k->w.in[i])));
+    din[2 + i] = tir_bin(A, E_MIN, tir_bin(A, E_MAX, q, tir_idx(A, 0)), tir_idx(A, k->w.in[i] - 1));
+    valid = valid ? tir_bin(A, E_AND, valid, cond) : cond;
+  }
+  Expr *v = tir_select(A, valid, read_as(c, k->data, din, k->acc), tir_const(A, k->acc, 0));
+  Expr *prod = tir_mul(A, v, read_as(c, k->weight, win, k->acc));
+  return te_reduce(c, RED_SUM, prod, nsp + 1, rax, NULL, NULL);
+}
+
+static mlc_status convt_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  ConvCtx *k = arena_alloc(c->arena, sizeof *k);
+  int64_t opad[3];
+  mlc_status st = convt_window(n, &k->w, opad, d);
+  if (st) return st;
+  k->data = ins[0];
+  k->weight = ins[1];
+  k->icpg = ins[0]->shape[1] / k->w.groups;
+  k->ocpg = ins[1]->shape[1];
+  k->acc = acc_dtype(ins[0]->dtype);
+  const TensorType *o = &n->outputs[0]->type;
+  TeTensor *t = te_compute(c, n->op->name + 3, "conv_transpose", k->acc, o->ndim, o->dims, convt_body, k);
   outs[0] = cast_stage(c, t, o->dtype);
   return MLC_OK;
 }
@@ -635,6 +730,9 @@ const OpDef topi_ops_nn[] = {
     {"nn.conv1d", PAT_OUT_ELEMWISE_FUSABLE, 2, 2, 1, conv_infer, conv_compute},
     {"nn.conv2d", PAT_OUT_ELEMWISE_FUSABLE, 2, 2, 1, conv_infer, conv_compute},
     {"nn.conv3d", PAT_OUT_ELEMWISE_FUSABLE, 2, 2, 1, conv_infer, conv_compute},
+    {"nn.conv1d_transpose", PAT_OUT_ELEMWISE_FUSABLE, 2, 2, 1, convt_infer, convt_compute},
+    {"nn.conv2d_transpose", PAT_OUT_ELEMWISE_FUSABLE, 2, 2, 1, convt_infer, convt_compute},
+    {"nn.conv3d_transpose", PAT_OUT_ELEMWISE_FUSABLE, 2, 2, 1, convt_infer, convt_compute},
     {"nn.max_pool1d", PAT_OUT_ELEMWISE_FUSABLE, 1, 1, 1, pool_infer, pool_compute},
     {"nn.max_pool2d", PAT_OUT_ELEMWISE_FUSABLE, 1, 1, 1, pool_infer, pool_compute},
     {"nn.max_pool3d", PAT_OUT_ELEMWISE_FUSABLE, 1, 1, 1, pool_infer, pool_compute},
