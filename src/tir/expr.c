@@ -3,8 +3,8 @@
  * Every expression and statement is built here, in the caller's Arena. tir_bin folds the trivial forms at
  * construction time (both operands constant; x+0, x-0, x*1, integer x*0, x/1) so that index arithmetic built
  * by TE lowering stays small before the simplifier runs. Operands of different dtypes are made consistent
- * (a constant is re-typed, otherwise the right side is cast to the left side's dtype); comparisons and logic
- * produce bool. Integer constants are wrapped to the width of their dtype, as the machine would. */
+ * (a constant is re-typed, otherwise the right side is cast to the left side's dtype) and a scalar meeting a
+ * vector is broadcast; comparisons and logic produce bool. Integer constants are wrapped to the width of their dtype, as the machine would. */
 #include <math.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -213,6 +213,9 @@ Expr *tir_bin(Arena *a, ExprKind k, Expr *x, Expr *y) {
     else if ((x->kind == E_INT || x->kind == E_FLOAT) && x->lanes == 1) x = coerce(a, x, y->dtype);
     else y = coerce(a, y, x->dtype);
   }
+  /* a scalar meeting a vector is broadcast to its lanes */
+  if (x->lanes != y->lanes && x->lanes == 1) x = tir_broadcast(a, x, y->lanes);
+  else if (x->lanes != y->lanes && y->lanes == 1) y = tir_broadcast(a, y, x->lanes);
   mlc_dtype t = x->dtype;
   mlc_dtype rt = (is_compare(k) || is_logic(k)) ? MLC_BOOL : t;
   int64_t xi = 0, yi = 0;

@@ -11,6 +11,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include "te/te.h" /* E_TENSOR reads print their TE tensor's name */
 
 static const char *intrin_names[INTRIN_COUNT] = {
@@ -72,8 +73,13 @@ static void print_float(StrBuf *b, mlc_dtype t, double v) {
   if (isnan(v)) sb_printf(b, "nan");
   else if (isinf(v)) sb_printf(b, "%sinf", v < 0 ? "-" : "");
   else {
+    /* the shortest text that reads back as the same value of the immediate's type */
     char tmp[64];
-    snprintf(tmp, sizeof tmp, "%.*g", t == MLC_F64 ? 17 : 9, v);
+    for (int digits = 6; digits <= 17; digits++) {
+      snprintf(tmp, sizeof tmp, "%.*g", digits, v);
+      double back = strtod(tmp, NULL);
+      if (t == MLC_F64 ? back == v : (float)back == (float)v) break;
+    }
     bool dot = false;
     for (char *p = tmp; *p; p++)
       if (*p == '.' || *p == 'e') dot = true;

@@ -656,6 +656,13 @@ static void test_simplify(void) {
   expect_expr(tir_bin(a, E_LT, tir_idx(a, 1), tir_idx(a, 2)), "True", __LINE__);
   expect_expr(tir_add(a, tir_float(a, MLC_F32, 1.5), tir_float(a, MLC_F32, 2)), "3.5f", __LINE__);
   CHECK(tir_bin(a, E_LT, ex, ej)->dtype == MLC_BOOL, "compare gives bool");
+  expect_expr(tir_float(a, MLC_F32, 0.1), "0.1f", __LINE__);
+  expect_expr(tir_float(a, MLC_F64, 0.1), "0.1", __LINE__);
+  Expr *vsum = tir_add(a, tir_ramp(a, ex, tir_idx(a, 1), 4), ej);
+  CHECK(vsum->lanes == 4 && vsum->op.b->kind == E_BROADCAST, "scalar broadcast to vector lanes");
+  expect_expr(vsum, "ramp(x, 1, 4) + broadcast(j, 4)", __LINE__);
+  Expr *cv = tir_cast(a, MLC_I32, ej);
+  expect_expr(tir_add(a, cv, tir_idx(a, 3)), "int32(j) + int32(3)", __LINE__);
   CHECK(tir_int(a, MLC_I32, 0x100000001ll)->ival == 1, "int32 wraps");
   /* canonical linear forms */
   Expr *e = tir_sub(a, tir_add(a, tir_mul(a, ex, tir_idx(a, 3)), tir_add(a, ej, tir_idx(a, 2))),
