@@ -131,6 +131,85 @@ static mlc_status identity_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs,
   return finish(cx, n, onnx_emit(cx, n, "copy", 1, &n->inputs[0], 1, d), &outs[0], d);
 }
 
+static mlc_status concat_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = need_inputs(cx, n, 1, d);
+  if (st) return st;
+  int r = n->inputs[0]->type.ndim;
+  int64_t axis = onnx_attr_int(n, "axis", 1); /* required from opset 4; opset 1 defaulted to 1 */
+  if (axis < -r || axis >= r)
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "axis %lld out of range for rank %d", (long long)axis, r);
+  if (axis < 0) axis += r;
+  Value *ins[256];
+  int k = 0;
+  for (int i = 0; i < n->ninputs && k < 256; i++)
+    if (n->inputs[i]) ins[k++] = n->inputs[i];
+  Node *nd = onnx_emit(cx, n, "concatenate", k, ins, 1, d);
+  if (nd) ir_set_int(onnx_graph(cx), nd, "axis", axis);
+  return finish(cx, n, nd, &outs[0], d);
+}
+
+/* Squeeze / Unsqueeze: reshapes; axes an attribute before opset 13, an input from 13. */
+static mlc_status squeeze_axes(OnnxCtx *cx, const OnnxNode *n, int64_t *axes, int *cnt, Diag *d) {
+  if (n->opset < 13) {
+    *cnt = onnx_attr_ints(n, "axes", axes, MLC_MAX_DIMS + 1);
+    return MLC_OK;
+  }
+  if (n->ninputs < 2 || !n->inputs[1]) {
+    *cnt = -1;
+    return MLC_OK;
+  }
+  return const_input(cx, n, 1, "axes", axes, MLC_MAX_DIMS + 1, cnt, d);
+}
+
+static mlc_status squeeze_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = need_inputs(cx, n, 1, d);
+  if (st) return st;
+  Value *x = n->inputs[0];
+  int r = x->type.ndim, cnt;
+  int64_t axes[MLC_MAX_DIMS + 1];
+  if ((st = squeeze_axes(cx, n, axes, &cnt, d))) return st;
+  bool drop[MLC_MAX_DIMS] = {0};
+  if (cnt < 0) {
+    for (int i = 0; i < r; i++) drop[i] = x->type.dims[i] == 1;
+  } else {
+    for (int i = 0; i < cnt; i++) {
+      int64_t a = axes[i] < 0 ? axes[i] + r : axes[i];
+      if (a < 0 || a >= r) return onnx_error(cx, n, d, MLC_ERR_INVALID, "axis %lld out of range", (long long)axes[i]);
+      if (x->type.dims[a] != 1)
+        return onnx_error(cx, n, d, MLC_ERR_INVALID, "cannot squeeze axis %lld of size %lld", (long long)a,
+                          (long long)x->type.dims[a]);
+      drop[a] = true;
+    }
+  }
+  int64_t shape[MLC_MAX_DIMS];
+  int k = 0;
+  for (int i = 0; i < r; i++)
+    if (!drop[i]) shape[k++] = x->type.dims[i];
+  return emit_reshape(cx, n, x, k, shape, &outs[0], d);
+}
+
+static mlc_status unsqueeze_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = need_inputs(cx, n, 1, d);
+  if (st) return st;
+  Value *x = n->inputs[0];
+  int r = x->type.ndim, cnt;
+  int64_t axes[MLC_MAX_DIMS + 1];
+  if ((st = squeeze_axes(cx, n, axes, &cnt, d))) return st;
+  if (cnt < 0) return onnx_error(cx, n, d, MLC_ERR_INVALID, "Unsqueeze needs axes");
+  int ro = r + cnt;
+  if (ro > MLC_MAX_DIMS) return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "Unsqueeze to rank %d", ro);
+  bool ins[MLC_MAX_DIMS] = {0};
+  for (int i = 0; i < cnt; i++) {
+    int64_t a = axes[i] < 0 ? axes[i] + ro : axes[i];
+    if (a < 0 || a >= ro || ins[a])
+      return onnx_error(cx, n, d, MLC_ERR_INVALID, "axis %lld out of range or repeated", (long long)axes[i]);
+    ins[a] = true;
+  }
+  int64_t shape[MLC_MAX_DIMS];
+  for (int i = 0, j = 0; i < ro; i++) shape[i] = ins[i] ? 1 : x->type.dims[j++];
+  return emit_reshape(cx, n, x, ro, shape, &outs[0], d);
+}
+
 /* ---------------------------------------------------------------- the table */
 
 const OnnxConverter onnx_ops_tensor[] = {
@@ -139,5 +218,8 @@ const OnnxConverter onnx_ops_tensor[] = {
     {"Flatten", "", flatten_convert},
     {"Transpose", "", transpose_convert},
     {"Identity", "", identity_convert},
+    {"Concat", "", concat_convert},
+    {"Squeeze", "", squeeze_convert},
+    {"Unsqueeze", "", unsqueeze_convert},
     {0},
 };

@@ -7,7 +7,7 @@
  * then in[j] = (flat / instride[j]) % indim[j] (floordiv/floormod; the simplifier folds constant strides).
  *
  * Graph attributes (as the ONNX importer writes them): reshape: newshape (fully resolved, no 0 / -1);
- * transpose: axes (a permutation). */
+ * transpose: axes (a permutation); concatenate: axis. */
 #include <string.h>
 #include "topi/topi.h"
 
@@ -155,6 +155,73 @@ static mlc_status transpose_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor 
   return MLC_OK;
 }
 
+/* ---------------------------------------------------------------- concatenate */
+
+static mlc_status concat_infer(Node *n, Diag *d) {
+  const TensorType *x = &n->inputs[0]->type;
+  mlc_status st = check_dtype(n, x->dtype, d);
+  if (st) return st;
+  int64_t axis = ir_attr_int(n, "axis", 0);
+  if (axis < 0 || axis >= x->ndim)
+    return diag_set(d, MLC_ERR_INVALID, "concatenate: axis %lld out of range for rank %d", (long long)axis, x->ndim);
+  TensorType o = *x;
+  o.dims[axis] = 0;
+  for (int i = 0; i < n->ninputs; i++) {
+    const TensorType *t = &n->inputs[i]->type;
+    if (!n->inputs[i] || t->ndim != x->ndim || t->dtype != x->dtype)
+      return diag_set(d, MLC_ERR_INVALID, "concatenate: input %d has a different rank or dtype", i);
+    for (int j = 0; j < x->ndim; j++)
+      if (j != axis && t->dims[j] != x->dims[j])
+        return diag_set(d, MLC_ERR_INVALID, "concatenate: input %d differs in dim %d", i, j);
+    o.dims[axis] += t->dims[axis];
+  }
+  n->outputs[0]->type = o;
+  return MLC_OK;
+}
+
+typedef struct ConcatCtx {
+  int n, axis;
+  TeTensor **ins;
+} ConcatCtx;
+
+/* a select chain over the inputs by the position along axis; every read is clamped into its input */
+static Expr *concat_body(TeCtx *c, Expr **idx, void *user) {
+  ConcatCtx *k = user;
+  Arena *A = c->arena;
+  int64_t off[256];
+  int64_t acc = 0;
+  for (int i = 0; i < k->n; i++) {
+    off[i] = acc;
+    acc += k->ins[i]->shape[k->axis];
+  }
+  Expr *r = NULL;
+  for (int i = k->n - 1; i >= 0; i--) {
+    TeTensor *t = k->ins[i];
+    int64_t ext = t->shape[k->axis];
+    if (ext == 0) continue;
+    Expr *xi[MLC_MAX_DIMS];
+    memcpy(xi, idx, sizeof(Expr *) * (size_t)t->ndim);
+    Expr *p = off[i] ? tir_sub(A, idx[k->axis], tir_idx(A, off[i])) : idx[k->axis];
+    if (r) p = tir_bin(A, E_MIN, tir_bin(A, E_MAX, p, tir_idx(A, 0)), tir_idx(A, ext - 1));
+    else if (off[i]) p = tir_bin(A, E_MAX, p, tir_idx(A, 0));
+    xi[k->axis] = p;
+    Expr *v = te_read(c, t, t->ndim, xi);
+    r = r ? tir_select(A, tir_bin(A, E_LT, idx[k->axis], tir_idx(A, off[i] + ext)), v, r) : v;
+  }
+  return r ? r : tir_const(A, k->ins[0]->dtype, 0);
+}
+
+static mlc_status concat_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  ConcatCtx *k = arena_alloc(c->arena, sizeof *k);
+  if (n->ninputs > 256) return diag_set(d, MLC_ERR_UNSUPPORTED, "concatenate of more than 256 inputs");
+  k->n = n->ninputs;
+  k->axis = (int)ir_attr_int(n, "axis", 0);
+  k->ins = ins;
+  const TensorType *o = &n->outputs[0]->type;
+  outs[0] = te_compute(c, "concatenate", "injective", o->dtype, o->ndim, o->dims, concat_body, k);
+  return MLC_OK;
+}
+
 /* ---------------------------------------------------------------- the table */
 
 const OpDef topi_ops_tensor[] = {
@@ -162,5 +229,6 @@ const OpDef topi_ops_tensor[] = {
     {"reshape", PAT_INJECTIVE, 1, 1, 1, reshape_infer, reshape_compute},
     {"copy", PAT_ELEMWISE, 1, 1, 1, copy_infer, copy_compute},
     {"transpose", PAT_INJECTIVE, 1, 1, 1, transpose_infer, transpose_compute},
+    {"concatenate", PAT_INJECTIVE, 1, -1, 1, concat_infer, concat_compute},
     {0},
 };
