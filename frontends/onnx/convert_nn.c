@@ -9,6 +9,9 @@
  *   - MatMul: nn.matmul for 2-D x 2-D, nn.batch_matmul (numpy rank rules) for the rest.
  *   - Softmax / LogSoftmax before opset 13 coerce the input to 2-D at axis: reshape, softmax on axis 1,
  *     reshape back; from opset 13 along one axis.
+ *   - ConvTranspose: pads resolved from output_shape / auto_pad as the spec defines them (output_padding
+ *     absorbs an output larger than the kernel covers); bias as for Conv.
+ *   - BatchNormalization (inference): per-channel scale and shift (see batchnorm_convert).
  *   - Dropout at inference is an identity; its mask output is a constant all-true tensor. */
 #include <math.h>
 #include <string.h>
@@ -473,6 +476,55 @@ static mlc_status dropout_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, 
   return MLC_OK;
 }
 
+/* ---------------------------------------------------------------- BatchNormalization */
+
+/* Inference batch norm as y = x * scale' + shift' with scale' = scale / sqrt(var + eps) and
+ * shift' = B - mean * scale', both reshaped to [C, 1, ...]: per-channel math on constants that FoldConstant
+ * folds, so conv + batch norm becomes conv + multiply + add in one fused kernel. */
+static mlc_status batchnorm_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = need_inputs(cx, n, 5, d);
+  if (st) return st;
+  Value *x = n->inputs[0];
+  if (onnx_attr_int(n, "training_mode", 0))
+    return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "BatchNormalization in training mode is not supported");
+  for (int i = 1; i < n->noutputs; i++)
+    if (n->output_names[i] && *n->output_names[i])
+      return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED,
+                        "BatchNormalization's training outputs (running mean/var) are not supported");
+  if (n->opset < 9 && onnx_has_attr(n, "spatial") && onnx_attr_int(n, "spatial", 1) == 0)
+    return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "BatchNormalization with spatial=0 is not supported");
+  if (x->type.ndim < 2) return onnx_error(cx, n, d, MLC_ERR_INVALID, "BatchNormalization input must have rank >= 2");
+  int64_t c = x->type.dims[1];
+  mlc_dtype t = x->type.dtype;
+  Value *p[4];
+  for (int i = 0; i < 4; i++) {
+    p[i] = n->inputs[1 + i];
+    if (p[i]->type.ndim != 1 || p[i]->type.dims[0] != c)
+      return onnx_error(cx, n, d, MLC_ERR_INVALID, "BatchNormalization input %d must be a vector of %lld values",
+                        1 + i, (long long)c);
+    if (p[i]->type.dtype != t) {
+      Node *cn = onnx_emit(cx, n, "cast", 1, &p[i], 1, d);
+      if (cn) ir_set_int(onnx_graph(cx), cn, "dtype", t);
+      if ((st = finish(cx, n, cn, &p[i], d))) return st;
+    }
+  }
+  double eps = onnx_attr_float(n, "epsilon", 1e-5);
+  Value *v, *scale, *shift, *m;
+  if ((st = emit2(cx, n, "add", p[3], scalar_const(cx, n, "epsilon", t, eps), &v, d))) return st;
+  if ((st = emit2(cx, n, "sqrt", v, NULL, &v, d))) return st;
+  if ((st = emit2(cx, n, "divide", p[0], v, &scale, d))) return st;
+  if ((st = emit2(cx, n, "multiply", p[2], scale, &m, d))) return st;
+  if ((st = emit2(cx, n, "subtract", p[1], m, &shift, d))) return st;
+  int64_t shape[MLC_MAX_DIMS];
+  shape[0] = c;
+  for (int i = 1; i < x->type.ndim - 1; i++) shape[i] = 1;
+  if ((st = emit_reshape(cx, n, scale, x->type.ndim - 1, shape, &scale, d))) return st;
+  if ((st = emit_reshape(cx, n, shift, x->type.ndim - 1, shape, &shift, d))) return st;
+  Value *y;
+  if ((st = emit2(cx, n, "multiply", x, scale, &y, d))) return st;
+  return emit2(cx, n, "add", y, shift, &outs[0], d);
+}
+
 /* ---------------------------------------------------------------- the table */
 
 const OnnxConverter onnx_ops_nn[] = {
@@ -490,5 +542,6 @@ const OnnxConverter onnx_ops_nn[] = {
     {"Softmax", "", softmax_convert},
     {"LogSoftmax", "", logsoftmax_convert},
     {"Dropout", "", dropout_convert},
+    {"BatchNormalization", "", batchnorm_convert},
     {0},
 };
