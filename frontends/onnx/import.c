@@ -444,6 +444,13 @@ static mlc_status import_graph(OnnxCtx *cx, const Onnx__GraphProto *gp, const On
     Value *prev = onnx_scope_get(&cx->scope, nm);
     if (prev && prev->data) continue; /* an initializer: a constant */
     if (prev) return diag_set(d, MLC_ERR_INVALID, "%s: graph input '%s' is listed twice", cx->path, nm);
+    const OnnxInputShape *frozen = find_shape(opt, nm);
+    if (frozen && frozen->data) {
+      TensorType t = {frozen->dtype, frozen->ndim, {0}};
+      memcpy(t.dims, frozen->dims, sizeof t.dims);
+      onnx_scope_put(a, &cx->scope, nm, ir_const_new(g, nm, t, frozen->data));
+      continue;
+    }
     if (import_input(cx, vi, opt, d) != MLC_OK) return d->status;
   }
   /* node order, converters and unsupported ops */

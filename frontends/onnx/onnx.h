@@ -15,6 +15,10 @@ typedef struct OnnxInputShape {
   const char *name;
   int ndim;
   int64_t dims[MLC_MAX_DIMS];
+  /* Optional: bind the input to this value (dtype and dims as given), making it a constant ("freezing" it,
+   * as tools do for shape-like inputs such as Reshape's shape or Reduce's axes). */
+  mlc_dtype dtype;
+  const void *data;
 } OnnxInputShape;
 
 typedef struct OnnxImportOptions {
