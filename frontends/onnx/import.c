@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "frontends/onnx/internal.h"
+#include "passes/graph/passes.h"
 #include "topi/topi.h"
 
 #define FAMILY(x) extern const OnnxConverter onnx_ops_##x[];
@@ -348,6 +349,24 @@ static mlc_status convert_constant(OnnxCtx *cx, const Onnx__NodeProto *np, const
 
 /* ---- converting one node ---- */
 
+/* Small integer values computed from constants only (exported models' shape arithmetic: Shape -> Gather ->
+ * Concat -> Reshape) are folded before a converter sees them, so attributes that must be known at compile
+ * time can be read from them. The folded constant replaces the value in the scope for later nodes too. */
+static mlc_status fold_shape_value(OnnxCtx *cx, const char *name, Value **slot, Diag *d) {
+  Value *v = *slot;
+  mlc_dtype t = v->type.dtype;
+  if (v->data || !v->producer || (t != MLC_I64 && t != MLC_I32 && t != MLC_BOOL) || tt_numel(&v->type) > 4096)
+    return MLC_OK;
+  void *data;
+  mlc_status st = pass_evaluate(cx->g, v, &data, d);
+  if (st == MLC_ERR_UNSUPPORTED && diag_ok(d)) return MLC_OK; /* depends on an input: not constant */
+  if (st != MLC_OK) return st;
+  Value *c = ir_const_new(cx->g, name, v->type, data);
+  onnx_scope_put(cx->arena, &cx->scope, name, c);
+  *slot = c;
+  return MLC_OK;
+}
+
 static mlc_status convert_node(OnnxCtx *cx, const Onnx__NodeProto *np, const char *name, int opset, OnnxConvertFn fn,
                                Diag *d) {
   Arena *a = cx->arena;
@@ -355,6 +374,7 @@ static mlc_status convert_node(OnnxCtx *cx, const Onnx__NodeProto *np, const cha
   OnnxNodeRef *ref = arena_alloc(a, sizeof *ref);
   ref->np = np;
   ref->cx = cx;
+  mlc_status st;
   OnnxNode on = {.name = name, .op_type = op_type, .domain = default_domain(np->domain) ? "" : np->domain,
                  .opset = opset, .ninputs = (int)np->n_input, .noutputs = (int)np->n_output, .proto = ref};
   on.inputs = arena_alloc(a, sizeof(Value *) * (np->n_input + 1));
@@ -364,6 +384,7 @@ static mlc_status convert_node(OnnxCtx *cx, const Onnx__NodeProto *np, const cha
     on.inputs[j] = onnx_scope_get(&cx->scope, in);
     if (!on.inputs[j])
       return node_error(cx, name, op_type, opset, d, MLC_ERR_INVALID, "input '%s' is not defined", in);
+    if ((st = fold_shape_value(cx, in, &on.inputs[j], d)) != MLC_OK) return st;
   }
   on.output_names = arena_alloc(a, sizeof(char *) * (np->n_output + 1));
   for (size_t j = 0; j < np->n_output; j++) {
@@ -374,7 +395,7 @@ static mlc_status convert_node(OnnxCtx *cx, const Onnx__NodeProto *np, const cha
   }
   Value **outs = arena_alloc(a, sizeof(Value *) * (np->n_output + 1));
   cx->first_new_node = cx->g->nodes.n;
-  mlc_status st = fn(cx, &on, outs, d);
+  st = fn(cx, &on, outs, d);
   if (st == MLC_OK && !diag_ok(d)) st = d->status;
   if (st != MLC_OK) {
     if (diag_ok(d)) node_error(cx, name, op_type, opset, d, st, "conversion failed");

@@ -9,6 +9,83 @@
 
 #define FOLD_MAX_BYTES (64ll << 20)
 
+/* Compiles the nodes marked in `use` (in graph order; their inputs are constants or outputs of other marked
+ * nodes) as a graph of their own, runs it, and returns the data of values[0..n) in g's arena. */
+static mlc_status evaluate(Graph *g, const bool *use, int n, Value **values, void **data, const char *target,
+                           Diag *d) {
+  int nv = g->values.n;
+  Arena *sa = arena_new();
+  Graph *sub = ir_graph_new(sa, g->file);
+  Value **map = arena_alloc(sa, sizeof(Value *) * (size_t)(nv + 1));
+  for (int i = 0; i < g->nodes.n; i++) {
+    if (!use[i]) continue;
+    Node *nd = g->nodes.v[i];
+    Value **ins = arena_alloc(sa, sizeof(Value *) * (size_t)(nd->ninputs + 1));
+    for (int k = 0; k < nd->ninputs; k++) {
+      Value *v = nd->inputs[k];
+      if (!v) continue;
+      if (!map[v->id]) { /* a constant: shares the outer graph's data */
+        map[v->id] = ir_value_new(sub, v->name, v->type);
+        map[v->id]->data = v->data;
+      }
+      ins[k] = map[v->id];
+    }
+    Node *m = ir_node_new(sub, nd->op, nd->name, nd->op_type, nd->opset, ins, nd->ninputs, nd->noutputs);
+    m->attrs = nd->attrs;
+    m->nattrs = nd->nattrs;
+    for (int k = 0; k < nd->noutputs; k++) {
+      if (!nd->outputs[k]) continue;
+      m->outputs[k]->type = nd->outputs[k]->type;
+      m->outputs[k]->name = nd->outputs[k]->name;
+      map[nd->outputs[k]->id] = m->outputs[k];
+    }
+  }
+  for (int i = 0; i < n; i++) vec_push(sa, &sub->outputs, map[values[i]->id]);
+  CompileOptions co = {.target = target, .opt_level = 1};
+  Compiled *c = NULL;
+  mlc_pool *pool = mlc_pool_create(1);
+  rt_executor *ex = NULL;
+  CgJit *jit = NULL;
+  char err[RT_ERRLEN] = "";
+  mlc_status st = mlc_compile_graph(sa, sub, &co, &c, d);
+  if (!st) st = mlc_jit_executor(c, pool, &ex, &jit, d);
+  if (!st && rt_executor_run(ex, err)) st = diag_set(d, MLC_ERR_INTERNAL, "%s: constant folding: %s", g->file, err);
+  for (int i = 0; !st && i < n; i++)
+    data[i] = arena_memdup(g->arena, rt_executor_output(ex, i), (size_t)tt_nbytes(&values[i]->type));
+  if (ex) rt_executor_free(ex);
+  if (jit) cg_jit_free(jit);
+  mlc_pool_destroy(pool);
+  mlc_compiled_free(c);
+  arena_free(sa);
+  return st;
+}
+
+mlc_status pass_evaluate(Graph *g, Value *v, void **data, Diag *d) {
+  if (v->data) {
+    *data = v->data;
+    return MLC_OK;
+  }
+  /* mark the producers v depends on; any graph input among its leaves means it is not constant */
+  bool *need = arena_alloc(g->arena, (size_t)g->values.n + 1);
+  bool *use = arena_alloc(g->arena, (size_t)g->nodes.n + 1);
+  need[v->id] = true;
+  for (int i = g->nodes.n - 1; i >= 0; i--) {
+    Node *n = g->nodes.v[i];
+    bool wanted = false;
+    for (int k = 0; k < n->noutputs; k++) wanted |= n->outputs[k] && need[n->outputs[k]->id];
+    if (!wanted) continue;
+    if (!n->op->compute) return MLC_ERR_UNSUPPORTED;
+    use[i] = true;
+    for (int k = 0; k < n->ninputs; k++) {
+      Value *in = n->inputs[k];
+      if (!in || in->data) continue;
+      if (!in->producer) return MLC_ERR_UNSUPPORTED;
+      need[in->id] = true;
+    }
+  }
+  return evaluate(g, use, 1, &v, data, "llvm", d);
+}
+
 mlc_status pass_fold_constant(Graph *g, const PassOptions *opt, Diag *d) {
   Arena *a = g->arena;
   int nv = g->values.n;
@@ -44,63 +121,16 @@ mlc_status pass_fold_constant(Graph *g, const PassOptions *opt, Diag *d) {
     if (v->producer && is_const[v->id] && !frontier[v->id]) frontier[v->id] = true, nfront++;
   }
   if (nfront) {
-    /* the constant part as a graph of its own; constants share the data of the outer graph */
-    Arena *sa = arena_new();
-    Graph *sub = ir_graph_new(sa, g->file);
-    Value **map = arena_alloc(sa, sizeof(Value *) * (size_t)(nv + 1));
-    for (int i = 0; i < g->nodes.n; i++) {
-      if (!foldable[i]) continue;
-      Node *n = g->nodes.v[i];
-      Value **ins = arena_alloc(sa, sizeof(Value *) * (size_t)(n->ninputs + 1));
-      for (int k = 0; k < n->ninputs; k++) {
-        Value *v = n->inputs[k];
-        if (!v) continue;
-        if (!map[v->id]) {
-          map[v->id] = ir_value_new(sub, v->name, v->type);
-          map[v->id]->data = v->data;
-        }
-        ins[k] = map[v->id];
-      }
-      Node *m = ir_node_new(sub, n->op, n->name, n->op_type, n->opset, ins, n->ninputs, n->noutputs);
-      m->attrs = n->attrs;
-      m->nattrs = n->nattrs;
-      for (int k = 0; k < n->noutputs; k++) {
-        if (!n->outputs[k]) continue;
-        m->outputs[k]->type = n->outputs[k]->type;
-        m->outputs[k]->name = n->outputs[k]->name;
-        map[n->outputs[k]->id] = m->outputs[k];
-        if (frontier[n->outputs[k]->id]) vec_push(sa, &sub->outputs, m->outputs[k]);
-      }
+    Value **vals = arena_alloc(a, sizeof(Value *) * (size_t)nfront);
+    void **data = arena_alloc(a, sizeof(void *) * (size_t)nfront);
+    int k = 0;
+    for (int i = 0; i < nv; i++)
+      if (frontier[i]) vals[k++] = g->values.v[i];
+    if (evaluate(g, foldable, nfront, vals, data, opt->target, d) != MLC_OK) return d->status;
+    for (int i = 0; i < nfront; i++) {
+      vals[i]->data = data[i];
+      vals[i]->producer = NULL;
     }
-    CompileOptions co = {.target = opt->target, .opt_level = 1};
-    Compiled *c = NULL;
-    mlc_pool *pool = mlc_pool_create(1);
-    rt_executor *ex = NULL;
-    CgJit *jit = NULL;
-    char err[RT_ERRLEN] = "";
-    mlc_status st = mlc_compile_graph(sa, sub, &co, &c, d);
-    if (!st) st = mlc_jit_executor(c, pool, &ex, &jit, d);
-    if (!st && rt_executor_run(ex, err)) st = diag_set(d, MLC_ERR_INTERNAL, "%s: constant folding: %s", g->file, err);
-    if (!st) {
-      for (int i = 0; i < sub->outputs.n; i++) {
-        Value *sv = sub->outputs.v[i];
-        /* find the outer value this output stands for */
-        for (int vi = 0; vi < nv; vi++) {
-          if (map[vi] != sv) continue;
-          Value *v = g->values.v[vi];
-          size_t nb = (size_t)tt_nbytes(&v->type);
-          v->data = arena_memdup(a, rt_executor_output(ex, i), nb);
-          v->producer = NULL;
-          break;
-        }
-      }
-    }
-    if (ex) rt_executor_free(ex);
-    if (jit) cg_jit_free(jit);
-    mlc_pool_destroy(pool);
-    mlc_compiled_free(c);
-    arena_free(sa);
-    if (st) return st;
   }
   int kept = 0;
   for (int i = 0; i < g->nodes.n; i++)

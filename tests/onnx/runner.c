@@ -177,7 +177,7 @@ static Result run_test(const char *root, const char *name, FILE *out) {
     if (!frozen && d.status == MLC_ERR_UNSUPPORTED && strstr(d.msg, "compile time")) {
       frozen = true;
       for (int i = 0; i < nfound; i++)
-        if (in_t[i].dtype == MLC_I64 || in_t[i].dtype == MLC_I32) {
+        if (in_t[i].dtype == MLC_I64 || in_t[i].dtype == MLC_I32 || in_t[i].dtype == MLC_BOOL) {
           shapes[i].dtype = in_t[i].dtype;
           shapes[i].data = in_data[i];
         }
