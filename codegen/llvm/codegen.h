@@ -35,6 +35,7 @@ mlc_status cg_link_shared(const Target *t, int nobjs, const char **objs, const c
 typedef struct CgJit CgJit;
 mlc_status cg_jit_create(CgModule *m, CgJit **out, Diag *d);
 void *cg_jit_lookup(CgJit *j, const char *sym); /* NULL if absent */
+const char *cg_jit_error(const CgJit *j);       /* why the last lookup failed ("" if none) */
 void cg_jit_free(CgJit *j);
 
 #endif

@@ -1,0 +1,185 @@
+/* codegen/llvm/emit.c: optimisation, object and assembly emission, IR printing, and linking objects into a
+ * shared library.
+ *
+ * The module is verified (LLVMVerifyModule; a failure is a compiler bug, MLC_ERR_INTERNAL) and optimised once
+ * with the new pass manager's "default<On>" pipeline for the module's target machine. Emission works on a
+ * clone, because the codegen pipeline rewrites the IR it is given, so a module can be printed, emitted and
+ * jitted in any order. Objects are written atomically (file_write_atomic). Linking runs the system C compiler
+ * driver (`cc -shared -o OUT OBJS -lm`, or aarch64-linux-gnu-gcc for a cross AArch64 target) with
+ * posix_spawnp, its output captured in a memory file for the diagnostic, into a temporary file that is renamed
+ * over OUT only on success. */
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+#include "codegen/llvm/cg_internal.h"
+
+extern char **environ;
+
+mlc_status cg_error_to_diag(LLVMErrorRef err, Diag *d, mlc_status st, const char *what) {
+  char *msg = LLVMGetErrorMessage(err);
+  diag_set(d, st, "%s: %s", what, msg ? msg : "unknown LLVM error");
+  LLVMDisposeErrorMessage(msg);
+  return st;
+}
+
+void cg_diag_handler(LLVMDiagnosticInfoRef di, void *cgmodule) {
+  CgModule *m = cgmodule;
+  if (!m || LLVMGetDiagInfoSeverity(di) != LLVMDSError || m->llvm_error[0]) return;
+  char *msg = LLVMGetDiagInfoDescription(di);
+  snprintf(m->llvm_error, sizeof m->llvm_error, "%s", msg ? msg : "unknown LLVM error");
+  LLVMDisposeMessage(msg);
+}
+
+mlc_status cg_optimize(CgModule *m, Diag *d) {
+  if (m->optimized) return MLC_OK;
+  if (!m->mod) return diag_set(d, MLC_ERR_INTERNAL, "codegen: module already handed to the JIT");
+  char *msg = NULL;
+  if (LLVMVerifyModule(m->mod, LLVMReturnStatusAction, &msg)) {
+    diag_set(d, MLC_ERR_INTERNAL, "internal error: generated LLVM IR does not verify: %s", msg ? msg : "");
+    LLVMDisposeMessage(msg);
+    return MLC_ERR_INTERNAL;
+  }
+  LLVMDisposeMessage(msg);
+  int lv = m->target.opt_level;
+  if (lv < 0) lv = 0;
+  if (lv > 3) lv = 3;
+  char pipeline[32];
+  snprintf(pipeline, sizeof pipeline, "default<O%d>", lv);
+  LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
+  LLVMPassBuilderOptionsSetLoopVectorization(opts, lv >= 2);
+  LLVMPassBuilderOptionsSetSLPVectorization(opts, lv >= 2);
+  LLVMPassBuilderOptionsSetLoopUnrolling(opts, lv >= 1);
+  LLVMPassBuilderOptionsSetLoopInterleaving(opts, lv >= 2);
+  LLVMErrorRef err = LLVMRunPasses(m->mod, pipeline, m->tm, opts);
+  LLVMDisposePassBuilderOptions(opts);
+  if (!err && m->llvm_error[0])
+    return diag_set(d, MLC_ERR_INTERNAL, "internal error: LLVM optimisation failed: %s", m->llvm_error);
+  if (err) return cg_error_to_diag(err, d, MLC_ERR_INTERNAL, "internal error: LLVM optimisation failed");
+  m->optimized = true;
+  return MLC_OK;
+}
+
+char *cg_print_ir(CgModule *m) {
+  if (!m->mod) return strdup("; module handed to the JIT\n");
+  char *s = LLVMPrintModuleToString(m->mod);
+  char *r = strdup(s ? s : "");
+  LLVMDisposeMessage(s);
+  return r;
+}
+
+/* Runs the backend on a clone of the module; *buf is the object or assembly text. */
+static mlc_status emit_to_buffer(CgModule *m, LLVMCodeGenFileType kind, LLVMMemoryBufferRef *buf, Diag *d) {
+  mlc_status st = cg_optimize(m, d);
+  if (st) return st;
+  LLVMModuleRef clone = LLVMCloneModule(m->mod);
+  char *err = NULL;
+  LLVMBool bad = LLVMTargetMachineEmitToMemoryBuffer(m->tm, clone, kind, &err, buf);
+  LLVMDisposeModule(clone);
+  if (!bad && m->llvm_error[0]) {
+    LLVMDisposeMemoryBuffer(*buf);
+    return diag_set(d, MLC_ERR_INTERNAL, "internal error: LLVM code generation for %s failed: %s", m->target.triple,
+                    m->llvm_error);
+  }
+  if (bad) {
+    diag_set(d, MLC_ERR_INTERNAL, "internal error: LLVM could not emit %s for %s: %s",
+             kind == LLVMObjectFile ? "an object file" : "assembly", m->target.triple, err ? err : "");
+    LLVMDisposeMessage(err);
+    return MLC_ERR_INTERNAL;
+  }
+  LLVMDisposeMessage(err);
+  return MLC_OK;
+}
+
+char *cg_print_asm(CgModule *m, Diag *d) {
+  LLVMMemoryBufferRef buf;
+  if (emit_to_buffer(m, LLVMAssemblyFile, &buf, d)) return NULL;
+  size_t n = LLVMGetBufferSize(buf);
+  char *s = malloc(n + 1);
+  if (s) {
+    memcpy(s, LLVMGetBufferStart(buf), n);
+    s[n] = 0;
+  } else
+    diag_set(d, MLC_ERR_INTERNAL, "out of memory");
+  LLVMDisposeMemoryBuffer(buf);
+  return s;
+}
+
+mlc_status cg_emit_object(CgModule *m, const char *path, Diag *d) {
+  LLVMMemoryBufferRef buf;
+  mlc_status st = emit_to_buffer(m, LLVMObjectFile, &buf, d);
+  if (st) return st;
+  st = file_write_atomic(path, LLVMGetBufferStart(buf), LLVMGetBufferSize(buf), d);
+  LLVMDisposeMemoryBuffer(buf);
+  return st;
+}
+
+mlc_status cg_link_shared(const Target *t, int nobjs, const char **objs, const char *out_path, Diag *d) {
+  if (t->arch == ARCH_NVPTX)
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "linking a shared library for GPU target '%s' is unsupported", t->str);
+  if (nobjs < 1) return diag_set(d, MLC_ERR_USAGE, "cg_link_shared: no object files to link into %s", out_path);
+  const char *driver = cg_cc_driver(t);
+  size_t plen = strlen(out_path) + 32;
+  char *tmp = malloc(plen);
+  char **argv = calloc((size_t)nobjs + 8, sizeof *argv);
+  if (!tmp || !argv) {
+    free(tmp);
+    free(argv);
+    return diag_set(d, MLC_ERR_INTERNAL, "out of memory");
+  }
+  snprintf(tmp, plen, "%s.tmp.%ld", out_path, (long)getpid());
+  int a = 0;
+  argv[a++] = (char *)driver;
+  argv[a++] = "-shared";
+  argv[a++] = "-o";
+  argv[a++] = tmp;
+  for (int i = 0; i < nobjs; i++) argv[a++] = (char *)objs[i];
+  argv[a++] = "-lm";
+  argv[a] = NULL;
+
+  int out_fd = memfd_create("mlc-link-output", 0);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  if (out_fd >= 0) {
+    posix_spawn_file_actions_adddup2(&fa, out_fd, STDOUT_FILENO);
+    posix_spawn_file_actions_adddup2(&fa, out_fd, STDERR_FILENO);
+  }
+  pid_t pid;
+  int rc = posix_spawnp(&pid, driver, &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  mlc_status st = MLC_OK;
+  if (rc != 0) {
+    st = diag_set(d, MLC_ERR_USAGE, "cannot run the C compiler driver '%s' to link %s: %s%s", driver, out_path,
+                  strerror(rc),
+                  rc == ENOENT ? (t->arch == ARCH_AARCH64 ? " (install gcc-aarch64-linux-gnu)" : " (install gcc)") : "");
+  } else {
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      char out[1200] = "";
+      if (out_fd >= 0) {
+        ssize_t n = pread(out_fd, out, sizeof out - 1, 0);
+        out[n > 0 ? n : 0] = 0;
+        size_t l = strlen(out);
+        while (l && (out[l - 1] == '\n' || out[l - 1] == ' ')) out[--l] = 0;
+      }
+      st = diag_set(d, MLC_ERR_INTERNAL, "linking %s with '%s' failed (%s %d)%s%s", out_path, driver,
+                    WIFEXITED(status) ? "exit status" : "signal",
+                    WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), out[0] ? ": " : "", out);
+    } else if (rename(tmp, out_path) != 0) {
+      st = diag_set(d, MLC_ERR_USAGE, "cannot write %s: %s", out_path, strerror(errno));
+    }
+  }
+  if (st) unlink(tmp);
+  if (out_fd >= 0) close(out_fd);
+  free(tmp);
+  free(argv);
+  return st;
+}
