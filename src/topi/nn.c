@@ -157,8 +157,8 @@ static mlc_status conv_window(const Node *n, Window *w, Diag *d) {
 
 static mlc_status conv_infer(Node *n, Diag *d) {
   const TensorType *x = &n->inputs[0]->type, *k = &n->inputs[1]->type;
-  if (!is_float(x->dtype))
-    return diag_set(d, MLC_ERR_UNSUPPORTED, "convolution of %s is not supported (float types only)",
+  if (!is_float(x->dtype) && x->dtype != MLC_I32) /* int32: the integer convolutions of the quant family */
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "convolution of %s is not supported (float types and int32 only)",
                     mlc_dtype_name(x->dtype));
   if (k->dtype != x->dtype)
     return diag_set(d, MLC_ERR_INVALID, "weight dtype %s differs from data dtype %s", mlc_dtype_name(k->dtype),

@@ -1,0 +1,262 @@
+/* ONNX converters of the quant family (see src/topi/quant.c for the graph ops).
+ *
+ *   QuantizeLinear / DequantizeLinear (opsets 10, 13, 19, 21, 23, 24, 25): axis (13+) made non-negative,
+ *     block_size (21+), output_dtype (QuantizeLinear 21+, DequantizeLinear 23+), precision (25) -> qnn.quantize /
+ *     qnn.dequantize. The quantized type is the zero point's dtype, else output_dtype, else uint8. int4, uint4,
+ *     float8 and float4 types are reported as unsupported. saturate only concerns float8 types.
+ *   DynamicQuantizeLinear -> qnn.dynamic_quantize (three outputs).
+ *   MatMulInteger -> qnn.subtract_zero_point on both operands (per-row zero points of A along its dim -2,
+ *     per-column ones of B along dim -1) + nn.matmul / nn.batch_matmul on int32.
+ *   ConvInteger -> qnn.subtract_zero_point (x per-tensor, w per output channel) + nn.conv{1,2,3}d on int32;
+ *     auto_pad resolved into explicit pads as for Conv.
+ *   QLinearMatMul / QLinearConv -> the same integer op + qnn.requantize (scales, output zero point, conv bias). */
+#include <string.h>
+#include "frontends/onnx/onnx.h"
+
+static mlc_status need_inputs(OnnxCtx *cx, const OnnxNode *n, int k, Diag *d) {
+  if (n->ninputs < k)
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s needs %d inputs, got %d", n->op_type, k, n->ninputs);
+  for (int i = 0; i < k; i++)
+    if (!n->inputs[i]) return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: input %d is missing", n->op_type, i);
+  return MLC_OK;
+}
+
+static Value *opt_input(const OnnxNode *n, int i) { return i < n->ninputs ? n->inputs[i] : NULL; }
+
+static mlc_status finish(OnnxCtx *cx, const OnnxNode *n, Node *nd, Value **out, Diag *d) {
+  if (!nd) return d->status != MLC_OK ? d->status : MLC_ERR_INTERNAL;
+  mlc_status st = onnx_finish(cx, n, nd, d);
+  if (st != MLC_OK) return st;
+  *out = nd->outputs[0];
+  return MLC_OK;
+}
+
+/* ONNX element type numbers mlc has no dtype for (int4, uint4, float8s, float4, int2, uint2) */
+static mlc_status check_qtype(OnnxCtx *cx, const OnnxNode *n, int64_t t, Diag *d) {
+  static const struct { int64_t t; const char *name; } bad[] = {
+      {17, "float8e4m3fn"}, {18, "float8e4m3fnuz"}, {19, "float8e5m2"}, {20, "float8e5m2fnuz"}, {21, "uint4"},
+      {22, "int4"},         {23, "float4e2m1"},     {24, "float8e8m0"}, {25, "uint2"},          {26, "int2"}};
+  for (size_t i = 0; i < countof(bad); i++)
+    if (bad[i].t == t)
+      return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "%s: quantized type %s is not supported", n->op_type,
+                        bad[i].name);
+  if (t <= 0 || t >= MLC_DTYPE_COUNT || !mlc_dtype_size((mlc_dtype)t))
+    return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "%s: element type %lld is not supported", n->op_type,
+                      (long long)t);
+  return MLC_OK;
+}
+
+/* ---------------------------------------------------------------- QuantizeLinear / DequantizeLinear */
+
+static mlc_status conv_qdq(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d, bool quant) {
+  mlc_status st = need_inputs(cx, n, 2, d);
+  if (st) return st;
+  Value *x = n->inputs[0], *s = n->inputs[1], *zp = opt_input(n, 2);
+  int r = x->type.ndim;
+  int64_t axis = n->opset >= 13 ? onnx_attr_int(n, "axis", 1) : 1;
+  int64_t block = n->opset >= 21 ? onnx_attr_int(n, "block_size", 0) : 0;
+  bool per_tensor = tt_numel(&s->type) == 1 && s->type.ndim <= 1 && block <= 0;
+  if (n->opset < 13 && !per_tensor)
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s before opset 13 takes a scalar scale", n->op_type);
+  if (!per_tensor) {
+    if (axis < -r || axis >= r)
+      return onnx_error(cx, n, d, MLC_ERR_INVALID, "axis %lld out of range for rank %d", (long long)axis, r);
+    if (axis < 0) axis += r;
+  }
+  if (block < 0) return onnx_error(cx, n, d, MLC_ERR_INVALID, "block_size must be >= 0");
+  int64_t odt = 0;
+  if ((quant && n->opset >= 21) || (!quant && n->opset >= 23)) odt = onnx_attr_int(n, "output_dtype", 0);
+  if (odt && (st = check_qtype(cx, n, odt, d))) return st;
+  if (quant) {
+    mlc_dtype q = zp ? zp->type.dtype : odt ? (mlc_dtype)odt : MLC_U8;
+    if (zp && odt && odt != zp->type.dtype)
+      return onnx_error(cx, n, d, MLC_ERR_INVALID, "output_dtype differs from the zero point's type");
+    odt = q;
+  } else if (!odt) {
+    odt = s->type.dtype;
+  }
+  int64_t prec = n->opset >= 25 ? onnx_attr_int(n, "precision", 0) : 0;
+  if (prec && (st = check_qtype(cx, n, prec, d))) return st;
+  if (prec && prec != MLC_F32 && prec != MLC_F64 && prec != MLC_F16 && prec != MLC_BF16)
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "precision must be a float type");
+  Value *ins[3] = {x, s, zp};
+  Node *nd = onnx_emit(cx, n, quant ? "qnn.quantize" : "qnn.dequantize", zp ? 3 : 2, ins, 1, d);
+  if (nd) {
+    Graph *g = onnx_graph(cx);
+    ir_set_int(g, nd, "axis", per_tensor ? 0 : axis);
+    if (block) ir_set_int(g, nd, "block_size", block);
+    ir_set_int(g, nd, "out_dtype", odt);
+    if (prec) ir_set_int(g, nd, "div_dtype", prec);
+  }
+  return finish(cx, n, nd, &outs[0], d);
+}
+
+static mlc_status conv_quantize(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  return conv_qdq(cx, n, outs, d, true);
+}
+
+static mlc_status conv_dequantize(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  return conv_qdq(cx, n, outs, d, false);
+}
+
+static mlc_status conv_dynq(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = need_inputs(cx, n, 1, d);
+  if (st) return st;
+  Node *nd = onnx_emit(cx, n, "qnn.dynamic_quantize", 1, n->inputs, 3, d);
+  if (!nd) return d->status != MLC_OK ? d->status : MLC_ERR_INTERNAL;
+  if ((st = onnx_finish(cx, n, nd, d))) return st;
+  for (int i = 0; i < n->noutputs && i < 3; i++) outs[i] = nd->outputs[i];
+  return MLC_OK;
+}
+
+/* ---------------------------------------------------------------- integer matmul and conv */
+
+/* int32(x) - zp, zp per-tensor or 1-D along axis (when it has more than one element) */
+static mlc_status sub_zp(OnnxCtx *cx, const OnnxNode *n, Value *x, Value *zp, int64_t axis, Value **out, Diag *d) {
+  Value *ins[2] = {x, zp};
+  if (zp && !(tt_numel(&zp->type) == 1 && zp->type.ndim <= 1) && (axis < 0 || axis >= x->type.ndim))
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: a per-axis zero point needs a rank-%lld input", n->op_type,
+                      (long long)(axis + 1));
+  Node *nd = onnx_emit(cx, n, "qnn.subtract_zero_point", zp ? 2 : 1, ins, 1, d);
+  if (nd) ir_set_int(onnx_graph(cx), nd, "axis", axis < 0 ? 0 : axis);
+  return finish(cx, n, nd, out, d);
+}
+
+static mlc_status int_matmul(OnnxCtx *cx, const OnnxNode *n, Value *a, Value *azp, Value *b, Value *bzp, Value **out,
+                             Diag *d) {
+  Value *ai = NULL, *bi = NULL;
+  mlc_status st;
+  if ((st = sub_zp(cx, n, a, azp, a->type.ndim - 2, &ai, d))) return st;
+  if ((st = sub_zp(cx, n, b, bzp, b->type.ndim - 1, &bi, d))) return st;
+  Value *ins[2] = {ai, bi};
+  const char *op = a->type.ndim == 2 && b->type.ndim == 2 ? "nn.matmul" : "nn.batch_matmul";
+  return finish(cx, n, onnx_emit(cx, n, op, 2, ins, 1, d), out, d);
+}
+
+static mlc_status conv_matmul_integer(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = need_inputs(cx, n, 2, d);
+  if (st) return st;
+  return int_matmul(cx, n, n->inputs[0], opt_input(n, 2), n->inputs[1], opt_input(n, 3), &outs[0], d);
+}
+
+static mlc_status conv_qlinear_matmul(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = need_inputs(cx, n, 7, d);
+  if (st) return st;
+  Value **in = n->inputs;
+  Value *acc = NULL;
+  if ((st = int_matmul(cx, n, in[0], in[2], in[3], in[5], &acc, d))) return st;
+  Value *ins[5] = {acc, in[1], in[4], in[6], opt_input(n, 7)};
+  Node *nd = onnx_emit(cx, n, "qnn.requantize", ins[4] ? 5 : 4, ins, 1, d);
+  if (nd) {
+    Graph *g = onnx_graph(cx);
+    int ro = acc->type.ndim;
+    ir_set_int(g, nd, "axis1", in[0]->type.ndim > 1 ? ro - 2 : -1);
+    ir_set_int(g, nd, "axis2", in[3]->type.ndim > 1 ? ro - 1 : -1);
+    ir_set_int(g, nd, "out_dtype", ins[4] ? ins[4]->type.dtype : in[0]->type.dtype);
+  }
+  return finish(cx, n, nd, &outs[0], d);
+}
+
+/* nn.conv{1,2,3}d on int32 operands, attributes as the Conv converter writes them. */
+static mlc_status int_conv(OnnxCtx *cx, const OnnxNode *n, Value *x, Value *xzp, Value *w, Value *wzp, Value **out,
+                           Diag *d) {
+  const TensorType *xt = &x->type, *wt = &w->type;
+  int nsp = xt->ndim - 2;
+  if (nsp < 1 || nsp > 3 || wt->ndim != xt->ndim)
+    return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "%s on rank-%d input with rank-%d weight is not supported",
+                      n->op_type, xt->ndim, wt->ndim);
+  int64_t kernel[3], strides[3], dil[3], pads[6], v[8];
+  for (int i = 0; i < nsp; i++) {
+    kernel[i] = wt->dims[2 + i];
+    strides[i] = dil[i] = 1;
+    pads[i] = pads[nsp + i] = 0;
+  }
+  int c;
+  if ((c = onnx_attr_ints(n, "kernel_shape", v, 8)) >= 0) {
+    if (c != nsp) return onnx_error(cx, n, d, MLC_ERR_INVALID, "kernel_shape has %d values, expected %d", c, nsp);
+    for (int i = 0; i < nsp; i++)
+      if (v[i] != kernel[i]) return onnx_error(cx, n, d, MLC_ERR_INVALID, "kernel_shape does not match the weight");
+  }
+  if ((c = onnx_attr_ints(n, "strides", v, 8)) >= 0) {
+    if (c != nsp) return onnx_error(cx, n, d, MLC_ERR_INVALID, "strides has %d values, expected %d", c, nsp);
+    memcpy(strides, v, sizeof(int64_t) * (size_t)nsp);
+  }
+  if ((c = onnx_attr_ints(n, "dilations", v, 8)) >= 0) {
+    if (c != nsp) return onnx_error(cx, n, d, MLC_ERR_INVALID, "dilations has %d values, expected %d", c, nsp);
+    memcpy(dil, v, sizeof(int64_t) * (size_t)nsp);
+  }
+  if ((c = onnx_attr_ints(n, "pads", v, 8)) >= 0) {
+    if (c != 2 * nsp) return onnx_error(cx, n, d, MLC_ERR_INVALID, "pads has %d values, expected %d", c, 2 * nsp);
+    memcpy(pads, v, sizeof(int64_t) * (size_t)(2 * nsp));
+  }
+  for (int i = 0; i < nsp; i++)
+    if (strides[i] < 1 || dil[i] < 1)
+      return onnx_error(cx, n, d, MLC_ERR_INVALID, "strides and dilations must be >= 1");
+  const char *ap = onnx_attr_string(n, "auto_pad", "NOTSET");
+  if (!strcmp(ap, "VALID")) {
+    memset(pads, 0, sizeof pads);
+  } else if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
+    for (int i = 0; i < nsp; i++) {
+      int64_t in = xt->dims[2 + i], o = (in + strides[i] - 1) / strides[i];
+      int64_t total = (o - 1) * strides[i] + (kernel[i] - 1) * dil[i] + 1 - in;
+      if (total < 0) total = 0;
+      int64_t small = total / 2;
+      pads[i] = ap[5] == 'U' ? small : total - small;
+      pads[nsp + i] = total - pads[i];
+    }
+  } else if (strcmp(ap, "NOTSET") && *ap) {
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "unknown auto_pad '%s'", ap);
+  }
+  int64_t group = onnx_attr_int(n, "group", 1);
+  Value *xi = NULL, *wi = NULL;
+  mlc_status st;
+  if ((st = sub_zp(cx, n, x, xzp, 1, &xi, d))) return st;
+  if ((st = sub_zp(cx, n, w, wzp, 0, &wi, d))) return st;
+  static const char *ops[4] = {"", "nn.conv1d", "nn.conv2d", "nn.conv3d"};
+  Value *ins[2] = {xi, wi};
+  Node *nd = onnx_emit(cx, n, ops[nsp], 2, ins, 1, d);
+  if (nd) {
+    Graph *g = onnx_graph(cx);
+    ir_set_ints(g, nd, "strides", strides, nsp);
+    ir_set_ints(g, nd, "dilation", dil, nsp);
+    ir_set_ints(g, nd, "padding", pads, 2 * nsp);
+    ir_set_int(g, nd, "groups", group);
+  }
+  return finish(cx, n, nd, out, d);
+}
+
+static mlc_status conv_conv_integer(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = need_inputs(cx, n, 2, d);
+  if (st) return st;
+  return int_conv(cx, n, n->inputs[0], opt_input(n, 2), n->inputs[1], opt_input(n, 3), &outs[0], d);
+}
+
+static mlc_status conv_qlinear_conv(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = need_inputs(cx, n, 7, d);
+  if (st) return st;
+  Value **in = n->inputs;
+  Value *acc = NULL;
+  if ((st = int_conv(cx, n, in[0], in[2], in[3], in[5], &acc, d))) return st;
+  Value *ins[6] = {acc, in[1], in[4], in[6], opt_input(n, 7), opt_input(n, 8)};
+  Node *nd = onnx_emit(cx, n, "qnn.requantize", ins[5] ? 6 : ins[4] ? 5 : 4, ins, 1, d);
+  if (nd) {
+    Graph *g = onnx_graph(cx);
+    ir_set_int(g, nd, "axis1", -1);
+    ir_set_int(g, nd, "axis2", 1);
+    ir_set_int(g, nd, "bias_axis", 1);
+    ir_set_int(g, nd, "out_dtype", ins[4] ? ins[4]->type.dtype : in[0]->type.dtype);
+  }
+  return finish(cx, n, nd, &outs[0], d);
+}
+
+const OnnxConverter onnx_ops_quant[] = {
+    /* op_type               domain converter */
+    {"QuantizeLinear", "", conv_quantize},
+    {"DequantizeLinear", "", conv_dequantize},
+    {"DynamicQuantizeLinear", "", conv_dynq},
+    {"MatMulInteger", "", conv_matmul_integer},
+    {"ConvInteger", "", conv_conv_integer},
+    {"QLinearMatMul", "", conv_qlinear_matmul},
+    {"QLinearConv", "", conv_qlinear_conv},
+    {0},
+};

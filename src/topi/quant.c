@@ -1,0 +1,394 @@
+/* quant family: linear quantization (after Relay's qnn dialect).
+ *
+ *   qnn.quantize(x, scale, zp?)        y = saturate(round_half_even(x / scale) + zp)   attrs: axis, block_size,
+ *                                      out_dtype, div_dtype (the dtype the division is rounded to)
+ *   qnn.dequantize(x, scale, zp?)      y = (x - zp) * scale                             attrs: axis, block_size,
+ *                                      out_dtype
+ *   qnn.dynamic_quantize(x)            -> y (uint8), scale (float32 scalar), zp (uint8 scalar) from min/max of x
+ *   qnn.subtract_zero_point(x, zp?)    int32(x) - int32(zp)                            attrs: axis
+ *   qnn.requantize(acc, s1, s2, s3, zp?, bias?)
+ *                                      y = saturate(round((acc + bias) * (s1 * s2 / s3)) + zp)
+ *                                      attrs: axis1, axis2 (output axis a 1-D s1 / s2 runs along), bias_axis,
+ *                                      out_dtype
+ *
+ * Granularity of a scale / zero point is read from its shape: one element is per-tensor; with block_size > 0
+ * it has the rank of x and dim axis is ceil(x.dims[axis] / block_size) (blocked); otherwise it is 1-D along
+ * axis (per-axis). The integer convolution and matmul of QLinearConv / ConvInteger / QLinearMatMul /
+ * MatMulInteger are the nn family's nn.conv*d and nn.matmul on int32 operands (the zero points subtracted by
+ * qnn.subtract_zero_point first), so the accumulation is int32 as the spec asks; qnn.requantize follows.
+ * Arithmetic follows the ONNX reference: the multiplier s1 * s2 / s3 is rounded in the scales' dtype, the
+ * product with the int32 accumulator is done in float64. */
+#include <math.h>
+#include <string.h>
+#include "topi/topi.h"
+
+/* ---------------------------------------------------------------- helpers */
+
+static bool quant_dtype_ok(mlc_dtype t) {
+  return t == MLC_I8 || t == MLC_U8 || t == MLC_I16 || t == MLC_U16 || t == MLC_I32;
+}
+
+static double dtype_lo(mlc_dtype t) {
+  switch (t) {
+    case MLC_I8: return -128;
+    case MLC_I16: return -32768;
+    case MLC_I32: return -2147483648.0;
+    default: return 0;
+  }
+}
+
+static double dtype_hi(mlc_dtype t) {
+  switch (t) {
+    case MLC_I8: return 127;
+    case MLC_U8: return 255;
+    case MLC_I16: return 32767;
+    case MLC_U16: return 65535;
+    case MLC_I32: return 2147483647.0;
+    default: return 0;
+  }
+}
+
+/* Checks a scale / zero-point operand p against x (see the granularity rule above). */
+static mlc_status check_param(const TensorType *x, const TensorType *p, int64_t axis, int64_t block, const char *what,
+                              Diag *d) {
+  if (tt_numel(p) == 1 && p->ndim <= 1 && block <= 0) return MLC_OK;
+  if (axis < 0 || axis >= x->ndim)
+    return diag_set(d, MLC_ERR_INVALID, "%s: axis %lld out of range for rank %d", what, (long long)axis, x->ndim);
+  if (block > 0) {
+    if (p->ndim != x->ndim)
+      return diag_set(d, MLC_ERR_INVALID, "%s: blocked quantization needs rank %d, got %d", what, x->ndim, p->ndim);
+    for (int i = 0; i < x->ndim; i++) {
+      int64_t want = i == axis ? (x->dims[i] + block - 1) / block : x->dims[i];
+      if (p->dims[i] != want)
+        return diag_set(d, MLC_ERR_INVALID, "%s: dim %d is %lld, expected %lld for block_size %lld", what, i,
+                        (long long)p->dims[i], (long long)want, (long long)block);
+    }
+    return MLC_OK;
+  }
+  if (p->ndim != 1 || p->dims[0] != x->dims[axis])
+    return diag_set(d, MLC_ERR_INVALID, "%s: per-axis parameter must be 1-D of length %lld (dim %lld of the input)",
+                    what, (long long)x->dims[axis], (long long)axis);
+  return MLC_OK;
+}
+
+/* p read for output index idx (granularity as check_param accepted it). */
+static Expr *param_read(TeCtx *c, TeTensor *p, Expr **idx, int64_t axis, int64_t block) {
+  Arena *A = c->arena;
+  Expr *pi[MLC_MAX_DIMS];
+  int64_t numel = 1;
+  for (int i = 0; i < p->ndim; i++) numel *= p->shape[i];
+  if (numel == 1 && p->ndim <= 1 && block <= 0) {
+    for (int i = 0; i < p->ndim; i++) pi[i] = tir_idx(A, 0);
+  } else if (block > 0) {
+    for (int i = 0; i < p->ndim; i++)
+      pi[i] = i == axis ? tir_bin(A, E_FLOORDIV, idx[i], tir_idx(A, block)) : idx[i];
+  } else {
+    pi[0] = idx[axis];
+  }
+  return te_read(c, p, p->ndim, pi);
+}
+
+static Expr *to(TeCtx *c, mlc_dtype t, Expr *e) { return e->dtype == t ? e : tir_cast(c->arena, t, e); }
+
+/* a op b rounded to dtype t (float16/bfloat16 computed in float32 and rounded back) */
+static Expr *fop(TeCtx *c, ExprKind k, mlc_dtype t, Expr *a, Expr *b) {
+  mlc_dtype w = t == MLC_F16 || t == MLC_BF16 ? MLC_F32 : t;
+  Expr *r = tir_bin(c->arena, k, to(c, w, a), to(c, w, b));
+  return w == t ? r : tir_cast(c->arena, t, r);
+}
+
+static Expr *clamp_cast(TeCtx *c, Expr *v, mlc_dtype out) {
+  Arena *A = c->arena;
+  v = tir_bin(A, E_MAX, v, tir_const(A, v->dtype, dtype_lo(out)));
+  v = tir_bin(A, E_MIN, v, tir_const(A, v->dtype, dtype_hi(out)));
+  return tir_cast(A, out, v);
+}
+
+static Expr *round_he(TeCtx *c, Expr *v) { return tir_call(c->arena, INTRIN_ROUND, v->dtype, 1, &v); }
+
+/* ---------------------------------------------------------------- quantize / dequantize */
+
+static mlc_status qparams_infer(Node *n, bool quant, Diag *d) {
+  const TensorType *x = &n->inputs[0]->type, *s = &n->inputs[1]->type;
+  const TensorType *zp = n->ninputs > 2 && n->inputs[2] ? &n->inputs[2]->type : NULL;
+  int64_t axis = ir_attr_int(n, "axis", 1), block = ir_attr_int(n, "block_size", 0);
+  mlc_dtype out = (mlc_dtype)ir_attr_int(n, "out_dtype", quant ? (zp ? zp->dtype : MLC_U8) : s->dtype);
+  mlc_dtype q = quant ? out : x->dtype;
+  if (!dtype_is_float(s->dtype))
+    return diag_set(d, MLC_ERR_INVALID, "scale must be a float tensor, got %s", mlc_dtype_name(s->dtype));
+  if (!quant_dtype_ok(q))
+    return diag_set(d, MLC_ERR_UNSUPPORTED,
+                    "quantized type %s is not supported (int8, uint8, int16, uint16, int32 are; int4, float8 are not)",
+                    mlc_dtype_name(q));
+  if (quant ? !dtype_is_float(x->dtype) : !dtype_is_float(out))
+    return diag_set(d, MLC_ERR_INVALID, "the unquantized side must be float, got %s",
+                    mlc_dtype_name(quant ? x->dtype : out));
+  if (zp && zp->dtype != q)
+    return diag_set(d, MLC_ERR_INVALID, "zero point type %s differs from the quantized type %s",
+                    mlc_dtype_name(zp->dtype), mlc_dtype_name(q));
+  if (block < 0) return diag_set(d, MLC_ERR_INVALID, "block_size must be >= 0");
+  mlc_status st = check_param(x, s, axis, block, "scale", d);
+  if (st) return st;
+  if (zp) {
+    if ((st = check_param(x, zp, axis, block, "zero point", d))) return st;
+    if (zp->ndim != s->ndim || tt_numel(zp) != tt_numel(s))
+      return diag_set(d, MLC_ERR_INVALID, "scale and zero point shapes differ");
+  }
+  TensorType o = *x;
+  o.dtype = out;
+  n->outputs[0]->type = o;
+  return MLC_OK;
+}
+
+static mlc_status quantize_infer(Node *n, Diag *d) { return qparams_infer(n, true, d); }
+static mlc_status dequantize_infer(Node *n, Diag *d) { return qparams_infer(n, false, d); }
+
+typedef struct QCtx {
+  TeTensor *x, *scale, *zp;
+  int64_t axis, block;
+  mlc_dtype out, div;
+} QCtx;
+
+static Expr *quantize_body(TeCtx *c, Expr **idx, void *user) {
+  QCtx *k = user;
+  Expr *x = te_read(c, k->x, k->x->ndim, idx);
+  Expr *s = param_read(c, k->scale, idx, k->axis, k->block);
+  Expr *v = fop(c, E_DIV, k->div, x, s);
+  v = round_he(c, to(c, k->div == MLC_F64 ? MLC_F64 : MLC_F32, v));
+  v = to(c, MLC_F64, v);
+  if (k->zp) v = tir_add(c->arena, v, to(c, MLC_F64, param_read(c, k->zp, idx, k->axis, k->block)));
+  return clamp_cast(c, v, k->out);
+}
+
+static Expr *dequantize_body(TeCtx *c, Expr **idx, void *user) {
+  QCtx *k = user;
+  Arena *A = c->arena;
+  Expr *x = to(c, MLC_I64, te_read(c, k->x, k->x->ndim, idx));
+  if (k->zp) x = tir_sub(A, x, to(c, MLC_I64, param_read(c, k->zp, idx, k->axis, k->block)));
+  Expr *s = param_read(c, k->scale, idx, k->axis, k->block);
+  mlc_dtype w = k->out == MLC_F64 ? MLC_F64 : MLC_F32;
+  return to(c, k->out, fop(c, E_MUL, k->out == MLC_F64 ? MLC_F64 : k->out, to(c, w, x), s));
+}
+
+static mlc_status qparams_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, bool quant) {
+  QCtx *k = arena_alloc(c->arena, sizeof *k);
+  k->x = ins[0];
+  k->scale = ins[1];
+  k->zp = n->ninputs > 2 ? ins[2] : NULL;
+  k->axis = ir_attr_int(n, "axis", 1);
+  k->block = ir_attr_int(n, "block_size", 0);
+  const TensorType *o = &n->outputs[0]->type;
+  k->out = o->dtype;
+  k->div = (mlc_dtype)ir_attr_int(n, "div_dtype", ins[1]->dtype);
+  outs[0] = te_compute(c, quant ? "quantize" : "dequantize", "broadcast", o->dtype, o->ndim, o->dims,
+                       quant ? quantize_body : dequantize_body, k);
+  return MLC_OK;
+}
+
+static mlc_status quantize_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  return qparams_compute(c, n, ins, outs, true);
+}
+static mlc_status dequantize_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  return qparams_compute(c, n, ins, outs, false);
+}
+
+/* ---------------------------------------------------------------- dynamic quantization */
+
+static mlc_status dynq_infer(Node *n, Diag *d) {
+  const TensorType *x = &n->inputs[0]->type;
+  if (x->dtype != MLC_F32)
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "qnn.dynamic_quantize of %s is not supported (float32 only)",
+                    mlc_dtype_name(x->dtype));
+  if (n->noutputs != 3) return diag_set(d, MLC_ERR_INVALID, "qnn.dynamic_quantize has three outputs");
+  TensorType y = *x, s = {.dtype = MLC_F32, .ndim = 0}, z = {.dtype = MLC_U8, .ndim = 0};
+  y.dtype = MLC_U8;
+  n->outputs[0]->type = y;
+  n->outputs[1]->type = s;
+  n->outputs[2]->type = z;
+  return MLC_OK;
+}
+
+typedef struct DynQCtx {
+  TeTensor *x, *lo, *hi, *scale, *zp;
+  ReduceKind red;
+} DynQCtx;
+
+static Expr *dynq_minmax_body(TeCtx *c, Expr **idx, void *user) {
+  DynQCtx *k = user;
+  IterVar *rax[MLC_MAX_DIMS];
+  Expr *xi[MLC_MAX_DIMS];
+  for (int i = 0; i < k->x->ndim; i++) {
+    rax[i] = te_reduce_axis(c, arena_printf(c->arena, "r%d", i), k->x->shape[i]);
+    xi[i] = tir_varref(c->arena, rax[i]->var);
+  }
+  /* the range always includes 0 (the spec's min(0, x_min), max(0, x_max)): start the reduction there */
+  return te_reduce(c, k->red, te_read(c, k->x, k->x->ndim, xi), k->x->ndim, rax, tir_float(c->arena, MLC_F32, 0),
+                   NULL);
+}
+
+static Expr *dynq_scale_body(TeCtx *c, Expr **idx, void *user) {
+  DynQCtx *k = user;
+  Arena *A = c->arena;
+  Expr *r = tir_sub(A, te_read(c, k->hi, 0, NULL), te_read(c, k->lo, 0, NULL));
+  return tir_bin(A, E_DIV, r, tir_float(A, MLC_F32, 255));
+}
+
+static Expr *dynq_zp_body(TeCtx *c, Expr **idx, void *user) {
+  DynQCtx *k = user;
+  Arena *A = c->arena;
+  Expr *z = tir_sub(A, tir_float(A, MLC_F32, 0),
+                    tir_bin(A, E_DIV, te_read(c, k->lo, 0, NULL), te_read(c, k->scale, 0, NULL)));
+  return clamp_cast(c, round_he(c, z), MLC_U8);
+}
+
+static Expr *dynq_y_body(TeCtx *c, Expr **idx, void *user) {
+  DynQCtx *k = user;
+  Arena *A = c->arena;
+  Expr *v = round_he(c, tir_bin(A, E_DIV, te_read(c, k->x, k->x->ndim, idx), te_read(c, k->scale, 0, NULL)));
+  v = tir_add(A, v, tir_cast(A, MLC_F32, te_read(c, k->zp, 0, NULL)));
+  return clamp_cast(c, v, MLC_U8);
+}
+
+static mlc_status dynq_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  DynQCtx *lo = arena_alloc(c->arena, sizeof *lo), *hi = arena_alloc(c->arena, sizeof *hi);
+  lo->x = hi->x = ins[0];
+  lo->red = RED_MIN;
+  hi->red = RED_MAX;
+  DynQCtx *k = arena_alloc(c->arena, sizeof *k);
+  k->x = ins[0];
+  k->lo = te_compute(c, "dynq_min", "reduce", MLC_F32, 0, NULL, dynq_minmax_body, lo);
+  k->hi = te_compute(c, "dynq_max", "reduce", MLC_F32, 0, NULL, dynq_minmax_body, hi);
+  k->scale = te_compute(c, "dynq_scale", "injective", MLC_F32, 0, NULL, dynq_scale_body, k);
+  k->zp = te_compute(c, "dynq_zero_point", "injective", MLC_U8, 0, NULL, dynq_zp_body, k);
+  outs[0] = te_compute(c, "dynq_y", "broadcast", MLC_U8, ins[0]->ndim, ins[0]->shape, dynq_y_body, k);
+  outs[1] = k->scale;
+  outs[2] = k->zp;
+  return MLC_OK;
+}
+
+/* ---------------------------------------------------------------- zero point subtraction */
+
+static mlc_status subzp_infer(Node *n, Diag *d) {
+  const TensorType *x = &n->inputs[0]->type;
+  const TensorType *zp = n->ninputs > 1 && n->inputs[1] ? &n->inputs[1]->type : NULL;
+  if (!quant_dtype_ok(x->dtype) || x->dtype == MLC_I32)
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "integer quantized input of %s is not supported (int8/uint8/int16/uint16)",
+                    mlc_dtype_name(x->dtype));
+  if (zp) {
+    if (zp->dtype != x->dtype)
+      return diag_set(d, MLC_ERR_INVALID, "zero point type %s differs from the input type %s",
+                      mlc_dtype_name(zp->dtype), mlc_dtype_name(x->dtype));
+    mlc_status st = check_param(x, zp, ir_attr_int(n, "axis", 0), 0, "zero point", d);
+    if (st) return st;
+  }
+  TensorType o = *x;
+  o.dtype = MLC_I32;
+  n->outputs[0]->type = o;
+  return MLC_OK;
+}
+
+typedef struct SubZpCtx {
+  TeTensor *x, *zp;
+  int64_t axis;
+} SubZpCtx;
+
+static Expr *subzp_body(TeCtx *c, Expr **idx, void *user) {
+  SubZpCtx *k = user;
+  Expr *v = to(c, MLC_I32, te_read(c, k->x, k->x->ndim, idx));
+  if (k->zp) v = tir_sub(c->arena, v, to(c, MLC_I32, param_read(c, k->zp, idx, k->axis, 0)));
+  return v;
+}
+
+static mlc_status subzp_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  SubZpCtx *k = arena_alloc(c->arena, sizeof *k);
+  k->x = ins[0];
+  k->zp = n->ninputs > 1 ? ins[1] : NULL;
+  k->axis = ir_attr_int(n, "axis", 0);
+  const TensorType *o = &n->outputs[0]->type;
+  outs[0] = te_compute(c, "subtract_zero_point", "broadcast", MLC_I32, o->ndim, o->dims, subzp_body, k);
+  return MLC_OK;
+}
+
+/* ---------------------------------------------------------------- requantize */
+
+static mlc_status requant_infer(Node *n, Diag *d) {
+  const TensorType *acc = &n->inputs[0]->type;
+  const TensorType *zp = n->ninputs > 4 && n->inputs[4] ? &n->inputs[4]->type : NULL;
+  const TensorType *bias = n->ninputs > 5 && n->inputs[5] ? &n->inputs[5]->type : NULL;
+  if (acc->dtype != MLC_I32) return diag_set(d, MLC_ERR_INVALID, "qnn.requantize expects an int32 accumulator");
+  mlc_dtype out = (mlc_dtype)ir_attr_int(n, "out_dtype", zp ? zp->dtype : MLC_U8);
+  if (!quant_dtype_ok(out))
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "quantized output type %s is not supported", mlc_dtype_name(out));
+  static const char *names[3] = {"first scale", "second scale", "output scale"};
+  static const char *axes[3] = {"axis1", "axis2", ""};
+  for (int i = 0; i < 3; i++) {
+    const TensorType *s = &n->inputs[1 + i]->type;
+    if (!dtype_is_float(s->dtype)) return diag_set(d, MLC_ERR_INVALID, "%s must be float", names[i]);
+    if (s->dtype != n->inputs[1]->type.dtype) return diag_set(d, MLC_ERR_INVALID, "scale dtypes differ");
+    if (tt_numel(s) == 1 && s->ndim <= 1) continue;
+    if (!*axes[i]) return diag_set(d, MLC_ERR_UNSUPPORTED, "%s must be a scalar", names[i]);
+    mlc_status st = check_param(acc, s, ir_attr_int(n, axes[i], -1), 0, names[i], d);
+    if (st) return st;
+  }
+  if (zp && (tt_numel(zp) != 1 || zp->ndim > 1))
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "output zero point must be a scalar");
+  if (zp && zp->dtype != out) return diag_set(d, MLC_ERR_INVALID, "output zero point type differs from the output");
+  if (bias) {
+    if (bias->dtype != MLC_I32) return diag_set(d, MLC_ERR_INVALID, "bias must be int32");
+    mlc_status st = check_param(acc, bias, ir_attr_int(n, "bias_axis", -1), 0, "bias", d);
+    if (st) return st;
+  }
+  TensorType o = *acc;
+  o.dtype = out;
+  n->outputs[0]->type = o;
+  return MLC_OK;
+}
+
+typedef struct RequantCtx {
+  TeTensor *acc, *s[3], *zp, *bias;
+  int64_t axis[3], bias_axis;
+  mlc_dtype out;
+} RequantCtx;
+
+static Expr *requant_body(TeCtx *c, Expr **idx, void *user) {
+  RequantCtx *k = user;
+  Arena *A = c->arena;
+  Expr *acc = te_read(c, k->acc, k->acc->ndim, idx);
+  if (k->bias) acc = tir_add(A, acc, param_read(c, k->bias, idx, k->bias_axis, 0));
+  Expr *s[3];
+  for (int i = 0; i < 3; i++) s[i] = param_read(c, k->s[i], idx, k->axis[i], 0);
+  mlc_dtype st = k->s[0]->dtype;
+  Expr *mult = fop(c, E_DIV, st, fop(c, E_MUL, st, s[0], s[1]), s[2]);
+  Expr *v = tir_mul(A, to(c, MLC_F64, acc), to(c, MLC_F64, mult));
+  v = round_he(c, v);
+  if (k->zp) v = tir_add(A, v, to(c, MLC_F64, param_read(c, k->zp, idx, -1, 0)));
+  return clamp_cast(c, v, k->out);
+}
+
+static mlc_status requant_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  RequantCtx *k = arena_alloc(c->arena, sizeof *k);
+  k->acc = ins[0];
+  for (int i = 0; i < 3; i++) k->s[i] = ins[1 + i];
+  k->axis[0] = ir_attr_int(n, "axis1", -1);
+  k->axis[1] = ir_attr_int(n, "axis2", -1);
+  k->axis[2] = -1;
+  k->zp = n->ninputs > 4 ? ins[4] : NULL;
+  k->bias = n->ninputs > 5 ? ins[5] : NULL;
+  k->bias_axis = ir_attr_int(n, "bias_axis", -1);
+  const TensorType *o = &n->outputs[0]->type;
+  k->out = o->dtype;
+  outs[0] = te_compute(c, "requantize", "broadcast", o->dtype, o->ndim, o->dims, requant_body, k);
+  return MLC_OK;
+}
+
+/* ---------------------------------------------------------------- the table */
+
+const OpDef topi_ops_quant[] = {
+    /* name                      pattern          min max nout infer           compute */
+    {"qnn.quantize", PAT_BROADCAST, 2, 3, 1, quantize_infer, quantize_compute},
+    {"qnn.dequantize", PAT_BROADCAST, 2, 3, 1, dequantize_infer, dequantize_compute},
+    {"qnn.dynamic_quantize", PAT_OPAQUE, 1, 1, 3, dynq_infer, dynq_compute},
+    {"qnn.subtract_zero_point", PAT_BROADCAST, 1, 2, 1, subzp_infer, subzp_compute},
+    {"qnn.requantize", PAT_BROADCAST, 4, 6, 1, requant_infer, requant_compute},
+    {0},
+};
