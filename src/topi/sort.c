@@ -1,0 +1,269 @@
+/* topi sort family: top-k selection, cumulative sum / product, hardmax.
+ *
+ *   topk(x)      axis, k, largest, sorted; outputs values and int64 indices along axis (k long)
+ *   cumsum(x)    axis, exclusive, reverse      cumprod(x): the same with products
+ *   hardmax(x)   axis, flatten: 1 at the first maximum along axis (flatten=1: over all dims from axis on,
+ *                as the opset < 13 2-D coercion), 0 elsewhere
+ * Algorithms, all as TE computes (no data-dependent control flow, so the generic schedules apply):
+ *   - top-k by ranking: rank[i] = #{m : x[m] beats x[i]} where m beats i if it is strictly better (larger for
+ *     largest=1, smaller otherwise) or equal with a lower index, which is the stable order of the ONNX
+ *     reference. Ranks are a permutation, so the j-th output is the unique i with rank[i] == j, found by a
+ *     min-reduction; values are x gathered at that index. O(n^2) comparisons per row, fine for the axis
+ *     lengths TopK sees in inference graphs (a few thousand).
+ *   - cumulative ops as masked reductions over the axis (m <= i, m < i exclusive, mirrored for reverse).
+ *   - hardmax: the max, then the first index holding it (a min-reduction), then a compare. */
+#include <math.h>
+#include <string.h>
+#include "topi/topi.h"
+
+static Expr *to(TeCtx *c, mlc_dtype t, Expr *e) { return e->dtype == t ? e : tir_cast(c->arena, t, e); }
+static mlc_dtype acc_of(mlc_dtype t) { return t == MLC_F16 || t == MLC_BF16 ? MLC_F32 : t == MLC_BOOL ? MLC_U8 : t; }
+
+static mlc_status axis_attr(const Node *n, const TensorType *x, int *axis, Diag *d) {
+  int64_t a = ir_attr_int(n, "axis", x->ndim - 1);
+  if (a < 0 || a >= x->ndim)
+    return diag_set(d, MLC_ERR_INVALID, "%s: axis %lld out of range for rank %d", n->op->name, (long long)a, x->ndim);
+  *axis = (int)a;
+  return MLC_OK;
+}
+
+/* ---------------------------------------------------------------- topk */
+
+static mlc_status topk_infer(Node *n, Diag *d) {
+  const TensorType *x = &n->inputs[0]->type;
+  if (!dtype_is_float(x->dtype) && !dtype_is_int(x->dtype))
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "topk of %s is not supported", mlc_dtype_name(x->dtype));
+  int axis = 0;
+  mlc_status st = axis_attr(n, x, &axis, d);
+  if (st != MLC_OK) return st;
+  int64_t k = ir_attr_int(n, "k", -1);
+  if (k < 0 || k > x->dims[axis])
+    return diag_set(d, MLC_ERR_INVALID, "topk: k = %lld is not in [0, %lld]", (long long)k, (long long)x->dims[axis]);
+  if (n->noutputs != 2) return diag_set(d, MLC_ERR_INVALID, "topk has two outputs");
+  TensorType v = *x;
+  v.dims[axis] = k;
+  n->outputs[0]->type = v;
+  v.dtype = MLC_I64;
+  n->outputs[1]->type = v;
+  return MLC_OK;
+}
+
+typedef struct TopkCtx {
+  TeTensor *x, *rank, *sel;
+  int axis;
+  int64_t n;
+  bool largest;
+  mlc_dtype acc;
+} TopkCtx;
+
+static Expr *topk_rank_body(TeCtx *c, Expr **idx, void *user) {
+  TopkCtx *k = user;
+  Arena *A = c->arena;
+  IterVar *r = te_reduce_axis(c, "m", k->n);
+  Expr *m = tir_varref(A, r->var), *i = idx[k->axis];
+  Expr *xi[MLC_MAX_DIMS];
+  for (int d = 0; d < k->x->ndim; d++) xi[d] = d == k->axis ? m : idx[d];
+  Expr *xm = to(c, k->acc, te_read(c, k->x, k->x->ndim, xi));
+  Expr *xv = to(c, k->acc, te_read(c, k->x, k->x->ndim, idx));
+  Expr *strict = tir_bin(A, k->largest ? E_GT : E_LT, xm, xv);
+  Expr *tie = tir_bin(A, E_AND, tir_bin(A, E_EQ, xm, xv), tir_bin(A, E_LT, m, i));
+  Expr *beats = tir_bin(A, E_OR, strict, tie);
+  Expr *one = tir_select(A, beats, tir_idx(A, 1), tir_idx(A, 0));
+  return te_reduce(c, RED_SUM, one, 1, &r, NULL, NULL);
+}
+
+static Expr *topk_sel_body(TeCtx *c, Expr **idx, void *user) {
+  TopkCtx *k = user;
+  Arena *A = c->arena;
+  IterVar *r = te_reduce_axis(c, "i", k->n);
+  Expr *i = tir_varref(A, r->var);
+  Expr *ri[MLC_MAX_DIMS];
+  for (int d = 0; d < k->x->ndim; d++) ri[d] = d == k->axis ? i : idx[d];
+  Expr *hit = tir_bin(A, E_EQ, te_read(c, k->rank, k->x->ndim, ri), idx[k->axis]);
+  return te_reduce(c, RED_MIN, tir_select(A, hit, i, tir_idx(A, k->n)), 1, &r, NULL, NULL);
+}
+
+static Expr *topk_idx_body(TeCtx *c, Expr **idx, void *user) {
+  TopkCtx *k = user;
+  return te_read(c, k->sel, k->x->ndim, idx);
+}
+
+static Expr *topk_val_body(TeCtx *c, Expr **idx, void *user) {
+  TopkCtx *k = user;
+  Arena *A = c->arena;
+  Expr *s = te_read(c, k->sel, k->x->ndim, idx);
+  /* sel is always < n (ranks are a permutation); the clamp keeps the load in bounds regardless */
+  s = tir_bin(A, E_MIN, s, tir_idx(A, k->n - 1));
+  Expr *xi[MLC_MAX_DIMS];
+  for (int d = 0; d < k->x->ndim; d++) xi[d] = d == k->axis ? s : idx[d];
+  return te_read(c, k->x, k->x->ndim, xi);
+}
+
+static mlc_status topk_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  TopkCtx *k = arena_alloc(c->arena, sizeof *k);
+  memset(k, 0, sizeof *k);
+  k->x = ins[0];
+  mlc_status st = axis_attr(n, &n->inputs[0]->type, &k->axis, d);
+  if (st != MLC_OK) return st;
+  k->n = ins[0]->shape[k->axis];
+  k->largest = ir_attr_int(n, "largest", 1) != 0;
+  k->acc = acc_of(ins[0]->dtype);
+  const TensorType *ot = &n->outputs[0]->type;
+  k->rank = te_compute(c, "topk_rank", "reduce", MLC_I64, ins[0]->ndim, ins[0]->shape, topk_rank_body, k);
+  k->sel = te_compute(c, "topk_select", "reduce", MLC_I64, ot->ndim, ot->dims, topk_sel_body, k);
+  outs[0] = te_compute(c, "topk_values", "injective", ins[0]->dtype, ot->ndim, ot->dims, topk_val_body, k);
+  outs[1] = te_compute(c, "topk_indices", "injective", MLC_I64, ot->ndim, ot->dims, topk_idx_body, k);
+  return MLC_OK;
+}
+
+/* ---------------------------------------------------------------- cumsum / cumprod */
+
+static mlc_status cum_infer(Node *n, Diag *d) {
+  const TensorType *x = &n->inputs[0]->type;
+  if (!dtype_is_float(x->dtype) && !dtype_is_int(x->dtype))
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "%s of %s is not supported", n->op->name, mlc_dtype_name(x->dtype));
+  int axis = 0;
+  mlc_status st = axis_attr(n, x, &axis, d);
+  if (st != MLC_OK) return st;
+  n->outputs[0]->type = *x;
+  return MLC_OK;
+}
+
+typedef struct CumCtx {
+  TeTensor *x;
+  int axis;
+  bool exclusive, reverse, prod;
+  mlc_dtype acc;
+} CumCtx;
+
+static Expr *cum_body(TeCtx *c, Expr **idx, void *user) {
+  CumCtx *k = user;
+  Arena *A = c->arena;
+  IterVar *r = te_reduce_axis(c, "m", k->x->shape[k->axis]);
+  Expr *m = tir_varref(A, r->var), *i = idx[k->axis];
+  ExprKind cmp = k->reverse ? (k->exclusive ? E_GT : E_GE) : (k->exclusive ? E_LT : E_LE);
+  Expr *in = tir_bin(A, cmp, m, i);
+  Expr *xi[MLC_MAX_DIMS];
+  for (int d = 0; d < k->x->ndim; d++) xi[d] = d == k->axis ? m : idx[d];
+  Expr *v = to(c, k->acc, te_read(c, k->x, k->x->ndim, xi));
+  v = tir_select(A, in, v, tir_const(A, k->acc, k->prod ? 1 : 0));
+  return te_reduce(c, k->prod ? RED_PROD : RED_SUM, v, 1, &r, NULL, NULL);
+}
+
+static Expr *cast_body(TeCtx *c, Expr **idx, void *user) {
+  TeTensor **io = user; /* source, and the output dtype from io[1] */
+  return to(c, io[1]->dtype, te_read(c, io[0], io[0]->ndim, idx));
+}
+
+static mlc_status cum_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  CumCtx *k = arena_alloc(c->arena, sizeof *k);
+  memset(k, 0, sizeof *k);
+  k->x = ins[0];
+  mlc_status st = axis_attr(n, &n->inputs[0]->type, &k->axis, d);
+  if (st != MLC_OK) return st;
+  k->exclusive = ir_attr_int(n, "exclusive", 0) != 0;
+  k->reverse = ir_attr_int(n, "reverse", 0) != 0;
+  k->prod = strcmp(n->op->name, "cumprod") == 0;
+  k->acc = acc_of(ins[0]->dtype);
+  TeTensor *r = te_compute(c, n->op->name, "reduce", k->acc, ins[0]->ndim, ins[0]->shape, cum_body, k);
+  if (k->acc != ins[0]->dtype) {
+    TeTensor **io = arena_alloc(c->arena, 2 * sizeof *io);
+    io[0] = r;
+    io[1] = ins[0];
+    r = te_compute(c, arena_printf(c->arena, "%s_cast", n->op->name), "elemwise", ins[0]->dtype, ins[0]->ndim,
+                   ins[0]->shape, cast_body, io);
+  }
+  outs[0] = r;
+  return MLC_OK;
+}
+
+/* ---------------------------------------------------------------- hardmax */
+
+typedef struct HardmaxCtx {
+  TeTensor *x, *max, *first;
+  int axis;
+  bool flatten;
+  mlc_dtype acc;
+} HardmaxCtx;
+
+static mlc_status hardmax_infer(Node *n, Diag *d) {
+  const TensorType *x = &n->inputs[0]->type;
+  if (!dtype_is_float(x->dtype))
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "hardmax of %s is not supported", mlc_dtype_name(x->dtype));
+  int axis = 0;
+  mlc_status st = axis_attr(n, x, &axis, d);
+  if (st != MLC_OK) return st;
+  n->outputs[0]->type = *x;
+  return MLC_OK;
+}
+
+static bool hm_red(const HardmaxCtx *k, int d) { return k->flatten ? d >= k->axis : d == k->axis; }
+
+/* the reduced shape: x's with reduced dims set to 1 */
+static void hm_shape(const HardmaxCtx *k, int64_t *s) {
+  for (int d = 0; d < k->x->ndim; d++) s[d] = hm_red(k, d) ? 1 : k->x->shape[d];
+}
+
+static Expr *hm_reduce(TeCtx *c, Expr **idx, void *user, bool first) {
+  HardmaxCtx *k = user;
+  Arena *A = c->arena;
+  IterVar *ax[MLC_MAX_DIMS];
+  Expr *xi[MLC_MAX_DIMS];
+  Expr *lin = tir_idx(A, 0);
+  int na = 0;
+  for (int d = 0; d < k->x->ndim; d++) {
+    if (!hm_red(k, d)) {
+      xi[d] = idx[d];
+      continue;
+    }
+    ax[na] = te_reduce_axis(c, arena_printf(A, "r%d", d), k->x->shape[d]);
+    xi[d] = tir_varref(A, ax[na]->var);
+    lin = tir_add(A, tir_mul(A, lin, tir_idx(A, k->x->shape[d])), xi[d]);
+    na++;
+  }
+  Expr *v = to(c, k->acc, te_read(c, k->x, k->x->ndim, xi));
+  if (!first) return te_reduce(c, RED_MAX, v, na, ax, NULL, NULL);
+  Expr *hit = tir_bin(A, E_EQ, v, te_read(c, k->max, k->x->ndim, idx));
+  return te_reduce(c, RED_MIN, tir_select(A, hit, lin, tir_idx(A, INT64_MAX)), na, ax, NULL, NULL);
+}
+
+static Expr *hm_max_body(TeCtx *c, Expr **idx, void *user) { return hm_reduce(c, idx, user, false); }
+static Expr *hm_first_body(TeCtx *c, Expr **idx, void *user) { return hm_reduce(c, idx, user, true); }
+
+static Expr *hm_out_body(TeCtx *c, Expr **idx, void *user) {
+  HardmaxCtx *k = user;
+  Arena *A = c->arena;
+  Expr *si[MLC_MAX_DIMS];
+  Expr *lin = tir_idx(A, 0);
+  for (int d = 0; d < k->x->ndim; d++) {
+    si[d] = hm_red(k, d) ? tir_idx(A, 0) : idx[d];
+    if (hm_red(k, d)) lin = tir_add(A, tir_mul(A, lin, tir_idx(A, k->x->shape[d])), idx[d]);
+  }
+  Expr *hit = tir_bin(A, E_EQ, te_read(c, k->first, k->x->ndim, si), lin);
+  return tir_select(A, hit, tir_const(A, k->x->dtype, 1), tir_const(A, k->x->dtype, 0));
+}
+
+static mlc_status hardmax_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  HardmaxCtx *k = arena_alloc(c->arena, sizeof *k);
+  memset(k, 0, sizeof *k);
+  k->x = ins[0];
+  mlc_status st = axis_attr(n, &n->inputs[0]->type, &k->axis, d);
+  if (st != MLC_OK) return st;
+  k->flatten = ir_attr_int(n, "flatten", 0) != 0;
+  k->acc = acc_of(ins[0]->dtype);
+  int64_t s[MLC_MAX_DIMS];
+  hm_shape(k, s);
+  k->max = te_compute(c, "hardmax_max", "reduce", k->acc, ins[0]->ndim, s, hm_max_body, k);
+  k->first = te_compute(c, "hardmax_first", "reduce", MLC_I64, ins[0]->ndim, s, hm_first_body, k);
+  outs[0] = te_compute(c, "hardmax", "injective", ins[0]->dtype, ins[0]->ndim, ins[0]->shape, hm_out_body, k);
+  return MLC_OK;
+}
+
+const OpDef topi_ops_sort[] = {
+    /* name      pattern     min max nout infer          compute */
+    {"topk", PAT_OPAQUE, 1, 1, 2, topk_infer, topk_compute},
+    {"cumsum", PAT_OPAQUE, 1, 1, 1, cum_infer, cum_compute},
+    {"cumprod", PAT_OPAQUE, 1, 1, 1, cum_infer, cum_compute},
+    {"hardmax", PAT_OPAQUE, 1, 1, 1, hardmax_infer, hardmax_compute},
+    {0},
+};
