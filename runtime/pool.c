@@ -7,20 +7,22 @@
  * job it does not take part in, and the launcher cannot overwrite them while a participant still runs (it waits
  * for `remaining` to reach 0). Lost wake-ups are excluded Dekker-style: the sleeper increments `sleepers` and
  * re-checks the job word under the mutex (seq_cst), the launcher stores the job word and then reads `sleepers`
- * (seq_cst), and broadcasts under the mutex only when someone sleeps. The caller runs chunk 0 itself.
+ * (seq_cst), and broadcasts under the mutex only when someone sleeps. The caller runs chunk 0 itself, then
+ * spins on `remaining` and, if the workers are slow (e.g. more threads than free cores), blocks on done_cv with
+ * the same Dekker handshake (launcher_waiting vs. the last worker's decrement).
  * A launch from inside a pool thread (nested parallelism) runs serially on that thread. */
-#include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include "runtime/rt.h"
 
 #define POOL_MAX_THREADS 1024
-#define POOL_SPIN 20000 /* spin iterations before a worker sleeps */
+#define POOL_SPIN_NS 300000 /* a waiting thread spins this long (ns) before it blocks: covers the gap between
+                              * back-to-back kernel launches without burning a core when the model is idle */
 
 struct mlc_pool {
   int nthreads; /* including the calling thread */
@@ -29,6 +31,9 @@ struct mlc_pool {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   pthread_mutex_t launch_mu; /* serialises launches from different outside threads */
+  pthread_mutex_t done_mu;   /* the launcher blocks on done_cv when the workers are slow (oversubscription) */
+  pthread_cond_t done_cv;
+  atomic_int launcher_waiting;
   _Atomic uint64_t job;      /* (sequence << 16) | nchunks */
   atomic_int sleepers;
   atomic_int remaining;
@@ -55,6 +60,39 @@ static inline void cpu_relax(void) {
 #endif
 }
 
+static inline int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* spins until *word != old or the spin time is up; returns the last value read */
+static uint64_t spin_while_equal(_Atomic uint64_t *word, uint64_t old) {
+  int64_t deadline = 0;
+  for (unsigned i = 1;; i++) {
+    uint64_t v = atomic_load_explicit(word, memory_order_acquire);
+    if (v != old) return v;
+    if ((i & 63) == 0) {
+      int64_t t = now_ns();
+      if (!deadline) deadline = t + POOL_SPIN_NS;
+      else if (t > deadline) return v;
+    }
+    cpu_relax();
+  }
+}
+
+static void spin_until_zero(atomic_int *v) {
+  int64_t deadline = 0;
+  for (unsigned i = 1; atomic_load_explicit(v, memory_order_acquire) > 0; i++) {
+    if ((i & 63) == 0) {
+      int64_t t = now_ns();
+      if (!deadline) deadline = t + POOL_SPIN_NS;
+      else if (t > deadline) return;
+    }
+    cpu_relax();
+  }
+}
+
 static inline void chunk_range(int64_t extent, int nchunks, int i, int64_t *b, int64_t *e) {
   int64_t base = extent / nchunks, rem = extent % nchunks;
   *b = (int64_t)i * base + (i < rem ? i : rem);
@@ -72,13 +110,9 @@ static void *worker_main(void *argp) {
   int w = arg->index;
   free(arg);
   in_pool_thread = true;
-  uint64_t seen = atomic_load_explicit(&p->job, memory_order_acquire);
+  uint64_t seen = 0; /* the job word before any launch: a worker that starts late must still see job 1 */
   for (;;) {
-    uint64_t job = atomic_load_explicit(&p->job, memory_order_acquire);
-    for (int spin = 0; job == seen && spin < POOL_SPIN; spin++) {
-      cpu_relax();
-      job = atomic_load_explicit(&p->job, memory_order_acquire);
-    }
+    uint64_t job = spin_while_equal(&p->job, seen);
     if (job == seen) {
       pthread_mutex_lock(&p->mu);
       atomic_fetch_add(&p->sleepers, 1);
@@ -93,7 +127,11 @@ static void *worker_main(void *argp) {
     int64_t b, e;
     chunk_range(p->extent, nchunks, w, &b, &e);
     record_error(p, p->body(b, e, p->closure));
-    atomic_fetch_sub_explicit(&p->remaining, 1, memory_order_acq_rel);
+    if (atomic_fetch_sub(&p->remaining, 1) == 1 && atomic_load(&p->launcher_waiting)) {
+      pthread_mutex_lock(&p->done_mu);
+      pthread_cond_signal(&p->done_cv);
+      pthread_mutex_unlock(&p->done_mu);
+    }
   }
 }
 
@@ -125,6 +163,8 @@ mlc_pool *mlc_pool_create(int num_threads) {
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->cv, NULL);
   pthread_mutex_init(&p->launch_mu, NULL);
+  pthread_mutex_init(&p->done_mu, NULL);
+  pthread_cond_init(&p->done_cv, NULL);
   atomic_init(&p->job, 0);
   for (int i = 1; i < n; i++) {
     pool_worker_arg *arg = malloc(sizeof *arg);
@@ -156,6 +196,8 @@ void mlc_pool_destroy(mlc_pool *p) {
   pthread_mutex_destroy(&p->mu);
   pthread_cond_destroy(&p->cv);
   pthread_mutex_destroy(&p->launch_mu);
+  pthread_mutex_destroy(&p->done_mu);
+  pthread_cond_destroy(&p->done_cv);
   free(p->threads);
   free(p->started);
   free(p);
@@ -189,11 +231,13 @@ static int32_t pool_launch(mlc_kernel_ctx *ctx, mlc_parallel_body body, void *cl
   int64_t b, e;
   chunk_range(extent, nchunks, 0, &b, &e);
   record_error(p, body(b, e, closure));
-  for (unsigned spin = 0; atomic_load_explicit(&p->remaining, memory_order_acquire) > 0; spin++) {
-    if (spin < POOL_SPIN)
-      cpu_relax();
-    else
-      sched_yield();
+  spin_until_zero(&p->remaining);
+  if (atomic_load(&p->remaining) > 0) {
+    pthread_mutex_lock(&p->done_mu);
+    atomic_store(&p->launcher_waiting, 1);
+    while (atomic_load(&p->remaining) > 0) pthread_cond_wait(&p->done_cv, &p->done_mu);
+    atomic_store(&p->launcher_waiting, 0);
+    pthread_mutex_unlock(&p->done_mu);
   }
   int32_t rc = atomic_load_explicit(&p->err, memory_order_relaxed);
   in_pool_thread = false;
