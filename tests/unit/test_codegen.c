@@ -28,6 +28,8 @@ static int failures;
 
 static Arena *A;
 static Target host;
+static CgJit *jits[64]; /* kept alive until the end of main */
+static int njits;
 
 static Buffer *buf1(const char *name, mlc_dtype t, int64_t n) { return tir_buffer(A, name, t, 1, &n); }
 static Buffer *buf2(const char *name, mlc_dtype t, int64_t r, int64_t c) {
@@ -76,6 +78,7 @@ static mlc_kernel_fn jit1(const Target *t, TirFunc *f) {
   st = cg_jit_create(m, &j, &d);
   CHECK_OK(st, d);
   if (st) return NULL;
+  if (njits < 64) jits[njits++] = j;
   void *p = cg_jit_lookup(j, f->name);
   if (!p) fprintf(stderr, "%s\n", cg_jit_error(j));
   CHECK(p != NULL);
@@ -594,6 +597,7 @@ int main(void) {
   test_object_so();
   test_asm();
   test_errors();
+  for (int i = 0; i < njits; i++) cg_jit_free(jits[i]);
   arena_free(A);
   if (failures) {
     fprintf(stderr, "test_codegen: %d failure(s)\n", failures);
