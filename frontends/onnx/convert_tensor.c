@@ -4,6 +4,7 @@
  * they become int attributes of the graph op; a non-constant one is an unsupported error naming the input.
  * Negative axes are made non-negative; 0 / -1 in Reshape's shape are resolved against the input shape, so
  * graph ops see fully known shapes. */
+#include <math.h>
 #include <string.h>
 #include "frontends/onnx/onnx.h"
 
@@ -210,6 +211,424 @@ static mlc_status unsqueeze_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs
   return emit_reshape(cx, n, x, ro, shape, &outs[0], d);
 }
 
+/* ---------------------------------------------------------------- more helpers */
+
+static int64_t norm_axis(int64_t a, int r) { return a < 0 ? a + r : a; }
+
+static mlc_status axis_attr(OnnxCtx *cx, const OnnxNode *n, const char *name, int64_t dflt, int r, int64_t *out,
+                            Diag *d) {
+  int64_t a = onnx_attr_int(n, name, dflt);
+  if (a < -r || a >= r)
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s %lld out of range for rank %d", name, (long long)a, r);
+  *out = norm_axis(a, r);
+  return MLC_OK;
+}
+
+/* Element i of a constant numeric value as a double; false if v is not a constant of a supported dtype. */
+static bool const_double(const Value *v, int64_t i, double *out) {
+  if (!v || !v->data || i >= tt_numel(&v->type)) return false;
+  const void *p = v->data;
+  switch (v->type.dtype) {
+  case MLC_F32: *out = ((const float *)p)[i]; return true;
+  case MLC_F64: *out = ((const double *)p)[i]; return true;
+  case MLC_I64: *out = (double)((const int64_t *)p)[i]; return true;
+  case MLC_I32: *out = ((const int32_t *)p)[i]; return true;
+  case MLC_I16: *out = ((const int16_t *)p)[i]; return true;
+  case MLC_I8: *out = ((const int8_t *)p)[i]; return true;
+  case MLC_U8: case MLC_BOOL: *out = ((const uint8_t *)p)[i]; return true;
+  case MLC_U16: *out = ((const uint16_t *)p)[i]; return true;
+  case MLC_U32: *out = ((const uint32_t *)p)[i]; return true;
+  case MLC_U64: *out = (double)((const uint64_t *)p)[i]; return true;
+  default: return false;
+  }
+}
+
+/* ---------------------------------------------------------------- Shape / Size: constants (static shapes) */
+
+static mlc_status shape_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = need_inputs(cx, n, 1, d);
+  if (st) return st;
+  const TensorType *x = &n->inputs[0]->type;
+  int r = x->ndim;
+  int64_t b = onnx_attr_int(n, "start", 0), e = onnx_attr_int(n, "end", r);
+  if (b < 0) b += r;
+  if (e < 0) e += r;
+  b = b < 0 ? 0 : b > r ? r : b;
+  e = e < 0 ? 0 : e > r ? r : e;
+  int64_t dims[MLC_MAX_DIMS];
+  int k = 0;
+  for (int64_t i = b; i < e; i++) dims[k++] = x->dims[i];
+  TensorType t = {.dtype = MLC_I64, .ndim = 1, .dims = {k}};
+  outs[0] = onnx_const(cx, NULL, t, dims);
+  return MLC_OK;
+}
+
+static mlc_status size_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = need_inputs(cx, n, 1, d);
+  if (st) return st;
+  int64_t v = tt_numel(&n->inputs[0]->type);
+  TensorType t = {.dtype = MLC_I64, .ndim = 0};
+  outs[0] = onnx_const(cx, NULL, t, &v);
+  return MLC_OK;
+}
+
+/* ---------------------------------------------------------------- Slice / Split -> strided_slice */
+
+static mlc_status emit_slice(OnnxCtx *cx, const OnnxNode *n, Value *x, const int64_t *b, const int64_t *e,
+                             const int64_t *s, Value **out, Diag *d) {
+  Node *nd = onnx_emit(cx, n, "strided_slice", 1, &x, 1, d);
+  if (nd) {
+    Graph *g = onnx_graph(cx);
+    ir_set_ints(g, nd, "begin", b, x->type.ndim);
+    ir_set_ints(g, nd, "end", e, x->type.ndim);
+    ir_set_ints(g, nd, "strides", s, x->type.ndim);
+  }
+  return finish(cx, n, nd, out, d);
+}
+
+static mlc_status slice_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = need_inputs(cx, n, 1, d);
+  if (st) return st;
+  Value *x = n->inputs[0];
+  int r = x->type.ndim;
+  int64_t starts[MLC_MAX_DIMS + 1], ends[MLC_MAX_DIMS + 1], axes[MLC_MAX_DIMS + 1], steps[MLC_MAX_DIMS + 1];
+  int ns, ne, na = -1, nst = -1;
+  if (n->opset < 10) {
+    ns = onnx_attr_ints(n, "starts", starts, MLC_MAX_DIMS + 1);
+    ne = onnx_attr_ints(n, "ends", ends, MLC_MAX_DIMS + 1);
+    na = onnx_attr_ints(n, "axes", axes, MLC_MAX_DIMS + 1);
+    if (ns < 0 || ne < 0) return onnx_error(cx, n, d, MLC_ERR_INVALID, "Slice needs 'starts' and 'ends'");
+  } else {
+    if ((st = need_inputs(cx, n, 3, d))) return st;
+    if ((st = const_input(cx, n, 1, "starts", starts, MLC_MAX_DIMS + 1, &ns, d)) ||
+        (st = const_input(cx, n, 2, "ends", ends, MLC_MAX_DIMS + 1, &ne, d)))
+      return st;
+    if (n->ninputs > 3 && n->inputs[3] && (st = const_input(cx, n, 3, "axes", axes, MLC_MAX_DIMS + 1, &na, d)))
+      return st;
+    if (n->ninputs > 4 && n->inputs[4] && (st = const_input(cx, n, 4, "steps", steps, MLC_MAX_DIMS + 1, &nst, d)))
+      return st;
+  }
+  if (ns != ne || ns > r || (na >= 0 && na != ns) || (nst >= 0 && nst != ns))
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "Slice: starts/ends/axes/steps lengths differ or exceed rank %d", r);
+  int64_t b[MLC_MAX_DIMS], e[MLC_MAX_DIMS], s[MLC_MAX_DIMS];
+  bool seen[MLC_MAX_DIMS] = {0};
+  for (int i = 0; i < r; i++) b[i] = 0, e[i] = x->type.dims[i], s[i] = 1;
+  for (int i = 0; i < ns; i++) {
+    int64_t a = na >= 0 ? axes[i] : i;
+    if (a < -r || a >= r || seen[norm_axis(a, r)])
+      return onnx_error(cx, n, d, MLC_ERR_INVALID, "Slice: axis %lld out of range or repeated", (long long)a);
+    a = norm_axis(a, r);
+    seen[a] = true;
+    int64_t dim = x->type.dims[a], sp = nst >= 0 ? steps[i] : 1, st0 = starts[i], en = ends[i];
+    if (sp == 0) return onnx_error(cx, n, d, MLC_ERR_INVALID, "Slice: step 0 on axis %lld", (long long)a);
+    if (st0 < 0) st0 += dim;
+    if (en < 0) en += dim;
+    if (sp > 0) {
+      st0 = st0 < 0 ? 0 : st0 > dim ? dim : st0;
+      en = en < 0 ? 0 : en > dim ? dim : en;
+    } else {
+      st0 = st0 < 0 ? -1 : st0 > dim - 1 ? dim - 1 : st0;
+      en = en < -1 ? -1 : en > dim - 1 ? dim - 1 : en;
+    }
+    b[a] = st0, e[a] = en, s[a] = sp;
+  }
+  return emit_slice(cx, n, x, b, e, s, &outs[0], d);
+}
+
+static mlc_status split_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = need_inputs(cx, n, 1, d);
+  if (st) return st;
+  Value *x = n->inputs[0];
+  int r = x->type.ndim, nout = n->noutputs;
+  int64_t axis = 0;
+  if ((st = axis_attr(cx, n, "axis", 0, r, &axis, d))) return st;
+  int64_t dim = x->type.dims[axis];
+  int64_t sizes[256];
+  int cnt = -1;
+  if (nout < 1 || nout > 256) return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "Split into %d outputs", nout);
+  if (n->opset < 13) {
+    cnt = onnx_attr_ints(n, "split", sizes, 256);
+    if (cnt < 0 && n->ninputs > 1 && n->inputs[1] && (st = const_input(cx, n, 1, "split", sizes, 256, &cnt, d)))
+      return st; /* opset 1: split could be a second input */
+  } else if (n->ninputs > 1 && n->inputs[1]) {
+    if ((st = const_input(cx, n, 1, "split", sizes, 256, &cnt, d))) return st;
+  }
+  if (cnt >= 0) {
+    if (cnt != nout) return onnx_error(cx, n, d, MLC_ERR_INVALID, "Split: %d sizes for %d outputs", cnt, nout);
+    int64_t tot = 0;
+    for (int i = 0; i < cnt; i++) {
+      if (sizes[i] < 0) return onnx_error(cx, n, d, MLC_ERR_INVALID, "Split: negative size");
+      tot += sizes[i];
+    }
+    if (tot != dim)
+      return onnx_error(cx, n, d, MLC_ERR_INVALID, "Split: sizes sum to %lld, axis has %lld", (long long)tot,
+                        (long long)dim);
+  } else {
+    int64_t parts = onnx_attr_int(n, "num_outputs", nout);
+    if (parts != nout)
+      return onnx_error(cx, n, d, MLC_ERR_INVALID, "Split: num_outputs %lld but %d outputs", (long long)parts, nout);
+    int64_t chunk = (dim + parts - 1) / parts;
+    if (n->opset < 18 && dim % parts)
+      return onnx_error(cx, n, d, MLC_ERR_INVALID, "Split: axis of %lld does not split into %d equal parts",
+                        (long long)dim, nout);
+    for (int i = 0; i < nout; i++) {
+      int64_t left = dim - chunk * i;
+      sizes[i] = left < 0 ? 0 : left < chunk ? left : chunk;
+    }
+  }
+  int64_t b[MLC_MAX_DIMS], e[MLC_MAX_DIMS], s[MLC_MAX_DIMS];
+  for (int i = 0; i < r; i++) b[i] = 0, e[i] = x->type.dims[i], s[i] = 1;
+  int64_t off = 0;
+  for (int i = 0; i < nout; i++) {
+    b[axis] = off;
+    e[axis] = off + sizes[i];
+    off += sizes[i];
+    outs[i] = NULL;
+    if (!n->output_names[i] || !n->output_names[i][0]) continue;
+    if ((st = emit_slice(cx, n, x, b, e, s, &outs[i], d))) return st;
+  }
+  return MLC_OK;
+}
+
+/* ---------------------------------------------------------------- Expand / Tile / ConstantOfShape / Range */
+
+static mlc_status expand_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = need_inputs(cx, n, 2, d);
+  if (st) return st;
+  Value *x = n->inputs[0];
+  TensorType sh = {.dtype = x->type.dtype}, o;
+  int cnt;
+  if ((st = const_input(cx, n, 1, "shape", sh.dims, MLC_MAX_DIMS, &cnt, d))) return st;
+  sh.ndim = cnt;
+  /* numpy broadcasting of the input shape with the given one (a 1 in shape keeps the input's dim) */
+  o.dtype = x->type.dtype;
+  o.ndim = x->type.ndim > sh.ndim ? x->type.ndim : sh.ndim;
+  for (int i = 0; i < o.ndim; i++) {
+    int ia = i - (o.ndim - x->type.ndim), ib = i - (o.ndim - sh.ndim);
+    int64_t da = ia >= 0 ? x->type.dims[ia] : 1, db = ib >= 0 ? sh.dims[ib] : 1;
+    if (da != db && da != 1 && db != 1)
+      return onnx_error(cx, n, d, MLC_ERR_INVALID, "Expand: dim %lld does not broadcast to %lld", (long long)da,
+                        (long long)db);
+    o.dims[i] = da == 1 ? db : da;
+  }
+  Node *nd = onnx_emit(cx, n, "broadcast_to", 1, &x, 1, d);
+  if (nd) ir_set_ints(onnx_graph(cx), nd, "shape", o.dims, o.ndim);
+  return finish(cx, n, nd, &outs[0], d);
+}
+
+static mlc_status tile_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = need_inputs(cx, n, 2, d);
+  if (st) return st;
+  Value *x = n->inputs[0];
+  int64_t reps[MLC_MAX_DIMS];
+  int cnt;
+  if (n->opset < 6) return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "Tile before opset 6 (tiles/axis inputs)");
+  if ((st = const_input(cx, n, 1, "repeats", reps, MLC_MAX_DIMS, &cnt, d))) return st;
+  if (cnt != x->type.ndim)
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "Tile: %d repeats for rank %d", cnt, x->type.ndim);
+  Node *nd = onnx_emit(cx, n, "tile", 1, &x, 1, d);
+  if (nd) ir_set_ints(onnx_graph(cx), nd, "reps", reps, cnt);
+  return finish(cx, n, nd, &outs[0], d);
+}
+
+static mlc_status constant_of_shape_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = need_inputs(cx, n, 1, d);
+  if (st) return st;
+  TensorType o = {0};
+  int cnt;
+  if ((st = const_input(cx, n, 0, "shape", o.dims, MLC_MAX_DIMS, &cnt, d))) return st;
+  o.ndim = cnt;
+  Value *v = onnx_attr_tensor(cx, n, "value", d);
+  if (!v) {
+    if (d->status != MLC_OK) return d->status;
+    float zero = 0;
+    v = onnx_const(cx, NULL, (TensorType){.dtype = MLC_F32, .ndim = 1, .dims = {1}}, &zero);
+  }
+  if (tt_numel(&v->type) != 1) return onnx_error(cx, n, d, MLC_ERR_INVALID, "ConstantOfShape: value must have one element");
+  Node *nd = onnx_emit(cx, n, "full", 1, &v, 1, d);
+  if (nd) ir_set_ints(onnx_graph(cx), nd, "shape", o.dims, o.ndim);
+  return finish(cx, n, nd, &outs[0], d);
+}
+
+static mlc_status range_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = need_inputs(cx, n, 3, d);
+  if (st) return st;
+  double v[3];
+  static const char *what[3] = {"start", "limit", "delta"};
+  for (int i = 0; i < 3; i++)
+    if (!const_double(n->inputs[i], 0, &v[i]))
+      return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "Range: input '%s' must be known at compile time", what[i]);
+  if (v[2] == 0) return onnx_error(cx, n, d, MLC_ERR_INVALID, "Range: delta is 0");
+  double cntf = ceil((v[1] - v[0]) / v[2]);
+  int64_t num = cntf > 0 ? (int64_t)cntf : 0;
+  Value *ins[2] = {n->inputs[0], n->inputs[2]};
+  Node *nd = onnx_emit(cx, n, "arange", 2, ins, 1, d);
+  if (nd) ir_set_int(onnx_graph(cx), nd, "num", num);
+  return finish(cx, n, nd, &outs[0], d);
+}
+
+/* ---------------------------------------------------------------- Pad / CenterCropPad -> nn.pad */
+
+static mlc_status pad_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = need_inputs(cx, n, 1, d);
+  if (st) return st;
+  Value *x = n->inputs[0];
+  int r = x->type.ndim;
+  int64_t raw[2 * MLC_MAX_DIMS + 1], axes[MLC_MAX_DIMS + 1], pads[2 * MLC_MAX_DIMS] = {0};
+  int np, na = -1;
+  double value = 0;
+  Value *vin = NULL;
+  const char *mode = onnx_attr_string(n, "mode", "constant");
+  if (n->opset < 11) {
+    np = onnx_attr_ints(n, n->opset < 2 ? "paddings" : "pads", raw, 2 * MLC_MAX_DIMS + 1);
+    if (np < 0) return onnx_error(cx, n, d, MLC_ERR_INVALID, "Pad needs the attribute 'pads'");
+    value = onnx_attr_float(n, "value", 0);
+  } else {
+    if ((st = const_input(cx, n, 1, "pads", raw, 2 * MLC_MAX_DIMS + 1, &np, d))) return st;
+    if (n->ninputs > 2 && n->inputs[2]) {
+      vin = n->inputs[2];
+      if (tt_numel(&vin->type) == 0) vin = NULL;
+    }
+    if (n->ninputs > 3 && n->inputs[3] && (st = const_input(cx, n, 3, "axes", axes, MLC_MAX_DIMS + 1, &na, d)))
+      return st;
+  }
+  int k = na >= 0 ? na : r;
+  if (np != 2 * k) return onnx_error(cx, n, d, MLC_ERR_INVALID, "Pad: %d pads for %d axes", np, k);
+  for (int i = 0; i < k; i++) {
+    int64_t a = na >= 0 ? axes[i] : i;
+    if (a < -r || a >= r) return onnx_error(cx, n, d, MLC_ERR_INVALID, "Pad: axis %lld out of range", (long long)a);
+    a = norm_axis(a, r);
+    pads[a] = raw[i];
+    pads[a + r] = raw[i + k];
+  }
+  if (strcmp(mode, "constant") && strcmp(mode, "reflect") && strcmp(mode, "edge") && strcmp(mode, "wrap"))
+    return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "Pad: mode '%s' is not supported", mode);
+  if (vin && vin->type.dtype != x->type.dtype)
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "Pad: constant_value dtype differs from the data's");
+  Value *ins[2] = {x, vin};
+  Node *nd = onnx_emit(cx, n, "nn.pad", vin ? 2 : 1, ins, 1, d);
+  if (nd) {
+    Graph *g = onnx_graph(cx);
+    ir_set_ints(g, nd, "pad_width", pads, 2 * r);
+    ir_set_string(g, nd, "pad_mode", mode);
+    ir_set_float(g, nd, "pad_value", value);
+  }
+  return finish(cx, n, nd, &outs[0], d);
+}
+
+static mlc_status center_crop_pad_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = need_inputs(cx, n, 2, d);
+  if (st) return st;
+  Value *x = n->inputs[0];
+  int r = x->type.ndim, cnt;
+  int64_t shape[MLC_MAX_DIMS + 1], axes[MLC_MAX_DIMS + 1], pads[2 * MLC_MAX_DIMS] = {0};
+  if ((st = const_input(cx, n, 1, "shape", shape, MLC_MAX_DIMS + 1, &cnt, d))) return st;
+  int na = onnx_attr_ints(n, "axes", axes, MLC_MAX_DIMS + 1);
+  if (na < 0) {
+    na = r;
+    for (int i = 0; i < r; i++) axes[i] = i;
+  }
+  if (cnt != na) return onnx_error(cx, n, d, MLC_ERR_INVALID, "CenterCropPad: %d sizes for %d axes", cnt, na);
+  for (int i = 0; i < na; i++) {
+    if (axes[i] < -r || axes[i] >= r)
+      return onnx_error(cx, n, d, MLC_ERR_INVALID, "CenterCropPad: axis %lld out of range", (long long)axes[i]);
+    int64_t a = norm_axis(axes[i], r), diff = shape[i] - x->type.dims[a];
+    if (shape[i] < 0) return onnx_error(cx, n, d, MLC_ERR_INVALID, "CenterCropPad: negative size");
+    if (diff >= 0) {
+      pads[a] = diff / 2;
+      pads[a + r] = diff - diff / 2;
+    } else {
+      pads[a] = -((-diff) / 2);
+      pads[a + r] = -((-diff) - (-diff) / 2);
+    }
+  }
+  Node *nd = onnx_emit(cx, n, "nn.pad", 1, &x, 1, d);
+  if (nd) {
+    ir_set_ints(onnx_graph(cx), nd, "pad_width", pads, 2 * r);
+    ir_set_string(onnx_graph(cx), nd, "pad_mode", "constant");
+  }
+  return finish(cx, n, nd, &outs[0], d);
+}
+
+/* ---------------------------------------------------------------- Trilu, DepthToSpace, SpaceToDepth, EyeLike,
+ * OneHot, ReverseSequence */
+
+static mlc_status trilu_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = need_inputs(cx, n, 1, d);
+  if (st) return st;
+  int64_t k = 0;
+  int cnt;
+  if (n->ninputs > 1 && n->inputs[1]) {
+    if ((st = const_input(cx, n, 1, "k", &k, 1, &cnt, d))) return st;
+    if (cnt != 1) return onnx_error(cx, n, d, MLC_ERR_INVALID, "Trilu: k must be a scalar");
+  }
+  Node *nd = onnx_emit(cx, n, "trilu", 1, &n->inputs[0], 1, d);
+  if (nd) {
+    ir_set_int(onnx_graph(cx), nd, "upper", onnx_attr_int(n, "upper", 1) != 0);
+    ir_set_int(onnx_graph(cx), nd, "k", k);
+  }
+  return finish(cx, n, nd, &outs[0], d);
+}
+
+static mlc_status depth_space_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = need_inputs(cx, n, 1, d);
+  if (st) return st;
+  bool d2s = !strcmp(n->op_type, "DepthToSpace");
+  if (!onnx_has_attr(n, "blocksize")) return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s needs 'blocksize'", n->op_type);
+  Node *nd = onnx_emit(cx, n, d2s ? "nn.depth_to_space" : "nn.space_to_depth", 1, &n->inputs[0], 1, d);
+  if (nd) {
+    ir_set_int(onnx_graph(cx), nd, "block_size", onnx_attr_int(n, "blocksize", 1));
+    if (d2s) ir_set_string(onnx_graph(cx), nd, "mode", onnx_attr_string(n, "mode", "DCR"));
+  }
+  return finish(cx, n, nd, &outs[0], d);
+}
+
+static mlc_status eye_like_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = need_inputs(cx, n, 1, d);
+  if (st) return st;
+  int64_t dt = onnx_attr_int(n, "dtype", n->inputs[0]->type.dtype);
+  if (dt <= 0 || dt >= MLC_DTYPE_COUNT || mlc_dtype_size((mlc_dtype)dt) <= 0 || dt == MLC_STRING)
+    return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "EyeLike: dtype %lld is not supported", (long long)dt);
+  Node *nd = onnx_emit(cx, n, "eye_like", 1, &n->inputs[0], 1, d);
+  if (nd) {
+    ir_set_int(onnx_graph(cx), nd, "k", onnx_attr_int(n, "k", 0));
+    ir_set_int(onnx_graph(cx), nd, "dtype", dt);
+  }
+  return finish(cx, n, nd, &outs[0], d);
+}
+
+static mlc_status one_hot_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = need_inputs(cx, n, 3, d);
+  if (st) return st;
+  double depth;
+  if (tt_numel(&n->inputs[1]->type) != 1 || !const_double(n->inputs[1], 0, &depth))
+    return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "OneHot: input 'depth' must be known at compile time");
+  int r = n->inputs[0]->type.ndim + 1;
+  int64_t axis = onnx_attr_int(n, "axis", -1);
+  if (axis < -r || axis >= r) return onnx_error(cx, n, d, MLC_ERR_INVALID, "OneHot: axis %lld out of range", (long long)axis);
+  Value *ins[2] = {n->inputs[0], n->inputs[2]};
+  Node *nd = onnx_emit(cx, n, "one_hot", 2, ins, 1, d);
+  if (nd) {
+    ir_set_int(onnx_graph(cx), nd, "depth", (int64_t)depth);
+    ir_set_int(onnx_graph(cx), nd, "axis", norm_axis(axis, r));
+  }
+  return finish(cx, n, nd, &outs[0], d);
+}
+
+static mlc_status reverse_sequence_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = need_inputs(cx, n, 2, d);
+  if (st) return st;
+  int r = n->inputs[0]->type.ndim;
+  int64_t b = 0, t = 0;
+  if ((st = axis_attr(cx, n, "batch_axis", 1, r, &b, d)) || (st = axis_attr(cx, n, "time_axis", 0, r, &t, d))) return st;
+  Node *nd = onnx_emit(cx, n, "reverse_sequence", 2, n->inputs, 1, d);
+  if (nd) {
+    ir_set_int(onnx_graph(cx), nd, "batch_axis", b);
+    ir_set_int(onnx_graph(cx), nd, "time_axis", t);
+  }
+  return finish(cx, n, nd, &outs[0], d);
+}
+
 /* ---------------------------------------------------------------- the table */
 
 const OnnxConverter onnx_ops_tensor[] = {
@@ -221,5 +640,21 @@ const OnnxConverter onnx_ops_tensor[] = {
     {"Concat", "", concat_convert},
     {"Squeeze", "", squeeze_convert},
     {"Unsqueeze", "", unsqueeze_convert},
+    {"Shape", "", shape_convert},
+    {"Size", "", size_convert},
+    {"Slice", "", slice_convert},
+    {"Split", "", split_convert},
+    {"Expand", "", expand_convert},
+    {"Tile", "", tile_convert},
+    {"ConstantOfShape", "", constant_of_shape_convert},
+    {"Range", "", range_convert},
+    {"Pad", "", pad_convert},
+    {"CenterCropPad", "", center_crop_pad_convert},
+    {"Trilu", "", trilu_convert},
+    {"DepthToSpace", "", depth_space_convert},
+    {"SpaceToDepth", "", depth_space_convert},
+    {"EyeLike", "", eye_like_convert},
+    {"OneHot", "", one_hot_convert},
+    {"ReverseSequence", "", reverse_sequence_convert},
     {0},
 };
