@@ -127,6 +127,14 @@ static int model_inputs(const char *path, char names[][256], int max) {
 #define MAX_IO 64
 
 /* Runs one test in this process; prints its line to out. */
+/* whether msg contains 'name' (quoted): an importer message naming a graph input it needs at compile time */
+static bool quoted_in(const char *msg, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = strchr(msg, '\''); p; p = strchr(p + 1, '\''))
+    if (!strncmp(p + 1, name, n) && p[1 + n] == '\'') return true;
+  return false;
+}
+
 static Result run_test(const char *root, const char *name, FILE *out) {
   char dir[4096], path[4600];
   snprintf(dir, sizeof dir, "%s/node/%s", root, name);
@@ -173,11 +181,13 @@ static Result run_test(const char *root, const char *name, FILE *out) {
   for (;;) {
     if (!onnx_import_file(a, path, &io, &g, &d) && !mlc_compile_graph(a, g, &opt, &c, &d)) break;
     /* An op needs an input's value at compile time (Reshape's shape, Reduce's axes): freeze the integer
-     * inputs to the test's values, as a user freezes such inputs, and try once more. */
+     * inputs (and inputs the message names as 'name') to the test's values, as a user freezes such inputs,
+     * and try once more. */
     if (!frozen && d.status == MLC_ERR_UNSUPPORTED && strstr(d.msg, "compile time")) {
       frozen = true;
       for (int i = 0; i < nfound; i++)
-        if (in_t[i].dtype == MLC_I64 || in_t[i].dtype == MLC_I32 || in_t[i].dtype == MLC_BOOL) {
+        if (in_t[i].dtype == MLC_I64 || in_t[i].dtype == MLC_I32 || in_t[i].dtype == MLC_BOOL ||
+            quoted_in(d.msg, names[i])) { /* or any input the message names, e.g. Resize's float scales */
           shapes[i].dtype = in_t[i].dtype;
           shapes[i].data = in_data[i];
         }
