@@ -416,6 +416,73 @@ static mlc_status convert_node(OnnxCtx *cx, const Onnx__NodeProto *np, const cha
   return MLC_OK;
 }
 
+/* ---- subgraphs (If / Loop / Scan bodies) ---- */
+
+/* Inlines a GRAPH attribute into the graph being built (see onnx.h). The body sees the outer scope plus its
+ * own initializers and formal inputs; its names are dropped again afterwards (the scope is restored), so the
+ * same body can be inlined once per unrolled iteration. Node names get "<node>/<tag>/" in front. */
+mlc_status onnx_inline_graph(OnnxCtx *cx, const OnnxNode *n, const char *attr, const char *tag, int nbind,
+                             Value **bind, int *nout, Value ***outs, Diag *d) {
+  Arena *a = cx->arena;
+  const Onnx__NodeProto *np = ((const OnnxNodeRef *)n->proto)->np;
+  const Onnx__GraphProto *gp = NULL;
+  for (size_t i = 0; i < np->n_attribute && !gp; i++)
+    if (np->attribute[i]->name && !strcmp(np->attribute[i]->name, attr)) gp = np->attribute[i]->g;
+  if (!gp) return onnx_error(cx, n, d, MLC_ERR_INVALID, "graph attribute '%s' is missing", attr);
+  if ((int)gp->n_input != nbind)
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "body '%s' has %zu inputs, expected %d", attr, gp->n_input, nbind);
+  OnnxScope saved = cx->scope;
+  int saved_first = cx->first_new_node;
+  OnnxScope copy = saved;
+  if (saved.cap) {
+    copy.keys = arena_memdup(a, saved.keys, sizeof(char *) * (size_t)saved.cap);
+    copy.vals = arena_memdup(a, saved.vals, sizeof(void *) * (size_t)saved.cap);
+  }
+  cx->scope = copy;
+  mlc_status st = MLC_OK;
+  for (size_t i = 0; i < gp->n_initializer && !st; i++) {
+    const Onnx__TensorProto *t = gp->initializer[i];
+    Value *v = t->name ? onnx_tensor_const(cx, t, t->name, d) : NULL;
+    if (!v) st = d->status ? d->status : onnx_error(cx, n, d, MLC_ERR_INVALID, "body initializer without a name");
+    else onnx_scope_put(a, &cx->scope, t->name, v);
+  }
+  for (int i = 0; i < nbind && !st; i++) {
+    if (!bind[i]) continue; /* an absent optional input */
+    onnx_scope_put(a, &cx->scope, S(gp->input[i]->name), bind[i]);
+  }
+  int nn = (int)gp->n_node;
+  int *order = arena_alloc(a, sizeof(int) * (size_t)(nn + 1));
+  if (!st) st = order_nodes(cx, gp, order, d);
+  for (int k = 0; k < nn && !st; k++) {
+    const Onnx__NodeProto *bp = gp->node[order[k]];
+    const char *name = arena_printf(a, "%s/%s/%s", n->name, tag, node_name(cx, bp, order[k]));
+    int opset = domain_opset(cx->model, bp->domain);
+    if (default_domain(bp->domain) && !strcmp(S(bp->op_type), "Constant")) {
+      st = convert_constant(cx, bp, name, opset, d);
+      continue;
+    }
+    OnnxConvertFn fn = find_converter(S(bp->domain), S(bp->op_type));
+    if (!fn)
+      st = node_error(cx, name, S(bp->op_type), opset, d, MLC_ERR_UNSUPPORTED, "unsupported op '%s' in body '%s'",
+                      S(bp->op_type), attr);
+    else
+      st = convert_node(cx, bp, name, opset, fn, d);
+  }
+  Value **res = arena_alloc(a, sizeof(Value *) * (gp->n_output + 1));
+  for (size_t i = 0; i < gp->n_output && !st; i++) {
+    const char *nm = S(gp->output[i]->name);
+    res[i] = onnx_scope_get(&cx->scope, nm);
+    if (!res[i]) st = onnx_error(cx, n, d, MLC_ERR_INVALID, "body output '%s' is not defined", nm);
+    else st = fold_shape_value(cx, nm, &res[i], d); /* a loop condition computed from constants */
+  }
+  cx->scope = saved;
+  cx->first_new_node = saved_first;
+  if (st) return st;
+  *nout = (int)gp->n_output;
+  *outs = res;
+  return MLC_OK;
+}
+
 /* ---- the model ---- */
 
 typedef struct Unsupported {

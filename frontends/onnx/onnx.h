@@ -72,6 +72,13 @@ Value *onnx_attr_tensor(OnnxCtx *cx, const OnnxNode *n, const char *name, Diag *
 /* A GRAPH attribute imported as a subgraph sharing the outer scope (NULL if absent). */
 Graph *onnx_attr_graph(OnnxCtx *cx, const OnnxNode *n, const char *name, Diag *d);
 
+/* Inlines the GRAPH attribute attr of n (an If branch, a Loop or Scan body) into the graph being built: its
+ * formal inputs are bound to bind[0..nbind) (NULL: absent), outer-scope names stay visible, its nodes are
+ * converted as usual (node names prefixed "<node>/<tag>/"), and *outs receives its *nout outputs (small
+ * integer/bool outputs computed from constants are folded). Call it once per unrolled iteration. */
+mlc_status onnx_inline_graph(OnnxCtx *cx, const OnnxNode *n, const char *attr, const char *tag, int nbind,
+                             Value **bind, int *nout, Value ***outs, Diag *d);
+
 /* Emits a graph node applying graph op `op` (looked up in the registry) to ins, named after the ONNX node.
  * Set attributes with ir_set_* on the returned node BEFORE calling
  * onnx_finish; onnx_finish infers types and returns the status (errors name the ONNX node). */
