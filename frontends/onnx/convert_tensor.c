@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 #include "frontends/onnx/onnx.h"
+#include "passes/graph/passes.h"
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -243,6 +244,27 @@ static bool const_double(const Value *v, int64_t i, double *out) {
   }
 }
 
+/* A one-element value as a double: a constant, or a value computed from constants only (the importer folds
+ * only integer values; window functions compute Range's float limit with Cast/Sub/Mul from constants). */
+static mlc_status scalar_value(OnnxCtx *cx, const OnnxNode *n, int i, const char *what, double *out, Diag *d) {
+  Value *v = n->ninputs > i ? n->inputs[i] : NULL;
+  if (!v) return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: input '%s' is missing", n->op_type, what);
+  if (tt_numel(&v->type) != 1)
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: input '%s' must have one element", n->op_type, what);
+  if (const_double(v, 0, out)) return MLC_OK;
+  if (!v->data && v->producer) {
+    void *data = NULL;
+    mlc_status st = pass_evaluate(onnx_graph(cx), v, &data, d);
+    if (st != MLC_OK && !(st == MLC_ERR_UNSUPPORTED && diag_ok(d))) return st;
+    if (st == MLC_OK) {
+      Value tmp = *v;
+      tmp.data = data;
+      if (const_double(&tmp, 0, out)) return MLC_OK;
+    }
+  }
+  return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "%s: input '%s' must be known at compile time", n->op_type, what);
+}
+
 /* ---------------------------------------------------------------- Shape / Size: constants (static shapes) */
 
 static mlc_status shape_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
@@ -456,8 +478,7 @@ static mlc_status range_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Di
   double v[3];
   static const char *what[3] = {"start", "limit", "delta"};
   for (int i = 0; i < 3; i++)
-    if (!const_double(n->inputs[i], 0, &v[i]))
-      return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "Range: input '%s' must be known at compile time", what[i]);
+    if ((st = scalar_value(cx, n, i, what[i], &v[i], d))) return st;
   if (v[2] == 0) return onnx_error(cx, n, d, MLC_ERR_INVALID, "Range: delta is 0");
   double cntf = ceil((v[1] - v[0]) / v[2]);
   int64_t num = cntf > 0 ? (int64_t)cntf : 0;
@@ -601,8 +622,7 @@ static mlc_status one_hot_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, 
   mlc_status st = need_inputs(cx, n, 3, d);
   if (st) return st;
   double depth;
-  if (tt_numel(&n->inputs[1]->type) != 1 || !const_double(n->inputs[1], 0, &depth))
-    return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "OneHot: input 'depth' must be known at compile time");
+  if ((st = scalar_value(cx, n, 1, "depth", &depth, d))) return st;
   int r = n->inputs[0]->type.ndim + 1;
   int64_t axis = onnx_attr_int(n, "axis", -1);
   if (axis < -r || axis >= r) return onnx_error(cx, n, d, MLC_ERR_INVALID, "OneHot: axis %lld out of range", (long long)axis);
