@@ -1,16 +1,17 @@
 /* Thread pool: persistent workers that run the parallel loops of generated kernels.
  *
- * Algorithm: one job slot and a 64-bit job word = (sequence << 16) | nchunks, published with a release store
- * after the job fields are written. A worker w (1..n-1) spins on the job word for a short while, then sleeps on
- * a condition variable; when it sees a new sequence and w < nchunks it runs chunk w and decrements `remaining`.
- * Because the chunk count travels in the same atomic word as the sequence, a worker never reads the fields of a
- * job it does not take part in, and the launcher cannot overwrite them while a participant still runs (it waits
- * for `remaining` to reach 0). Lost wake-ups are excluded Dekker-style: the sleeper increments `sleepers` and
- * re-checks the job word under the mutex (seq_cst), the launcher stores the job word and then reads `sleepers`
- * (seq_cst), and broadcasts under the mutex only when someone sleeps. The caller runs chunk 0 itself, then
- * spins on `remaining` and, if the workers are slow (e.g. more threads than free cores), blocks on done_cv with
- * the same Dekker handshake (launcher_waiting vs. the last worker's decrement).
- * A launch from inside a pool thread (nested parallelism) runs serially on that thread. */
+ * Algorithm: a launch splits [0, extent) into nchunks = min(extent, threads) contiguous chunks and publishes
+ * one job: the body/closure/extent fields, then a 64-bit claim word (sequence << 32 | nchunks << 16 | next
+ * chunk) with a release store, then the job sequence word. Workers spin on the sequence word for a short while
+ * (POOL_SPIN_NS), then sleep on a condition variable. Every thread, the caller included, takes chunks by CAS on
+ * the claim word until none is left, so a worker that wakes late (more threads than free cores) finds its work
+ * already done by the others instead of stalling the launch. A successful CAS proves the job is still current:
+ * the launcher cannot start the next job before `remaining` (chunks not yet finished) reaches 0, and the
+ * sequence in the claim word rules out ABA. Lost wake-ups are excluded Dekker-style: a sleeper increments
+ * `sleepers` and re-checks the sequence under the mutex (seq_cst); the launcher stores the sequence, then reads
+ * `sleepers` (seq_cst) and broadcasts under the mutex only when someone sleeps. The caller, out of chunks,
+ * spins on `remaining`, then blocks on done_cv with the same handshake (launcher_waiting vs. the last
+ * decrement). A launch from inside a pool thread (nested parallelism) runs serially on that thread. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -34,7 +35,8 @@ struct mlc_pool {
   pthread_mutex_t done_mu;   /* the launcher blocks on done_cv when the workers are slow (oversubscription) */
   pthread_cond_t done_cv;
   atomic_int launcher_waiting;
-  _Atomic uint64_t job;      /* (sequence << 16) | nchunks */
+  _Atomic uint64_t job;      /* the sequence number of the latest job */
+  _Atomic uint64_t claim;    /* (sequence << 32) | (nchunks << 16) | next unclaimed chunk */
   atomic_int sleepers;
   atomic_int remaining;
   atomic_int err;
@@ -104,13 +106,32 @@ static void record_error(mlc_pool *p, int32_t rc) {
   if (rc != 0) atomic_compare_exchange_strong(&p->err, &expected, rc);
 }
 
+/* Takes and runs chunks of the current job until none is left. */
+static void run_chunks(mlc_pool *p) {
+  uint64_t c = atomic_load_explicit(&p->claim, memory_order_acquire);
+  for (;;) {
+    unsigned nchunks = (unsigned)(c >> 16) & 0xffff, next = (unsigned)c & 0xffff;
+    if (next >= nchunks) return;
+    if (!atomic_compare_exchange_weak_explicit(&p->claim, &c, c + 1, memory_order_acq_rel, memory_order_acquire))
+      continue;
+    int64_t b, e;
+    chunk_range(p->extent, (int)nchunks, (int)next, &b, &e);
+    record_error(p, p->body(b, e, p->closure));
+    if (atomic_fetch_sub(&p->remaining, 1) == 1 && atomic_load(&p->launcher_waiting)) {
+      pthread_mutex_lock(&p->done_mu);
+      pthread_cond_signal(&p->done_cv);
+      pthread_mutex_unlock(&p->done_mu);
+    }
+    c = atomic_load_explicit(&p->claim, memory_order_acquire);
+  }
+}
+
 static void *worker_main(void *argp) {
   pool_worker_arg *arg = argp;
   mlc_pool *p = arg->pool;
-  int w = arg->index;
   free(arg);
   in_pool_thread = true;
-  uint64_t seen = 0; /* the job word before any launch: a worker that starts late must still see job 1 */
+  uint64_t seen = 0; /* the sequence before any launch: a worker that starts late must still see job 1 */
   for (;;) {
     uint64_t job = spin_while_equal(&p->job, seen);
     if (job == seen) {
@@ -122,16 +143,7 @@ static void *worker_main(void *argp) {
     }
     if (atomic_load(&p->stop)) return NULL;
     seen = job;
-    int nchunks = (int)(job & 0xffff);
-    if (w >= nchunks) continue;
-    int64_t b, e;
-    chunk_range(p->extent, nchunks, w, &b, &e);
-    record_error(p, p->body(b, e, p->closure));
-    if (atomic_fetch_sub(&p->remaining, 1) == 1 && atomic_load(&p->launcher_waiting)) {
-      pthread_mutex_lock(&p->done_mu);
-      pthread_cond_signal(&p->done_cv);
-      pthread_mutex_unlock(&p->done_mu);
-    }
+    run_chunks(p);
   }
 }
 
@@ -188,7 +200,7 @@ void mlc_pool_destroy(mlc_pool *p) {
   if (!p) return;
   pthread_mutex_lock(&p->mu);
   atomic_store(&p->stop, true);
-  atomic_fetch_add(&p->job, (uint64_t)1 << 16);
+  atomic_fetch_add(&p->job, 1);
   pthread_cond_broadcast(&p->cv);
   pthread_mutex_unlock(&p->mu);
   for (int i = 1; i < p->nthreads; i++)
@@ -220,17 +232,16 @@ static int32_t pool_launch(mlc_kernel_ctx *ctx, mlc_parallel_body body, void *cl
   p->closure = closure;
   p->extent = extent;
   atomic_store_explicit(&p->err, 0, memory_order_relaxed);
-  atomic_store_explicit(&p->remaining, nchunks - 1, memory_order_relaxed);
-  uint64_t seq = (atomic_load_explicit(&p->job, memory_order_relaxed) >> 16) + 1;
-  atomic_store(&p->job, (seq << 16) | (uint64_t)nchunks); /* seq_cst: pairs with the sleepers check */
+  atomic_store_explicit(&p->remaining, nchunks, memory_order_relaxed);
+  uint64_t seq = atomic_load_explicit(&p->job, memory_order_relaxed) + 1;
+  atomic_store_explicit(&p->claim, (seq << 32) | ((uint64_t)nchunks << 16), memory_order_release);
+  atomic_store(&p->job, seq); /* seq_cst: pairs with the sleepers check */
   if (atomic_load(&p->sleepers) > 0) {
     pthread_mutex_lock(&p->mu);
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
   }
-  int64_t b, e;
-  chunk_range(extent, nchunks, 0, &b, &e);
-  record_error(p, body(b, e, closure));
+  run_chunks(p);
   spin_until_zero(&p->remaining);
   if (atomic_load(&p->remaining) > 0) {
     pthread_mutex_lock(&p->done_mu);
