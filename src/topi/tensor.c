@@ -7,7 +7,13 @@
  * then in[j] = (flat / instride[j]) % indim[j] (floordiv/floormod; the simplifier folds constant strides).
  *
  * Graph attributes (as the ONNX importer writes them): reshape: newshape (fully resolved, no 0 / -1);
- * transpose: axes (a permutation); concatenate: axis. */
+ * transpose: axes (a permutation); concatenate: axis; strided_slice: begin, end, strides (one per axis,
+ * clamped); nn.pad: pad_width (befores then afters, negative crops), pad_mode, pad_value (or a second
+ * one-element input); tile: reps; broadcast_to / full: shape (the result); arange: num (inputs start, delta);
+ * trilu: upper, k; nn.depth_to_space: block_size, mode; nn.space_to_depth: block_size; eye_like: k, dtype;
+ * one_hot: depth, axis (inputs indices, [off, on]); reverse_sequence: batch_axis, time_axis.
+ * Gathers and scatters are in index.c. Everything here is generic over dtypes (pure data movement; arange
+ * computes float16/bfloat16 in float32). */
 #include <string.h>
 #include "topi/topi.h"
 
