@@ -31,10 +31,12 @@ void rt_plan_free(rt_plan *p) {
 int64_t rt_tensor_nbytes(const rt_tensor *t) {
   int64_t esize = mlc_dtype_size(t->dtype);
   if (esize <= 0 || t->ndim < 0 || t->ndim > MLC_MAX_DIMS) return -1;
+  for (int d = 0; d < t->ndim; d++)
+    if (t->shape[d] < 0) return -1;
+  for (int d = 0; d < t->ndim; d++)
+    if (t->shape[d] == 0) return 0;
   int64_t n = esize;
   for (int d = 0; d < t->ndim; d++) {
-    if (t->shape[d] < 0) return -1;
-    if (t->shape[d] == 0) return 0;
     if (n > RT_MAX_BYTES / t->shape[d]) return -1;
     n *= t->shape[d];
   }
