@@ -38,6 +38,12 @@ typedef struct CgFn {
   const char *kname;       /* kernel name, for outlined functions and messages */
 } CgFn;
 
+/* functions created by the cg_add_func in progress (deleted again if it fails) */
+typedef struct CgFnList {
+  LLVMValueRef *v;
+  int n, cap;
+} CgFnList;
+
 struct CgModule {
   Target target;
   Arena *arena; /* scratch for codegen bookkeeping; freed with the module */
@@ -52,6 +58,7 @@ struct CgModule {
   Diag *d; /* diagnostic of the call in progress */
   char llvm_error[512]; /* the first error LLVM reported through the context's diagnostic handler */
   CgFn *fn;
+  CgFnList *made;
   /* cached types */
   LLVMTypeRef t_void, t_i1, t_i8, t_i16, t_i32, t_i64, t_half, t_f32, t_f64, t_ptr;
   LLVMTypeRef t_kernel; /* i32 (ptr, ptr, ptr) */

@@ -90,7 +90,7 @@ static void add_str_attr(CgModule *m, LLVMValueRef fn, const char *k, const char
                           LLVMCreateStringAttribute(m->ctx, k, (unsigned)strlen(k), v, (unsigned)strlen(v)));
 }
 
-typedef VEC(LLVMValueRef) FnList;
+typedef struct CgFnList FnList; /* cg_internal.h */
 
 static LLVMValueRef add_fn(CgModule *m, FnList *made, const char *name, LLVMTypeRef ft, bool internal) {
   LLVMValueRef fn = LLVMAddFunction(m->mod, name, ft);
@@ -306,8 +306,6 @@ static void collect_stmt(CgModule *m, Captures *c, const Stmt *s) {
 
 /* ---- parallel loops ---- */
 
-static FnList *g_made; /* functions created by the cg_add_func in progress (deleted on failure) */
-
 static mlc_status emit_parallel(CgModule *m, const Stmt *s) {
   CgFn *outer = m->fn;
   Var *var = s->loop.var;
@@ -343,7 +341,7 @@ static mlc_status emit_parallel(CgModule *m, const Stmt *s) {
   LLVMTypeRef *itys = arena_alloc(m->arena, sizeof(LLVMTypeRef) * (size_t)(nf + 2));
   itys[0] = itys[1] = m->t_i64;
   memcpy(itys + 2, ftys, sizeof(LLVMTypeRef) * (size_t)nf);
-  LLVMValueRef impl = add_fn(m, g_made, iname, LLVMFunctionType(m->t_i32, itys, (unsigned)(nf + 2), 0), true);
+  LLVMValueRef impl = add_fn(m, m->made, iname, LLVMFunctionType(m->t_i32, itys, (unsigned)(nf + 2), 0), true);
   add_enum_attr(m, impl, LLVMAttributeFunctionIndex, "alwaysinline", 0);
   for (int i = 0; i < nb; i++) mark_noalias(m, impl, (unsigned)(2 + i));
   CgFn F;
@@ -364,7 +362,7 @@ static mlc_status emit_parallel(CgModule *m, const Stmt *s) {
   fn_finish(m, &F);
 
   /* the ABI wrapper: unpack the closure and call the implementation */
-  LLVMValueRef body = add_fn(m, g_made, name, m->t_body, true);
+  LLVMValueRef body = add_fn(m, m->made, name, m->t_body, true);
   LLVMBuilderRef b = m->b;
   LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(m->ctx, body, "entry"));
   LLVMValueRef *args = arena_alloc(m->arena, sizeof(LLVMValueRef) * (size_t)(nf + 2));
@@ -585,7 +583,7 @@ mlc_status cg_add_func(CgModule *m, const TirFunc *f, Diag *d) {
       return diag_set(d, MLC_ERR_UNSUPPORTED, "kernel '%s': buffer '%s' has unsupported dtype %s", f->name,
                       f->params[i]->name, mlc_dtype_name(f->params[i]->dtype));
   FnList made = {0};
-  g_made = &made;
+  m->made = &made;
   int np = f->nparams;
   LLVMTypeRef *pt = arena_alloc(m->arena, sizeof(LLVMTypeRef) * (size_t)(np + 1));
   for (int i = 0; i <= np; i++) pt[i] = m->t_ptr;
@@ -599,7 +597,7 @@ mlc_status cg_add_func(CgModule *m, const TirFunc *f, Diag *d) {
   for (int i = 0; i < np; i++) cg_bind(m, true, f->params[i], LLVMGetParam(impl, (unsigned)i));
   mlc_status st = cg_stmt(m, f->body);
   m->fn = NULL;
-  g_made = NULL;
+  m->made = NULL;
   if (st) {
     if (diag_ok(d)) diag_set(d, st, "codegen failed for kernel '%s'", f->name);
     for (int i = 0; i < made.n; i++) /* outlined bodies refer to each other: detach first, then delete */

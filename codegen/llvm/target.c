@@ -161,7 +161,9 @@ static LLVMCodeGenOptLevel cg_opt_level(int lv) {
                                                                                     : LLVMCodeGenLevelAggressive;
 }
 
-LLVMTargetMachineRef cg_create_tm(const Target *t, bool for_jit, Diag *d) {
+/* validate: catch LLVM's "not a recognized processor/feature" warnings (redirects fd 2 for the duration, so it
+ * is done once, when the target string is parsed, not for every module). */
+static LLVMTargetMachineRef create_tm(const Target *t, bool for_jit, bool validate, Diag *d) {
   cg_init_llvm();
   LLVMTargetRef tgt;
   char *err = NULL;
@@ -171,10 +173,12 @@ LLVMTargetMachineRef cg_create_tm(const Target *t, bool for_jit, Diag *d) {
     LLVMDisposeMessage(err);
     return NULL;
   }
-  char warn[1024];
+  char warn[1024] = "";
+  LLVMRelocMode reloc = for_jit ? LLVMRelocDefault : LLVMRelocPIC;
+  LLVMCodeModel cm = for_jit ? LLVMCodeModelJITDefault : LLVMCodeModelDefault;
   LLVMTargetMachineRef tm =
-      create_tm_capture(tgt, t, cg_opt_level(t->opt_level), for_jit ? LLVMRelocDefault : LLVMRelocPIC,
-                        for_jit ? LLVMCodeModelJITDefault : LLVMCodeModelDefault, warn, sizeof warn);
+      validate ? create_tm_capture(tgt, t, cg_opt_level(t->opt_level), reloc, cm, warn, sizeof warn)
+               : LLVMCreateTargetMachine(tgt, t->triple, t->cpu, t->features, cg_opt_level(t->opt_level), reloc, cm);
   if (!tm) {
     diag_set(d, MLC_ERR_USAGE, "target '%s': LLVM cannot create a target machine for %s (cpu '%s')", t->str,
              t->triple, t->cpu);
@@ -190,6 +194,8 @@ LLVMTargetMachineRef cg_create_tm(const Target *t, bool for_jit, Diag *d) {
   if (warn[0]) fputs(warn, stderr); /* anything else LLVM said is not ours to swallow */
   return tm;
 }
+
+LLVMTargetMachineRef cg_create_tm(const Target *t, bool for_jit, Diag *d) { return create_tm(t, for_jit, false, d); }
 
 const char *cg_cc_driver(const Target *t) {
 #if defined(__aarch64__)
@@ -352,7 +358,7 @@ mlc_status cg_target_parse(const char *str, Target *t, Diag *d) {
 
   /* Reject what LLVM does not know: triple, cpu, features. */
   Diag tmp = {0};
-  LLVMTargetMachineRef tm = cg_create_tm(t, false, &tmp);
+  LLVMTargetMachineRef tm = create_tm(t, false, true, &tmp);
   if (!tm) return diag_set(d, tmp.status, "%s", tmp.msg);
   LLVMDisposeTargetMachine(tm);
   return MLC_OK;

@@ -178,9 +178,9 @@ static float *aligned_floats(int64_t n) {
   return p;
 }
 
-static void test_vadd(void) {
+static void test_vadd(const Target *t) {
   enum { N = 1003 };
-  mlc_kernel_fn k = jit1(&host, vadd_func("vadd", N));
+  mlc_kernel_fn k = jit1(t, vadd_func("vadd", N));
   if (!k) return;
   float *a = aligned_floats(N), *b = aligned_floats(N), *c = aligned_floats(N);
   for (int i = 0; i < N; i++) a[i] = (float)i * 0.5f, b[i] = 3.0f - (float)i;
@@ -434,7 +434,7 @@ static uint16_t bf16_ref(float f) {
 }
 
 /* float16 and bfloat16 storage: f32 -> f16/bf16 -> arithmetic -> f32 round trips. */
-static void test_half(void) {
+static void test_half(const Target *t) {
   enum { N = 19 };
   Buffer *x = buf1("x", MLC_F32, N), *h = buf1("h", MLC_F16, N), *bf = buf1("bf", MLC_BF16, N);
   Buffer *o = buf2("o", MLC_F32, 2, N);
@@ -448,7 +448,7 @@ static void test_half(void) {
   };
   Stmt *body = tir_for(A, i, tir_idx(A, 0), tir_idx(A, N), FOR_VECTORIZED, tir_seq(A, 4, ss));
   Buffer *ps[4] = {x, h, bf, o};
-  mlc_kernel_fn k = jit1(&host, func("halfs", 4, ps, body));
+  mlc_kernel_fn k = jit1(t, func("halfs", 4, ps, body));
   if (!k) return;
   float xs[N], os[2 * N];
   _Float16 hs[N];
@@ -586,14 +586,20 @@ int main(void) {
     return 1;
   }
   test_target();
-  test_vadd();
+  test_vadd(&host);
+  Target o0, generic;
+  d = (Diag){0};
+  if (cg_target_parse("llvm -opt-level=0", &o0, &d) == MLC_OK) test_vadd(&o0);
+  CHECK(diag_ok(&d));
+  if (cg_target_parse("llvm -mcpu=x86-64", &generic, &d) == MLC_OK) test_half(&generic); /* no F16C: libcalls */
+  CHECK(diag_ok(&d));
   test_lanes();
   test_parallel();
   test_parallel_error();
   test_reduce_allocate();
   test_math();
   test_int();
-  test_half();
+  test_half(&host);
   test_object_so();
   test_asm();
   test_errors();
