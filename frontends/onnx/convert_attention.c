@@ -1,7 +1,11 @@
 /* ONNX converters of the attention family (see families.def), onto the ops of src/topi/attention.c.
  *
  *   RotaryEmbedding (23) -> nn.rotary_embedding: interleaved, num_heads, rotary_embedding_dim (0: head size);
- *                           position_ids optional (the caches are then indexed per batch and position). */
+ *                           position_ids optional (the caches are then indexed per batch and position).
+ *   Attention (23, 24)   -> nn.attention: Q, K, V, attn_mask, past_key, past_value (, nonpad_kv_seqlen in 24);
+ *                           q_num_heads, kv_num_heads, scale, softcap, is_causal, qk_matmul_output_mode
+ *                           (as qk_mode); outputs Y, present_key, present_value, qk_matmul_output.
+ *                           softmax_precision is accepted: softmax is always computed in float32 or wider. */
 #include "frontends/onnx/onnx.h"
 
 static mlc_status rotary_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
@@ -20,7 +24,35 @@ static mlc_status rotary_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, D
   return MLC_OK;
 }
 
+static mlc_status attention_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  if (n->ninputs < 3 || !n->inputs[0] || !n->inputs[1] || !n->inputs[2])
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "Attention needs Q, K and V");
+  if (n->ninputs > 6 && n->inputs[6] && n->opset < 24)
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "nonpad_kv_seqlen needs opset 24");
+  Value *ins[7] = {0};
+  int nin = 0;
+  for (int i = 0; i < n->ninputs && i < 7; i++) {
+    ins[i] = n->inputs[i];
+    if (ins[i]) nin = i + 1;
+  }
+  Node *nd = onnx_emit(cx, n, "nn.attention", nin, ins, 4, d);
+  if (!nd) return d->status != MLC_OK ? d->status : MLC_ERR_INTERNAL;
+  Graph *g = onnx_graph(cx);
+  ir_set_int(g, nd, "q_num_heads", onnx_attr_int(n, "q_num_heads", 0));
+  ir_set_int(g, nd, "kv_num_heads", onnx_attr_int(n, "kv_num_heads", 0));
+  ir_set_float(g, nd, "scale", onnx_attr_float(n, "scale", 0.0));
+  ir_set_float(g, nd, "softcap", onnx_attr_float(n, "softcap", 0.0));
+  ir_set_int(g, nd, "is_causal", onnx_attr_int(n, "is_causal", 0) != 0);
+  ir_set_int(g, nd, "qk_mode", onnx_attr_int(n, "qk_matmul_output_mode", 0));
+  mlc_status st = onnx_finish(cx, n, nd, d);
+  if (st != MLC_OK) return st;
+  for (int i = 0; i < n->noutputs && i < 4; i++)
+    outs[i] = n->output_names && n->output_names[i] && *n->output_names[i] ? nd->outputs[i] : NULL;
+  return MLC_OK;
+}
+
 const OnnxConverter onnx_ops_attention[] = {
+    {"Attention", "", attention_convert},
     {"RotaryEmbedding", "", rotary_convert},
     {0},
 };

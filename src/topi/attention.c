@@ -1,4 +1,4 @@
-/* topi attention family: rotary position embedding.
+/* topi attention family: rotary position embedding and scaled dot-product attention.
  *
  *   nn.rotary_embedding(x, cos_cache, sin_cache[, position_ids])  interleaved, num_heads, rotary_dim
  * x is (B, N, S, H) or (B, S, N*H) (num_heads given); cos/sin are (max_pos, R/2) indexed by position_ids
@@ -6,7 +6,21 @@
  * injective compute in x's own layout: for head position d < R, with i the rotation pair index,
  *   non-interleaved: pairs (d, d + R/2), i = d mod R/2;  interleaved: pairs (2i, 2i + 1), i = d / 2;
  *   first of a pair: cos[i] * x[d] - sin[i] * x[partner];  second: sin[i] * x[partner] + cos[i] * x[d];
- * positions d >= R pass through. float16/bfloat16 compute in float32. */
+ * positions d >= R pass through. float16/bfloat16 compute in float32.
+ *
+ *   nn.attention(q, k, v[, mask, past_key, past_value, nonpad_kv_seqlen]) -> y, present_key, present_value, qk
+ * attributes q_num_heads, kv_num_heads (3-D inputs), scale (0: 1/sqrt(head size)), softcap, is_causal,
+ * qk_mode (0..3). Algorithm (as the ONNX reference, opset 23/24), stages in float32 (float64 for double):
+ *   K', V' = concat(past, k/v) along the sequence (present_key/value, (B, Hkv, P + L, E));
+ *   s[b,h,i,j] = sum_e (q*sqrt(scale)) (K'[b, h / (Hq/Hkv), j, e]*sqrt(scale))  (grouped-query heads repeat);
+ *   c = softcap > 0 ? softcap * tanh(s / softcap) : s;
+ *   bias = mask (bool: 0 / -inf, float: added; broadcast right-aligned to (B, H, S, T), columns past its
+ *          last dim are masked) + causal (j <= i + offset: offset = P with a past, nonpad[b] - S with only
+ *          nonpad_kv_seqlen, else 0) + padding (j < nonpad[b]);
+ *   p = softmax_j(c + bias), with rows that are entirely -inf giving 0 instead of NaN;
+ *   y[b,h,i,:] = sum_j p V'[b, h / (Hq/Hkv), j, :], in 3-D inputs' (B, S, H*Ev) layout when q was 3-D;
+ *   qk (qk_mode 0: c, 1: c + bias, 2: c + bias, 3: p). */
+#include <math.h>
 #include <string.h>
 #include "topi/topi.h"
 
@@ -135,8 +149,319 @@ static mlc_status rope_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **out
   return MLC_OK;
 }
 
+/* ---------------------------------------------------------------- scaled dot-product attention */
+
+typedef struct AttnCtx {
+  TeTensor *q, *k, *v, *mask, *pk, *pv, *nonpad;
+  TeTensor *kt, *vt, *score, *max, *sum, *prob;
+  bool q3;                 /* 3-D inputs (B, S, H*E) */
+  int64_t B, Hq, Hkv, S, L, P, T, E, Ev;
+  double sscale, softcap;
+  bool causal;
+  int qk_mode;
+  mlc_dtype acc;
+} AttnCtx;
+
+static const TensorType *opt_in(const Node *n, int i) {
+  return i < n->ninputs && n->inputs[i] ? &n->inputs[i]->type : NULL;
+}
+
+static mlc_status attn_parse(const Node *n, AttnCtx *k, Diag *d) {
+  const TensorType *q = &n->inputs[0]->type, *kk = &n->inputs[1]->type, *v = &n->inputs[2]->type;
+  const TensorType *mask = opt_in(n, 3), *pk = opt_in(n, 4), *pv = opt_in(n, 5), *np = opt_in(n, 6);
+  memset(k, 0, sizeof *k);
+  if (!dtype_is_float(q->dtype))
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "nn.attention of %s is not supported", mlc_dtype_name(q->dtype));
+  if (kk->dtype != q->dtype || v->dtype != q->dtype)
+    return diag_set(d, MLC_ERR_INVALID, "nn.attention: Q, K and V must have one dtype");
+  if (q->ndim != kk->ndim || q->ndim != v->ndim || (q->ndim != 3 && q->ndim != 4))
+    return diag_set(d, MLC_ERR_INVALID, "nn.attention: Q, K, V must all be 3-D or all 4-D");
+  k->B = q->dims[0];
+  if (kk->dims[0] != k->B || v->dims[0] != k->B) return diag_set(d, MLC_ERR_INVALID, "nn.attention: batch sizes differ");
+  if (q->ndim == 3) {
+    k->q3 = true;
+    k->Hq = ir_attr_int(n, "q_num_heads", 0);
+    k->Hkv = ir_attr_int(n, "kv_num_heads", 0);
+    if (k->Hq <= 0 || k->Hkv <= 0 || q->dims[2] % k->Hq || kk->dims[2] % k->Hkv || v->dims[2] % k->Hkv)
+      return diag_set(d, MLC_ERR_INVALID,
+                      "nn.attention: 3-D inputs need q_num_heads / kv_num_heads dividing the hidden sizes");
+    k->S = q->dims[1];
+    k->L = kk->dims[1];
+    k->E = q->dims[2] / k->Hq;
+    if (kk->dims[2] / k->Hkv != k->E) return diag_set(d, MLC_ERR_INVALID, "nn.attention: Q and K head sizes differ");
+    k->Ev = v->dims[2] / k->Hkv;
+    if (v->dims[1] != k->L) return diag_set(d, MLC_ERR_INVALID, "nn.attention: K and V sequence lengths differ");
+  } else {
+    k->Hq = q->dims[1];
+    k->Hkv = kk->dims[1];
+    k->S = q->dims[2];
+    k->L = kk->dims[2];
+    k->E = q->dims[3];
+    k->Ev = v->dims[3];
+    if (kk->dims[3] != k->E) return diag_set(d, MLC_ERR_INVALID, "nn.attention: Q and K head sizes differ");
+    if (v->dims[1] != k->Hkv || v->dims[2] != k->L)
+      return diag_set(d, MLC_ERR_INVALID, "nn.attention: K and V heads / sequence lengths differ");
+  }
+  if (k->Hkv <= 0 || k->Hq % k->Hkv)
+    return diag_set(d, MLC_ERR_INVALID, "nn.attention: q heads %lld are not a multiple of kv heads %lld",
+                    (long long)k->Hq, (long long)k->Hkv);
+  if ((pk == NULL) != (pv == NULL))
+    return diag_set(d, MLC_ERR_INVALID, "nn.attention: past_key and past_value come together");
+  if (pk) {
+    if (pk->ndim != 4 || pv->ndim != 4 || pk->dims[0] != k->B || pk->dims[1] != k->Hkv || pk->dims[3] != k->E ||
+        pv->dims[0] != k->B || pv->dims[1] != k->Hkv || pv->dims[2] != pk->dims[2] || pv->dims[3] != k->Ev ||
+        pk->dtype != q->dtype || pv->dtype != q->dtype)
+      return diag_set(d, MLC_ERR_INVALID, "nn.attention: past_key/past_value must be (B, kv_heads, P, head size)");
+    k->P = pk->dims[2];
+  }
+  k->T = k->P + k->L;
+  if (mask) {
+    if (mask->ndim < 1 || mask->ndim > 4 || (mask->dtype != MLC_BOOL && mask->dtype != q->dtype))
+      return diag_set(d, MLC_ERR_INVALID, "nn.attention: attn_mask must be bool or Q's dtype, rank <= 4");
+    int64_t want[4] = {k->B, k->Hq, k->S, k->T};
+    for (int i = 0; i < mask->ndim; i++) {
+      int64_t m = mask->dims[mask->ndim - 1 - i], w = want[3 - i];
+      if (i == 0 ? m > w : (m != 1 && m != w))
+        return diag_set(d, MLC_ERR_INVALID, "nn.attention: attn_mask does not broadcast to (B, H, S, T)");
+    }
+  }
+  if (np && (np->ndim != 1 || np->dims[0] != k->B || !dtype_is_int(np->dtype)))
+    return diag_set(d, MLC_ERR_INVALID, "nn.attention: nonpad_kv_seqlen must be integer (batch)");
+  double scale = ir_attr_float(n, "scale", 0.0);
+  if (scale == 0.0) scale = 1.0 / sqrt((double)k->E);
+  k->sscale = sqrt(scale);
+  k->softcap = ir_attr_float(n, "softcap", 0.0);
+  k->causal = ir_attr_int(n, "is_causal", 0) != 0;
+  k->qk_mode = (int)ir_attr_int(n, "qk_mode", 0);
+  if (k->qk_mode < 0 || k->qk_mode > 3)
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "nn.attention: qk_matmul_output_mode %d is not supported", k->qk_mode);
+  k->acc = q->dtype == MLC_F64 ? MLC_F64 : MLC_F32;
+  return MLC_OK;
+}
+
+static mlc_status attn_infer(Node *n, Diag *d) {
+  AttnCtx k;
+  mlc_status st = attn_parse(n, &k, d);
+  if (st != MLC_OK) return st;
+  mlc_dtype t = n->inputs[0]->type.dtype;
+  TensorType y = {t, 4, {k.B, k.Hq, k.S, k.Ev}};
+  if (k.q3) y = (TensorType){t, 3, {k.B, k.S, k.Hq * k.Ev}};
+  n->outputs[0]->type = y;
+  if (n->noutputs > 1) n->outputs[1]->type = (TensorType){t, 4, {k.B, k.Hkv, k.T, k.E}};
+  if (n->noutputs > 2) n->outputs[2]->type = (TensorType){t, 4, {k.B, k.Hkv, k.T, k.Ev}};
+  if (n->noutputs > 3) n->outputs[3]->type = (TensorType){t, 4, {k.B, k.Hq, k.S, k.T}};
+  return MLC_OK;
+}
+
+static Expr *clamp_idx(Arena *A, Expr *i, int64_t n) {
+  return tir_bin(A, E_MIN, tir_bin(A, E_MAX, i, tir_idx(A, 0)), tir_idx(A, n - 1));
+}
+
+/* element [b, h, s, e] of a (B, H, S, E) view of x, which is 4-D or 3-D (B, S, H*E) */
+static Expr *read_heads(TeCtx *c, TeTensor *x, bool three, int64_t esize, Expr *b, Expr *h, Expr *s, Expr *e) {
+  Arena *A = c->arena;
+  if (three) {
+    Expr *ix[3] = {b, s, tir_add(A, tir_mul(A, h, tir_idx(A, esize)), e)};
+    return te_read(c, x, 3, ix);
+  }
+  Expr *ix[4] = {b, h, s, e};
+  return te_read(c, x, 4, ix);
+}
+
+/* present_key / present_value: past then the new keys along the sequence */
+static Expr *attn_present(TeCtx *c, AttnCtx *k, Expr **idx, TeTensor *past, TeTensor *x, int64_t esize) {
+  Arena *A = c->arena;
+  Expr *cur = read_heads(c, x, k->q3, esize, idx[0], idx[1], clamp_idx(A, tir_sub(A, idx[2], tir_idx(A, k->P)), k->L),
+                         idx[3]);
+  if (!past) return cur;
+  Expr *pi[4] = {idx[0], idx[1], clamp_idx(A, idx[2], k->P), idx[3]};
+  return tir_select(A, tir_bin(A, E_LT, idx[2], tir_idx(A, k->P)), te_read(c, past, 4, pi), cur);
+}
+static Expr *attn_pk_body(TeCtx *c, Expr **idx, void *user) {
+  AttnCtx *k = user;
+  return attn_present(c, k, idx, k->pk, k->k, k->E);
+}
+static Expr *attn_pv_body(TeCtx *c, Expr **idx, void *user) {
+  AttnCtx *k = user;
+  return attn_present(c, k, idx, k->pv, k->v, k->Ev);
+}
+
+static Expr *to_acc(TeCtx *c, AttnCtx *k, Expr *e) { return to(c, k->acc, e); }
+
+/* softcapped scaled scores c[b, h, i, j] */
+static Expr *attn_score_body(TeCtx *c, Expr **idx, void *user) {
+  AttnCtx *k = user;
+  Arena *A = c->arena;
+  IterVar *r = te_reduce_axis(c, "e", k->E);
+  Expr *e = tir_varref(A, r->var);
+  Expr *hk = tir_bin(A, E_FLOORDIV, idx[1], tir_idx(A, k->Hq / k->Hkv));
+  Expr *sq = tir_const(A, k->acc, k->sscale);
+  Expr *qv = tir_mul(A, to_acc(c, k, read_heads(c, k->q, k->q3, k->E, idx[0], idx[1], idx[2], e)), sq);
+  Expr *ki[4] = {idx[0], hk, idx[3], e};
+  Expr *kv = tir_mul(A, to_acc(c, k, te_read(c, k->kt, 4, ki)), sq);
+  return te_reduce(c, RED_SUM, tir_mul(A, qv, kv), 1, &r, NULL, NULL);
+}
+
+static Expr *attn_capped(TeCtx *c, AttnCtx *k, Expr **idx) {
+  Arena *A = c->arena;
+  Expr *s = te_read(c, k->score, 4, idx);
+  if (k->softcap > 0) {
+    Expr *x = tir_bin(A, E_DIV, s, tir_const(A, k->acc, k->softcap));
+    s = tir_mul(A, tir_call(A, INTRIN_TANH, k->acc, 1, &x), tir_const(A, k->acc, k->softcap));
+  }
+  return s;
+}
+
+/* the additive bias at [b, h, i, j] (0 or -inf from masks, or the float mask's value) */
+static Expr *attn_bias(TeCtx *c, AttnCtx *k, Expr **idx) {
+  Arena *A = c->arena;
+  Expr *ninf = tir_const(A, k->acc, -INFINITY), *zero = tir_const(A, k->acc, 0);
+  Expr *bias = zero;
+  Expr *nonpad = NULL;
+  if (k->nonpad) nonpad = tir_cast(A, MLC_I64, te_read(c, k->nonpad, 1, &idx[0]));
+  if (k->mask) {
+    int md = k->mask->ndim;
+    Expr *mi[4];
+    for (int i = 0; i < md; i++) {
+      int od = 4 - md + i;
+      int64_t ext = k->mask->shape[i];
+      mi[i] = ext == 1 ? tir_idx(A, 0) : idx[od];
+      if (i == md - 1) mi[i] = clamp_idx(A, idx[3], ext);
+    }
+    Expr *m = te_read(c, k->mask, md, mi);
+    Expr *inside = tir_bin(A, E_LT, idx[3], tir_idx(A, k->mask->shape[md - 1]));
+    if (k->mask->dtype == MLC_BOOL)
+      bias = tir_select(A, tir_bin(A, E_AND, inside, m), zero, ninf);
+    else
+      bias = tir_select(A, inside, to_acc(c, k, m), ninf);
+  }
+  if (k->causal) {
+    Expr *off;
+    if (k->pk) off = tir_idx(A, k->P);
+    else if (nonpad) off = tir_sub(A, nonpad, tir_idx(A, k->S));
+    else off = tir_idx(A, 0);
+    Expr *ok = tir_bin(A, E_LE, idx[3], tir_add(A, idx[2], off));
+    bias = tir_select(A, ok, bias, ninf);
+  }
+  if (nonpad) bias = tir_select(A, tir_bin(A, E_LT, idx[3], nonpad), bias, ninf);
+  return bias;
+}
+
+static Expr *attn_logit(TeCtx *c, AttnCtx *k, Expr **idx) {
+  return tir_add(c->arena, attn_capped(c, k, idx), attn_bias(c, k, idx));
+}
+
+static Expr *attn_max_body(TeCtx *c, Expr **idx, void *user) {
+  AttnCtx *k = user;
+  IterVar *r = te_reduce_axis(c, "j", k->T);
+  Expr *li[4] = {idx[0], idx[1], idx[2], tir_varref(c->arena, r->var)};
+  return te_reduce(c, RED_MAX, attn_logit(c, k, li), 1, &r, NULL, NULL);
+}
+
+/* x - max, with rows that are entirely -inf (max -inf) kept at -inf so exp gives 0, not NaN */
+static Expr *attn_shifted(TeCtx *c, AttnCtx *k, Expr **li, Expr *mx) {
+  Arena *A = c->arena;
+  Expr *fin = tir_bin(A, E_GT, mx, tir_const(A, k->acc, -INFINITY));
+  return tir_sub(A, attn_logit(c, k, li), tir_select(A, fin, mx, tir_const(A, k->acc, 0)));
+}
+
+static Expr *attn_sum_body(TeCtx *c, Expr **idx, void *user) {
+  AttnCtx *k = user;
+  Arena *A = c->arena;
+  IterVar *r = te_reduce_axis(c, "j", k->T);
+  Expr *li[4] = {idx[0], idx[1], idx[2], tir_varref(A, r->var)};
+  Expr *x = attn_shifted(c, k, li, te_read(c, k->max, 3, idx));
+  return te_reduce(c, RED_SUM, tir_call(A, INTRIN_EXP, k->acc, 1, &x), 1, &r, NULL, NULL);
+}
+
+static Expr *attn_prob_body(TeCtx *c, Expr **idx, void *user) {
+  AttnCtx *k = user;
+  Arena *A = c->arena;
+  Expr *x = attn_shifted(c, k, idx, te_read(c, k->max, 3, idx));
+  Expr *s = te_read(c, k->sum, 3, idx);
+  Expr *p = tir_bin(A, E_DIV, tir_call(A, INTRIN_EXP, k->acc, 1, &x), s);
+  return tir_select(A, tir_bin(A, E_GT, s, tir_const(A, k->acc, 0)), p, tir_const(A, k->acc, 0));
+}
+
+static Expr *attn_out_body(TeCtx *c, Expr **idx, void *user) {
+  AttnCtx *k = user;
+  Arena *A = c->arena;
+  Expr *b = idx[0], *h, *s, *ev;
+  if (k->q3) {
+    s = idx[1];
+    h = tir_bin(A, E_FLOORDIV, idx[2], tir_idx(A, k->Ev));
+    ev = tir_bin(A, E_FLOORMOD, idx[2], tir_idx(A, k->Ev));
+  } else {
+    h = idx[1];
+    s = idx[2];
+    ev = idx[3];
+  }
+  IterVar *r = te_reduce_axis(c, "j", k->T);
+  Expr *j = tir_varref(A, r->var);
+  Expr *pi[4] = {b, h, s, j};
+  Expr *vi[4] = {b, tir_bin(A, E_FLOORDIV, h, tir_idx(A, k->Hq / k->Hkv)), j, ev};
+  Expr *prod = tir_mul(A, te_read(c, k->prob, 4, pi), to_acc(c, k, te_read(c, k->vt, 4, vi)));
+  Expr *sum = te_reduce(c, RED_SUM, prod, 1, &r, NULL, NULL);
+  return sum;
+}
+
+typedef struct CastCtx {
+  TeTensor *src;
+  mlc_dtype t;
+} CastCtx;
+
+static Expr *attn_cast_body(TeCtx *c, Expr **idx, void *user) {
+  CastCtx *k = user;
+  return to(c, k->t, te_read(c, k->src, k->src->ndim, idx));
+}
+
+static Expr *attn_qk_body(TeCtx *c, Expr **idx, void *user) {
+  AttnCtx *k = user;
+  Expr *v;
+  if (k->qk_mode == 3) v = te_read(c, k->prob, 4, idx);
+  else if (k->qk_mode == 2) v = attn_logit(c, k, idx);
+  else v = attn_capped(c, k, idx);
+  return to(c, k->q->dtype, v);
+}
+
+static mlc_status attn_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  AttnCtx *k = arena_alloc(c->arena, sizeof *k);
+  mlc_status st = attn_parse(n, k, d);
+  if (st != MLC_OK) return st;
+  k->q = ins[0];
+  k->k = ins[1];
+  k->v = ins[2];
+  k->mask = opt_in(n, 3) ? ins[3] : NULL;
+  k->pk = opt_in(n, 4) ? ins[4] : NULL;
+  k->pv = opt_in(n, 5) ? ins[5] : NULL;
+  k->nonpad = opt_in(n, 6) ? ins[6] : NULL;
+  mlc_dtype t = ins[0]->dtype;
+  int64_t ksh[4] = {k->B, k->Hkv, k->T, k->E}, vsh[4] = {k->B, k->Hkv, k->T, k->Ev};
+  int64_t ssh[4] = {k->B, k->Hq, k->S, k->T}, rsh[3] = {k->B, k->Hq, k->S};
+  k->kt = te_compute(c, "present_key", "injective", t, 4, ksh, attn_pk_body, k);
+  k->vt = te_compute(c, "present_value", "injective", t, 4, vsh, attn_pv_body, k);
+  k->score = te_compute(c, "attn_score", "reduce", k->acc, 4, ssh, attn_score_body, k);
+  k->max = te_compute(c, "attn_max", "reduce", k->acc, 3, rsh, attn_max_body, k);
+  k->sum = te_compute(c, "attn_sum", "reduce", k->acc, 3, rsh, attn_sum_body, k);
+  k->prob = te_compute(c, "attn_prob", "injective", k->acc, 4, ssh, attn_prob_body, k);
+  const TensorType *yt = &n->outputs[0]->type;
+  TeTensor *y = te_compute(c, "attention", "reduce", k->acc, yt->ndim, yt->dims, attn_out_body, k);
+  if (k->acc != t) {
+    CastCtx *cc = arena_alloc(c->arena, sizeof *cc);
+    cc->src = y;
+    cc->t = t;
+    y = te_compute(c, "attention_cast", "injective", t, yt->ndim, yt->dims, attn_cast_body, cc);
+  }
+  outs[0] = y;
+  if (n->noutputs > 1) outs[1] = k->kt;
+  if (n->noutputs > 2) outs[2] = k->vt;
+  if (n->noutputs > 3) outs[3] = te_compute(c, "qk_matmul_output", "injective", t, 4, ssh, attn_qk_body, k);
+  return MLC_OK;
+}
+
 const OpDef topi_ops_attention[] = {
     /* name                 pattern        min max nout infer       compute */
     {"nn.rotary_embedding", PAT_INJECTIVE, 3, 4, 1, rope_infer, rope_compute},
+    {"nn.attention", PAT_OPAQUE, 3, 7, 4, attn_infer, attn_compute},
     {0},
 };
