@@ -7,7 +7,11 @@
  * roi, scales and sizes must be compile-time constants. Everything is expanded to one entry per input dim:
  * output size = floor(in * scale) with scales, or sizes (keep_aspect_ratio_policy not_larger / not_smaller:
  * one scale, the min / max of sizes / in over the axes, and size = round(scale * in)), and the scale the
- * coordinate transform divides by (sizes / in with sizes). antialias=1 is not supported. */
+ * coordinate transform divides by (sizes / in with sizes). antialias=1 is not supported.
+ *
+ *   GridSample (16: bilinear | nearest | bicubic, 4-D only; 20, 22: linear | nearest | cubic, N-d)
+ *   -> image.grid_sample with method, padding_mode, align_corners.
+ *   AffineGrid (20) -> image.affine_grid: the size input must be a compile-time constant (4 or 5 entries). */
 #include <math.h>
 #include <string.h>
 #include "frontends/onnx/onnx.h"
@@ -169,7 +173,50 @@ static mlc_status resize_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, D
   return MLC_OK;
 }
 
+static mlc_status grid_sample_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  if (n->ninputs < 2 || !n->inputs[0] || !n->inputs[1])
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "GridSample needs X and grid");
+  const char *mode = onnx_attr_string(n, "mode", n->opset < 20 ? "bilinear" : "linear");
+  if (!strcmp(mode, "bilinear")) mode = "linear";
+  else if (!strcmp(mode, "bicubic")) mode = "cubic";
+  if (strcmp(mode, "nearest") && strcmp(mode, "linear") && strcmp(mode, "cubic"))
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "GridSample mode '%s' is not known", mode);
+  if (n->opset < 20 && n->inputs[0]->type.ndim != 4)
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "GridSample-%d takes a 4-D input", n->opset);
+  Node *nd = onnx_emit(cx, n, "image.grid_sample", 2, n->inputs, 1, d);
+  if (!nd) return d->status != MLC_OK ? d->status : MLC_ERR_INTERNAL;
+  Graph *g = onnx_graph(cx);
+  ir_set_string(g, nd, "method", mode);
+  ir_set_string(g, nd, "padding_mode", onnx_attr_string(n, "padding_mode", "zeros"));
+  ir_set_int(g, nd, "align_corners", onnx_attr_int(n, "align_corners", 0) != 0);
+  mlc_status st = onnx_finish(cx, n, nd, d);
+  if (st != MLC_OK) return st;
+  outs[0] = nd->outputs[0];
+  return MLC_OK;
+}
+
+static mlc_status affine_grid_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  if (n->ninputs < 2 || !n->inputs[0] || !n->inputs[1])
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "AffineGrid needs theta and size");
+  int64_t size[MLC_MAX_DIMS];
+  int ns = onnx_const_ints(n->inputs[1], size, MLC_MAX_DIMS);
+  if (ns < 0)
+    return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "input 'size' of AffineGrid (value '%s') must be known at compile time",
+                      n->inputs[1]->name);
+  Node *nd = onnx_emit(cx, n, "image.affine_grid", 1, n->inputs, 1, d);
+  if (!nd) return d->status != MLC_OK ? d->status : MLC_ERR_INTERNAL;
+  Graph *g = onnx_graph(cx);
+  ir_set_ints(g, nd, "size", size, ns);
+  ir_set_int(g, nd, "align_corners", onnx_attr_int(n, "align_corners", 0) != 0);
+  mlc_status st = onnx_finish(cx, n, nd, d);
+  if (st != MLC_OK) return st;
+  outs[0] = nd->outputs[0];
+  return MLC_OK;
+}
+
 const OnnxConverter onnx_ops_image[] = {
+    {"GridSample", "", grid_sample_convert},
+    {"AffineGrid", "", affine_grid_convert},
     {"Resize", "", resize_convert},
     {"Upsample", "", resize_convert},
     {0},

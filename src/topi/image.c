@@ -1,4 +1,5 @@
-/* topi image family: image.resize (ONNX Resize / Upsample).
+/* topi image family: image.resize (ONNX Resize / Upsample), image.grid_sample (GridSample) and
+ * image.affine_grid (AffineGrid).
  *
  * Attributes (normalised by the importer, one entry per input dim): "size" (output dims), "scale" (floats:
  * the scale each coordinate transform divides by), "roi" (floats: starts then ends, tf_crop_and_resize only),
@@ -12,7 +13,18 @@
  * clamped to the edge. The output is one compute: the sum over the neighbour grid of the product of the per-
  * dim weights times the input, in float64 for floats. Dims with scale 1 and the same extent are copied
  * (every transform but tf_crop_and_resize is the identity there). tf_crop_and_resize writes extrapolation
- * where the coordinate falls outside [0, in - 1]. */
+ * where the coordinate falls outside [0, in - 1].
+ *
+ * image.grid_sample(X (N, C, D1..Dr), grid (N, H1..Hr, r)): attributes method (nearest | linear | cubic),
+ * padding_mode (zeros | border | reflection), align_corners. As the ONNX reference (after PyTorch): the grid's
+ * (x, y, z) are the reversed spatial dims; each is denormalised ((n+1)/2 (L-1) with align_corners, else
+ * ((n+1) L - 1)/2, kept in float32), rounded half to even for nearest (the conformance data uses that in 3-D too),
+ * then if outside [lo, hi] (0..L-1 or -0.5..L-0.5) clamped (border) or reflected (reflection). Linear takes 2
+ * and cubic (Keys, a = -0.75) 4 taps per dim around floor(x), nearest 1; a tap's index is padded per dim
+ * (zeros: value 0 outside, border: clamped, reflection: reflected and truncated). The result is the sum over
+ * the tap grid of the product of per-dim weights times the pixel, in float64.
+ * image.affine_grid(theta (N, r, r+1)): attributes size (N, C, spatial..), align_corners; grid[n, s.., :] =
+ * theta[n] @ (x, y[, z], 1) with the normalised base coordinates of the output position. */
 #include <math.h>
 #include <string.h>
 #include "topi/topi.h"
@@ -276,8 +288,255 @@ static mlc_status resize_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **o
   return MLC_OK;
 }
 
+
+/* ---------------------------------------------------------------- grid_sample and affine_grid */
+
+typedef enum GsPad { GP_ZEROS, GP_BORDER, GP_REFLECTION } GsPad;
+static const char *const pad_names[] = {"zeros", "border", "reflection"};
+
+typedef struct GridCtx {
+  TeTensor *x, *grid;
+  int r;           /* spatial rank */
+  Method method;
+  GsPad pad;
+  bool align;
+  mlc_dtype acc;
+} GridCtx;
+
+static mlc_status grid_parse(const Node *n, GridCtx *k, Diag *d) {
+  const TensorType *x = &n->inputs[0]->type, *g = &n->inputs[1]->type;
+  memset(k, 0, sizeof *k);
+  if (!dtype_is_float(x->dtype) || !dtype_is_float(g->dtype))
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "image.grid_sample of %s with a %s grid is not supported",
+                    mlc_dtype_name(x->dtype), mlc_dtype_name(g->dtype));
+  k->r = x->ndim - 2;
+  if (k->r < 1 || g->ndim != x->ndim || g->dims[0] != x->dims[0] || g->dims[g->ndim - 1] != k->r)
+    return diag_set(d, MLC_ERR_INVALID, "image.grid_sample: X must be (N, C, D1..Dr) and grid (N, H1..Hr, %d)", k->r);
+  int m = find_name(ir_attr_string(n, "method", "linear"), method_names, 3);
+  int p = find_name(ir_attr_string(n, "padding_mode", "zeros"), pad_names, 3);
+  if (m < 0) return diag_set(d, MLC_ERR_UNSUPPORTED, "image.grid_sample: mode '%s' is not supported", ir_attr_string(n, "method", ""));
+  if (p < 0)
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "image.grid_sample: padding_mode '%s' is not supported",
+                    ir_attr_string(n, "padding_mode", ""));
+  if (m == M_CUBIC && k->r != 2)
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "image.grid_sample: cubic mode needs 2 spatial dims, not %d", k->r);
+  k->method = (Method)m;
+  k->pad = (GsPad)p;
+  k->align = ir_attr_int(n, "align_corners", 0) != 0;
+  k->acc = MLC_F64;
+  return MLC_OK;
+}
+
+static mlc_status grid_infer(Node *n, Diag *d) {
+  GridCtx k;
+  mlc_status st = grid_parse(n, &k, d);
+  if (st != MLC_OK) return st;
+  const TensorType *x = &n->inputs[0]->type, *g = &n->inputs[1]->type;
+  TensorType o = *x;
+  for (int i = 0; i < k.r; i++) o.dims[2 + i] = g->dims[1 + i];
+  n->outputs[0]->type = o;
+  return MLC_OK;
+}
+
+static Expr *fconst(Arena *A, double v) { return tir_const(A, MLC_F64, v); }
+
+/* the reference's reflection of x into [lo, hi] (float) */
+static Expr *gs_reflect(Arena *A, Expr *x, double lo, double hi) {
+  double rng = hi - lo;
+  if (rng <= 0) return fconst(A, lo);
+  Expr *two = fconst(A, 2);
+  /* below */
+  Expr *dxl = tir_sub(A, fconst(A, lo), x);
+  Expr *nl = call1(A, INTRIN_FLOOR, tir_bin(A, E_DIV, dxl, fconst(A, rng)));
+  Expr *rl = tir_sub(A, dxl, tir_mul(A, nl, fconst(A, rng)));
+  Expr *evl = tir_bin(A, E_EQ, tir_sub(A, nl, tir_mul(A, two, call1(A, INTRIN_FLOOR, tir_bin(A, E_DIV, nl, two)))), fconst(A, 0));
+  Expr *below = tir_select(A, evl, tir_add(A, fconst(A, lo), rl), tir_sub(A, fconst(A, hi), rl));
+  /* above */
+  Expr *dxh = tir_sub(A, x, fconst(A, hi));
+  Expr *nh = call1(A, INTRIN_FLOOR, tir_bin(A, E_DIV, dxh, fconst(A, rng)));
+  Expr *rh = tir_sub(A, dxh, tir_mul(A, nh, fconst(A, rng)));
+  Expr *evh = tir_bin(A, E_EQ, tir_sub(A, nh, tir_mul(A, two, call1(A, INTRIN_FLOOR, tir_bin(A, E_DIV, nh, two)))), fconst(A, 0));
+  Expr *above = tir_select(A, evh, tir_sub(A, fconst(A, hi), rh), tir_add(A, fconst(A, lo), rh));
+  return tir_select(A, tir_bin(A, E_LT, x, fconst(A, lo)), below, tir_select(A, tir_bin(A, E_GT, x, fconst(A, hi)), above, x));
+}
+
+/* an integer tap index after padding: *idx in range for reading, *valid false where zeros padding applies */
+static void gs_tap(Arena *A, const GridCtx *k, Expr *i, int64_t len, double lo, double hi, Expr **idx, Expr **valid) {
+  *valid = NULL;
+  if (k->pad == GP_ZEROS) {
+    *valid = tir_bin(A, E_AND, tir_bin(A, E_GE, i, tir_idx(A, 0)), tir_bin(A, E_LT, i, tir_idx(A, len)));
+  } else if (k->pad == GP_REFLECTION) {
+    i = tir_cast(A, MLC_I64, gs_reflect(A, tir_cast(A, MLC_F64, i), lo, hi));
+  }
+  *idx = clampi(A, i, len);
+}
+
+static Expr *grid_body(TeCtx *c, Expr **idx, void *user) {
+  GridCtx *k = user;
+  Arena *A = c->arena;
+  int r = k->r;
+  Expr *coord[MLC_MAX_DIMS];
+  double lo[MLC_MAX_DIMS], hi[MLC_MAX_DIMS];
+  for (int i = 0; i < r; i++) {
+    int64_t len = k->x->shape[2 + i];
+    lo[i] = k->align ? 0.0 : -0.5;
+    hi[i] = k->align ? (double)len - 1.0 : (double)len - 0.5;
+    Expr *gi[MLC_MAX_DIMS];
+    gi[0] = idx[0];
+    for (int j = 0; j < r; j++) gi[1 + j] = idx[2 + j];
+    gi[r + 1] = tir_idx(A, r - 1 - i); /* grid holds (x, y, z): the reverse of the dims */
+    Expr *nv = tir_cast(A, MLC_F64, te_read(c, k->grid, r + 2, gi));
+    Expr *x = k->align ? tir_mul(A, tir_mul(A, tir_add(A, nv, fconst(A, 1)), fconst(A, 0.5)), fconst(A, (double)(len - 1)))
+                       : tir_mul(A, tir_sub(A, tir_mul(A, tir_add(A, nv, fconst(A, 1)), fconst(A, (double)len)), fconst(A, 1)),
+                                 fconst(A, 0.5));
+    x = tir_cast(A, MLC_F64, tir_cast(A, MLC_F32, x)); /* the reference keeps coordinates in float32 */
+    if (k->method == M_NEAREST) {
+      x = call1(A, INTRIN_ROUND, x);
+    }
+    if (k->pad == GP_BORDER) {
+      Expr *out = tir_bin(A, E_OR, tir_bin(A, E_LT, x, fconst(A, lo[i])), tir_bin(A, E_GT, x, fconst(A, hi[i])));
+      Expr *cl = tir_bin(A, E_MIN, tir_bin(A, E_MAX, x, fconst(A, 0)), fconst(A, (double)(len - 1)));
+      x = tir_select(A, out, cl, x);
+    } else if (k->pad == GP_REFLECTION) {
+      x = gs_reflect(A, x, lo[i], hi[i]);
+    }
+    coord[i] = tir_cast(A, MLC_F64, tir_cast(A, MLC_F32, x));
+  }
+  /* taps per spatial dim */
+  int ntap = k->method == M_NEAREST ? 1 : k->method == M_LINEAR ? 2 : 4;
+  Expr *tidx[MLC_MAX_DIMS][4], *tval[MLC_MAX_DIMS][4], *tw[MLC_MAX_DIMS][4];
+  for (int i = 0; i < r; i++) {
+    int64_t len = k->x->shape[2 + i];
+    if (k->method == M_NEAREST) {
+      gs_tap(A, k, tir_cast(A, MLC_I64, coord[i]), len, lo[i], hi[i], &tidx[i][0], &tval[i][0]);
+      tw[i][0] = NULL;
+      continue;
+    }
+    Expr *fl = call1(A, INTRIN_FLOOR, coord[i]);
+    Expr *t = tir_sub(A, coord[i], fl);
+    Expr *base = tir_cast(A, MLC_I64, fl);
+    int first = k->method == M_LINEAR ? 0 : -1;
+    for (int j = 0; j < ntap; j++)
+      gs_tap(A, k, tir_add(A, base, tir_idx(A, first + j)), len, lo[i], hi[i], &tidx[i][j], &tval[i][j]);
+    if (k->method == M_LINEAR) {
+      tw[i][0] = tir_sub(A, fconst(A, 1), t);
+      tw[i][1] = t;
+    } else {
+      double a = -0.75;
+      Expr *t1 = tir_add(A, t, fconst(A, 1)), *u = tir_sub(A, fconst(A, 1), t), *u1 = tir_sub(A, fconst(A, 2), t);
+      /* Keys' kernel at distances t + 1, t, 1 - t, 2 - t */
+      tw[i][0] = tir_sub(A, tir_mul(A, tir_add(A, tir_mul(A, tir_sub(A, tir_mul(A, fconst(A, a), t1), fconst(A, 5 * a)), t1),
+                                                fconst(A, 8 * a)), t1), fconst(A, 4 * a));
+      tw[i][1] = tir_add(A, tir_mul(A, tir_mul(A, tir_sub(A, tir_mul(A, fconst(A, a + 2), t), fconst(A, a + 3)), t), t), fconst(A, 1));
+      tw[i][2] = tir_add(A, tir_mul(A, tir_mul(A, tir_sub(A, tir_mul(A, fconst(A, a + 2), u), fconst(A, a + 3)), u), u), fconst(A, 1));
+      tw[i][3] = tir_sub(A, tir_mul(A, tir_add(A, tir_mul(A, tir_sub(A, tir_mul(A, fconst(A, a), u1), fconst(A, 5 * a)), u1),
+                                                fconst(A, 8 * a)), u1), fconst(A, 4 * a));
+    }
+  }
+  int64_t total = 1;
+  for (int i = 0; i < r; i++) total *= ntap;
+  Expr *acc = NULL;
+  for (int64_t t = 0; t < total; t++) {
+    int64_t rem = t;
+    Expr *xi[MLC_MAX_DIMS], *w = NULL, *valid = NULL;
+    xi[0] = idx[0];
+    xi[1] = idx[1];
+    for (int i = r - 1; i >= 0; i--) {
+      int j = (int)(rem % ntap);
+      rem /= ntap;
+      xi[2 + i] = tidx[i][j];
+      if (tw[i][j]) w = w ? tir_mul(A, w, tw[i][j]) : tw[i][j];
+      if (tval[i][j]) valid = valid ? tir_bin(A, E_AND, valid, tval[i][j]) : tval[i][j];
+    }
+    Expr *v = tir_cast(A, MLC_F64, te_read(c, k->x, r + 2, xi));
+    if (valid) v = tir_select(A, valid, v, fconst(A, 0));
+    if (w) v = tir_mul(A, v, w);
+    acc = acc ? tir_add(A, acc, v) : v;
+  }
+  return tir_cast(A, k->x->dtype, acc);
+}
+
+static mlc_status grid_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  GridCtx *k = arena_alloc(c->arena, sizeof *k);
+  mlc_status st = grid_parse(n, k, d);
+  if (st != MLC_OK) return st;
+  k->x = ins[0];
+  k->grid = ins[1];
+  const TensorType *o = &n->outputs[0]->type;
+  outs[0] = te_compute(c, "grid_sample", "injective", o->dtype, o->ndim, o->dims, grid_body, k);
+  return MLC_OK;
+}
+
+typedef struct AffineCtx {
+  TeTensor *theta;
+  int r;
+  int64_t size[MLC_MAX_DIMS]; /* N, C, spatial.. */
+  bool align;
+} AffineCtx;
+
+static mlc_status affine_parse(const Node *n, AffineCtx *k, Diag *d) {
+  const TensorType *t = &n->inputs[0]->type;
+  memset(k, 0, sizeof *k);
+  int ns = ir_attr_ints(n, "size", k->size, MLC_MAX_DIMS);
+  if (!dtype_is_float(t->dtype))
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "image.affine_grid of %s is not supported", mlc_dtype_name(t->dtype));
+  if (ns != 4 && ns != 5) return diag_set(d, MLC_ERR_INVALID, "image.affine_grid: size must be (N, C, H, W) or (N, C, D, H, W)");
+  k->r = ns - 2;
+  if (t->ndim != 3 || t->dims[0] != k->size[0] || t->dims[1] != k->r || t->dims[2] != k->r + 1)
+    return diag_set(d, MLC_ERR_INVALID, "image.affine_grid: theta must be (N, %d, %d)", k->r, k->r + 1);
+  for (int i = 0; i < ns; i++)
+    if (k->size[i] < 0) return diag_set(d, MLC_ERR_INVALID, "image.affine_grid: negative size");
+  k->align = ir_attr_int(n, "align_corners", 0) != 0;
+  return MLC_OK;
+}
+
+static mlc_status affine_infer(Node *n, Diag *d) {
+  AffineCtx k;
+  mlc_status st = affine_parse(n, &k, d);
+  if (st != MLC_OK) return st;
+  TensorType o = {n->inputs[0]->type.dtype, k.r + 2, {0}};
+  o.dims[0] = k.size[0];
+  for (int i = 0; i < k.r; i++) o.dims[1 + i] = k.size[2 + i];
+  o.dims[k.r + 1] = k.r;
+  n->outputs[0]->type = o;
+  return MLC_OK;
+}
+
+/* grid[n, s.., j] = sum_i theta[n, j, i] * base_i + theta[n, j, r]; base_i is the normalised coordinate of
+ * the spatial dim r-1-i (x is the last dim): align_corners -1 + 2s/(L-1), else (2s+1)/L - 1 */
+static Expr *affine_body(TeCtx *c, Expr **idx, void *user) {
+  AffineCtx *k = user;
+  Arena *A = c->arena;
+  mlc_dtype t = k->theta->dtype, F = t == MLC_F64 ? MLC_F64 : MLC_F32;
+  Expr *ti[3] = {idx[0], idx[k->r + 1], tir_idx(A, k->r)};
+  Expr *acc = tir_cast(A, F, te_read(c, k->theta, 3, ti));
+  for (int i = 0; i < k->r; i++) {
+    int dim = k->r - 1 - i;
+    int64_t len = k->size[2 + dim];
+    Expr *s = tir_cast(A, F, idx[1 + dim]);
+    Expr *b;
+    if (k->align) b = len > 1 ? tir_add(A, tir_const(A, F, -1), tir_mul(A, s, tir_const(A, F, 2.0 / (double)(len - 1)))) : tir_const(A, F, -1);
+    else b = tir_sub(A, tir_bin(A, E_DIV, tir_add(A, tir_mul(A, s, tir_const(A, F, 2)), tir_const(A, F, 1)), tir_const(A, F, (double)len)), tir_const(A, F, 1));
+    Expr *tj[3] = {idx[0], idx[k->r + 1], tir_idx(A, i)};
+    acc = tir_add(A, acc, tir_mul(A, tir_cast(A, F, te_read(c, k->theta, 3, tj)), b));
+  }
+  return tir_cast(A, t, acc);
+}
+
+static mlc_status affine_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  AffineCtx *k = arena_alloc(c->arena, sizeof *k);
+  mlc_status st = affine_parse(n, k, d);
+  if (st != MLC_OK) return st;
+  k->theta = ins[0];
+  const TensorType *o = &n->outputs[0]->type;
+  outs[0] = te_compute(c, "affine_grid", "injective", o->dtype, o->ndim, o->dims, affine_body, k);
+  return MLC_OK;
+}
+
 const OpDef topi_ops_image[] = {
     /* name          pattern        min max nout infer         compute */
     {"image.resize", PAT_INJECTIVE, 1, 1, 1, resize_infer, resize_compute},
+    {"image.grid_sample", PAT_INJECTIVE, 2, 2, 1, grid_infer, grid_compute},
+    {"image.affine_grid", PAT_INJECTIVE, 1, 1, 1, affine_infer, affine_compute},
     {0},
 };
