@@ -5,7 +5,8 @@
  *   Attention (23, 24)   -> nn.attention: Q, K, V, attn_mask, past_key, past_value (, nonpad_kv_seqlen in 24);
  *                           q_num_heads, kv_num_heads, scale, softcap, is_causal, qk_matmul_output_mode
  *                           (as qk_mode); outputs Y, present_key, present_value, qk_matmul_output.
- *                           softmax_precision is accepted: softmax is always computed in float32 or wider. */
+ *                           softmax_precision is accepted: softmax is always computed in float32 or wider.
+ *   Einsum (12)          -> einsum: the equation as an attribute (parsed by the op, which knows the ranks). */
 #include "frontends/onnx/onnx.h"
 
 static mlc_status rotary_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
@@ -51,7 +52,22 @@ static mlc_status attention_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs
   return MLC_OK;
 }
 
+static mlc_status einsum_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  if (n->ninputs < 1) return onnx_error(cx, n, d, MLC_ERR_INVALID, "Einsum needs an input");
+  for (int i = 0; i < n->ninputs; i++)
+    if (!n->inputs[i]) return onnx_error(cx, n, d, MLC_ERR_INVALID, "Einsum input %d is absent", i);
+  if (!onnx_has_attr(n, "equation")) return onnx_error(cx, n, d, MLC_ERR_INVALID, "Einsum needs an equation");
+  Node *nd = onnx_emit(cx, n, "einsum", n->ninputs, n->inputs, 1, d);
+  if (!nd) return d->status != MLC_OK ? d->status : MLC_ERR_INTERNAL;
+  ir_set_string(onnx_graph(cx), nd, "equation", onnx_attr_string(n, "equation", ""));
+  mlc_status st = onnx_finish(cx, n, nd, d);
+  if (st != MLC_OK) return st;
+  outs[0] = nd->outputs[0];
+  return MLC_OK;
+}
+
 const OnnxConverter onnx_ops_attention[] = {
+    {"Einsum", "", einsum_convert},
     {"Attention", "", attention_convert},
     {"RotaryEmbedding", "", rotary_convert},
     {0},

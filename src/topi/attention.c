@@ -1,4 +1,5 @@
-/* topi attention family: rotary position embedding and scaled dot-product attention.
+/* topi attention family: rotary position embedding, scaled dot-product attention and einsum (the general
+ * tensor contraction).
  *
  *   nn.rotary_embedding(x, cos_cache, sin_cache[, position_ids])  interleaved, num_heads, rotary_dim
  * x is (B, N, S, H) or (B, S, N*H) (num_heads given); cos/sin are (max_pos, R/2) indexed by position_ids
@@ -19,7 +20,12 @@
  *          nonpad_kv_seqlen, else 0) + padding (j < nonpad[b]);
  *   p = softmax_j(c + bias), with rows that are entirely -inf giving 0 instead of NaN;
  *   y[b,h,i,:] = sum_j p V'[b, h / (Hq/Hkv), j, :], in 3-D inputs' (B, S, H*Ev) layout when q was 3-D;
- *   qk (qk_mode 0: c, 1: c + bias, 2: c + bias, 3: p). */
+ *   qk (qk_mode 0 and 1: c, 2: c + bias, 3: p; as the reference).
+ *
+ *   einsum(x0, x1, ..)  equation: explicit ("ij,jk->ik") or implicit (output: ellipsis dims, then the labels
+ * that occur once, sorted); "..." broadcasts right-aligned. Labels repeated within one operand read its
+ * diagonal. One compute: out[free labels] = sum over the other labels of the product of the operands
+ * (size-1 broadcast dims read index 0); float16/bfloat16 accumulate in float32. */
 #include <math.h>
 #include <string.h>
 #include "topi/topi.h"
@@ -459,9 +465,188 @@ static mlc_status attn_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **out
   return MLC_OK;
 }
 
+/* ---------------------------------------------------------------- einsum */
+
+#define EIN_MAX_OPS 8
+#define EIN_LABELS 128 /* letters are their ASCII codes; ellipsis dims are 100 + position (right-aligned) */
+
+typedef struct EinCtx {
+  int nops;
+  TeTensor *ops[EIN_MAX_OPS];
+  int rank[EIN_MAX_OPS];
+  int lab[EIN_MAX_OPS][MLC_MAX_DIMS]; /* label of each operand dim */
+  int nout, out[MLC_MAX_DIMS];
+  int nred, red[EIN_LABELS];
+  int64_t size[EIN_LABELS];
+  mlc_dtype acc, dtype;
+} EinCtx;
+
+static bool ein_letter(char ch) { return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z'); }
+
+/* parses one term (p .. end) for an operand of rank r (r < 0: the output, ellipsis of width ew) */
+static mlc_status ein_term(const char *p, const char *end, int r, int ew, int *labels, int *nl, int *ell_width,
+                           Diag *d) {
+  int letters = 0;
+  bool ell = false;
+  for (const char *q = p; q < end; q++) {
+    if (ein_letter(*q)) letters++;
+    else if (*q == '.') {
+      if (ell || end - q < 3 || q[1] != '.' || q[2] != '.') return diag_set(d, MLC_ERR_INVALID, "einsum: bad ellipsis");
+      ell = true;
+      q += 2;
+    } else if (*q != ' ') {
+      return diag_set(d, MLC_ERR_INVALID, "einsum: bad character '%c' in the equation", *q);
+    }
+  }
+  int width = r >= 0 ? r - letters : ew;
+  if (r >= 0 && (width < 0 || (!ell && width != 0)))
+    return diag_set(d, MLC_ERR_INVALID, "einsum: term '%.*s' does not match an operand of rank %d", (int)(end - p), p, r);
+  if (!ell) width = 0;
+  if (width > 20 || letters + width > MLC_MAX_DIMS) return diag_set(d, MLC_ERR_INVALID, "einsum: term of too high rank");
+  *ell_width = width;
+  int n = 0;
+  for (const char *q = p; q < end; q++) {
+    if (ein_letter(*q)) labels[n++] = (unsigned char)*q;
+    else if (*q == '.') {
+      /* right-aligned: the last ellipsis dim is label 100 + ew - 1 */
+      for (int i = 0; i < width; i++) labels[n++] = 100 + (ew - width) + i;
+      q += 2;
+    }
+  }
+  *nl = n;
+  return MLC_OK;
+}
+
+static mlc_status ein_parse(const Node *n, EinCtx *k, Diag *d) {
+  memset(k, 0, sizeof *k);
+  const char *eq = ir_attr_string(n, "equation", NULL);
+  if (!eq) return diag_set(d, MLC_ERR_INVALID, "einsum: no equation");
+  k->nops = n->ninputs;
+  if (k->nops > EIN_MAX_OPS) return diag_set(d, MLC_ERR_UNSUPPORTED, "einsum: more than %d operands", EIN_MAX_OPS);
+  k->dtype = n->inputs[0]->type.dtype;
+  if (k->dtype == MLC_BOOL || k->dtype == MLC_STRING)
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "einsum of %s is not supported", mlc_dtype_name(k->dtype));
+  const char *arrow = strstr(eq, "->");
+  const char *lhs_end = arrow ? arrow : eq + strlen(eq);
+  /* first pass: the widest ellipsis */
+  int ew = 0, ewidth[EIN_MAX_OPS];
+  const char *p = eq;
+  for (int i = 0; i < k->nops; i++) {
+    const TensorType *t = &n->inputs[i]->type;
+    if (t->dtype != k->dtype) return diag_set(d, MLC_ERR_INVALID, "einsum: operands have different dtypes");
+    const char *e = p;
+    while (e < lhs_end && *e != ',') e++;
+    if ((i < k->nops - 1) != (e < lhs_end && *e == ','))
+      return diag_set(d, MLC_ERR_INVALID, "einsum: the equation has not %d operand terms", k->nops);
+    int tmp[MLC_MAX_DIMS + 24], nl;
+    k->rank[i] = t->ndim;
+    mlc_status st = ein_term(p, e, t->ndim, 0, tmp, &nl, &ewidth[i], d);
+    if (st != MLC_OK) return st;
+    if (ewidth[i] > ew) ew = ewidth[i];
+    p = e + 1;
+  }
+  /* second pass: labels, sizes */
+  bool seen[EIN_LABELS] = {0};
+  int count[EIN_LABELS] = {0};
+  p = eq;
+  for (int i = 0; i < k->nops; i++) {
+    const TensorType *t = &n->inputs[i]->type;
+    const char *e = p;
+    while (e < lhs_end && *e != ',') e++;
+    int nl, w;
+    mlc_status st = ein_term(p, e, t->ndim, ew, k->lab[i], &nl, &w, d);
+    if (st != MLC_OK) return st;
+    for (int j = 0; j < nl; j++) {
+      int l = k->lab[i][j];
+      int64_t s = t->dims[j];
+      if (!seen[l] || k->size[l] == 1) k->size[l] = s;
+      else if (s != 1 && s != k->size[l])
+        return diag_set(d, MLC_ERR_INVALID, "einsum: label sizes differ (%lld vs %lld)", (long long)s, (long long)k->size[l]);
+      count[l]++;
+      seen[l] = true;
+    }
+    p = e + 1;
+  }
+  if (arrow) {
+    int w;
+    mlc_status st = ein_term(arrow + 2, arrow + 2 + strlen(arrow + 2), -1, ew, k->out, &k->nout, &w, d);
+    if (st != MLC_OK) return st;
+    for (int j = 0; j < k->nout; j++) {
+      if (!seen[k->out[j]]) return diag_set(d, MLC_ERR_INVALID, "einsum: output label not in any input");
+      for (int i = 0; i < j; i++)
+        if (k->out[i] == k->out[j]) return diag_set(d, MLC_ERR_INVALID, "einsum: repeated output label");
+    }
+  } else {
+    for (int l = 100; l < 100 + ew; l++) k->out[k->nout++] = l;
+    for (int l = 0; l < 100; l++)
+      if (seen[l] && count[l] == 1) k->out[k->nout++] = l;
+  }
+  if (k->nout > MLC_MAX_DIMS) return diag_set(d, MLC_ERR_INVALID, "einsum: output of too high rank");
+  for (int l = 0; l < EIN_LABELS; l++) {
+    if (!seen[l]) continue;
+    bool in_out = false;
+    for (int j = 0; j < k->nout; j++) in_out |= k->out[j] == l;
+    if (!in_out) k->red[k->nred++] = l;
+  }
+  k->acc = k->dtype == MLC_F16 || k->dtype == MLC_BF16 ? MLC_F32 : k->dtype;
+  return MLC_OK;
+}
+
+static mlc_status ein_infer(Node *n, Diag *d) {
+  EinCtx k;
+  mlc_status st = ein_parse(n, &k, d);
+  if (st != MLC_OK) return st;
+  TensorType o = {k.dtype, k.nout, {0}};
+  for (int j = 0; j < k.nout; j++) o.dims[j] = k.size[k.out[j]];
+  n->outputs[0]->type = o;
+  return MLC_OK;
+}
+
+static Expr *ein_body(TeCtx *c, Expr **idx, void *user) {
+  EinCtx *k = user;
+  Arena *A = c->arena;
+  Expr *var[EIN_LABELS] = {0};
+  for (int j = 0; j < k->nout; j++) var[k->out[j]] = idx[j];
+  IterVar *r[EIN_LABELS];
+  for (int j = 0; j < k->nred; j++) {
+    r[j] = te_reduce_axis(c, "r", k->size[k->red[j]]);
+    var[k->red[j]] = tir_varref(A, r[j]->var);
+  }
+  Expr *prod = NULL;
+  for (int i = 0; i < k->nops; i++) {
+    Expr *xi[MLC_MAX_DIMS];
+    for (int j = 0; j < k->rank[i]; j++) {
+      int l = k->lab[i][j];
+      xi[j] = k->ops[i]->shape[j] == 1 && k->size[l] != 1 ? tir_idx(A, 0) : var[l];
+    }
+    Expr *v = to(c, k->acc, te_read(c, k->ops[i], k->rank[i], xi));
+    prod = prod ? tir_mul(A, prod, v) : v;
+  }
+  if (k->nred > 0) prod = te_reduce(c, RED_SUM, prod, k->nred, r, NULL, NULL);
+  return prod;
+}
+
+static mlc_status ein_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  EinCtx *k = arena_alloc(c->arena, sizeof *k);
+  mlc_status st = ein_parse(n, k, d);
+  if (st != MLC_OK) return st;
+  for (int i = 0; i < k->nops; i++) k->ops[i] = ins[i];
+  const TensorType *o = &n->outputs[0]->type;
+  TeTensor *y = te_compute(c, "einsum", k->nred ? "reduce" : "injective", k->acc, o->ndim, o->dims, ein_body, k);
+  if (k->acc != k->dtype) {
+    CastCtx *cc = arena_alloc(c->arena, sizeof *cc);
+    cc->src = y;
+    cc->t = k->dtype;
+    y = te_compute(c, "einsum_cast", "injective", k->dtype, o->ndim, o->dims, attn_cast_body, cc);
+  }
+  outs[0] = y;
+  return MLC_OK;
+}
+
 const OpDef topi_ops_attention[] = {
     /* name                 pattern        min max nout infer       compute */
     {"nn.rotary_embedding", PAT_INJECTIVE, 3, 4, 1, rope_infer, rope_compute},
     {"nn.attention", PAT_OPAQUE, 3, 7, 4, attn_infer, attn_compute},
+    {"einsum", PAT_OPAQUE, 1, EIN_MAX_OPS, 1, ein_infer, ein_compute},
     {0},
 };
