@@ -9,6 +9,8 @@ static const GraphPass passes[] = {
     {"SimplifyInference",       0, pass_simplify_inference},
     {"EliminateCommonSubexpr",  2, pass_eliminate_common_subexpr},
     {"FoldConstant",            2, pass_fold_constant},
+    {"FoldScaleAxis",           3, pass_fold_scale_axis},
+    {"FoldConstant",            3, pass_fold_constant}, /* the weights FoldScaleAxis scaled */
     {"DeadCodeElim",            0, pass_dead_code_elim},
 };
 

@@ -35,6 +35,7 @@ bool pass_is_graph_output(const Graph *g, const Value *v);
 mlc_status pass_simplify_inference(Graph *g, const PassOptions *opt, Diag *d);       /* simplify_inference.c */
 mlc_status pass_eliminate_common_subexpr(Graph *g, const PassOptions *opt, Diag *d); /* cse.c */
 mlc_status pass_fold_constant(Graph *g, const PassOptions *opt, Diag *d);            /* fold_constant.c */
+mlc_status pass_fold_scale_axis(Graph *g, const PassOptions *opt, Diag *d);          /* fold_scale_axis.c */
 /* The data of v when it is computed from constants only (by compiling and running its producers);
  * MLC_ERR_UNSUPPORTED, without touching d, when it depends on a graph input. */
 mlc_status pass_evaluate(Graph *g, Value *v, void **data, Diag *d);

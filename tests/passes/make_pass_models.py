@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""Small ONNX models, one per graph pass rule, for the golden pass tests (tests/passes/golden.sh).
+Each model is named after the pass it exercises; the golden file states the rule on its first line."""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+rng = np.random.default_rng(3)
+F = TensorProto.FLOAT
+
+
+def save(name, nodes, inputs, outputs, inits=()):
+    g = helper.make_graph(nodes, name, inputs, outputs, list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(out, name + ".onnx"))
+
+
+def const(name, shape):
+    return numpy_helper.from_array(rng.standard_normal(shape).astype(np.float32), name)
+
+
+x4 = helper.make_tensor_value_info("x", F, [1, 4])
+y4 = helper.make_tensor_value_info("y", F, [1, 4])
+save("simplify_inference", [helper.make_node("Identity", ["x"], ["a"], name="id"),
+                            helper.make_node("Relu", ["a"], ["b"], name="relu"),
+                            helper.make_node("Dropout", ["b"], ["y"], name="drop")], [x4], [y4])
+save("eliminate_common_subexpr", [helper.make_node("Relu", ["x"], ["a"], name="relu_a"),
+                                  helper.make_node("Relu", ["x"], ["b"], name="relu_b"),
+                                  helper.make_node("Add", ["a", "b"], ["y"], name="add")], [x4], [y4])
+save("fold_constant", [helper.make_node("Add", ["c1", "c2"], ["c"], name="const_add"),
+                       helper.make_node("Mul", ["x", "c"], ["y"], name="mul")], [x4], [y4],
+     [const("c1", [1, 4]), const("c2", [1, 4])])
+save("dead_code_elim", [helper.make_node("Relu", ["x"], ["y"], name="used"),
+                        helper.make_node("Sigmoid", ["x"], ["unused"], name="unused")], [x4], [y4])
+xi = helper.make_tensor_value_info("x", F, [1, 3, 8, 8])
+yo = helper.make_tensor_value_info("y", F, [1, 8, 8, 8])
+save("fold_scale_axis", [
+    helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+    helper.make_node("BatchNormalization", ["c", "g", "beta", "mean", "var"], ["bn"], name="bn"),
+    helper.make_node("Relu", ["bn"], ["y"], name="relu")], [xi], [yo],
+    [const("w", [8, 3, 3, 3]), const("b", [8]), const("g", [8]), const("beta", [8]), const("mean", [8]),
+     numpy_helper.from_array(rng.uniform(0.5, 2, [8]).astype(np.float32), "var")])
+save("fuse_ops", [
+    helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+    helper.make_node("Relu", ["c"], ["r"], name="relu"),
+    helper.make_node("Conv", ["r", "w2"], ["c2"], name="conv2", kernel_shape=[1, 1]),
+    helper.make_node("Add", ["c2", "r"], ["s"], name="residual"),
+    helper.make_node("Relu", ["s"], ["y"], name="relu2")], [xi], [yo],
+    [const("w", [8, 3, 3, 3]), const("b", [8]), const("w2", [8, 8, 1, 1])])
