@@ -1,5 +1,8 @@
 /* The public module API (include/mlc/runtime.h): load a package, bind inputs, run, read outputs.
  *
+ * A path whose file starts with the ELF magic is a shared library from `--output-format so` (load_shared);
+ * anything else is read as a package (tar).
+ *
  * mlc_module_load reads the tar, requires mod.so, mod.json, mod.params and meta.json, checks meta.json's "arch"
  * against this machine, parses and validates the plan, loads the params, then writes mod.so into an anonymous
  * memfd (or, where memfd_create is unavailable, a private temp file that is unlinked at once) and dlopens it
@@ -95,6 +98,76 @@ static mlc_tensor_info *tensor_infos(const rt_plan *p, int n, const int *ids) {
   return info;
 }
 
+/* A shared library written by `mlc compile --output-format so`: dlopen it by absolute path and read mod.json,
+ * mod.params and meta.json from its data symbols mlc_so_plan, mlc_so_params, mlc_so_meta (each with
+ * a uint64_t SYM_size). */
+static int blob(void *dl, const char *sym, rt_file *f, char *err) {
+  char size_sym[64];
+  snprintf(size_sym, sizeof size_sym, "%s_size", sym);
+  const void *data = dlsym(dl, sym);
+  const uint64_t *size = dlsym(dl, size_sym);
+  if (!data || !size) {
+    snprintf(err, RT_ERRLEN, "not an mlc shared library (no symbol %s)", data ? size_sym : sym);
+    return MLC_ERR_INVALID;
+  }
+  *f = (rt_file){sym, data, (size_t)*size};
+  return MLC_OK;
+}
+
+static int load_shared(const char *path, int threads, mlc_module **out) {
+  char err[RT_ERRLEN], full[4096];
+  if (!realpath(path, full)) {
+    rt_set_error("%s: cannot open: %s", path, strerror(errno));
+    return MLC_ERR_INVALID;
+  }
+  int rc = MLC_ERR_INVALID;
+  rt_plan plan = {0};
+  rj_value *meta = NULL;
+  mlc_module *m = calloc(1, sizeof *m);
+  if (!m) return fail(MLC_ERR_INTERNAL, path, "out of memory");
+  m->so_fd = -1;
+  rt_file fplan, fparams, fmeta;
+  if (!(m->dl = dlopen(full, RTLD_LOCAL | RTLD_NOW))) {
+    snprintf(err, RT_ERRLEN, "cannot load: %.900s", dlerror());
+    goto fail;
+  }
+  if ((rc = blob(m->dl, "mlc_so_plan", &fplan, err)) || (rc = blob(m->dl, "mlc_so_params", &fparams, err)) ||
+      (rc = blob(m->dl, "mlc_so_meta", &fmeta, err)))
+    goto fail;
+  char jerr[RT_ERRLEN];
+  meta = rj_parse(fmeta.data, fmeta.size, jerr);
+  rc = MLC_ERR_INVALID;
+  if (!meta || meta->kind != RJ_OBJ) {
+    snprintf(err, RT_ERRLEN, "mlc_so_meta: %.900s", meta ? "not a JSON object" : jerr);
+    goto fail;
+  }
+  if ((rc = rt_plan_from_json(fplan.data, fplan.size, &plan, err)) != MLC_OK) goto fail;
+  if ((rc = rt_params_load(fparams.data, fparams.size, &plan, err)) != MLC_OK) goto fail;
+  rc = MLC_ERR_INTERNAL;
+  if (!(m->pool = mlc_pool_create(threads))) {
+    snprintf(err, RT_ERRLEN, "cannot create the thread pool");
+    goto fail;
+  }
+  if ((rc = rt_executor_create(&plan, dl_lookup, m->dl, m->pool, &m->exec, err)) != MLC_OK) goto fail;
+  const rt_plan *p = rt_executor_plan(m->exec);
+  m->inputs = tensor_infos(p, p->ninputs, p->inputs);
+  m->outputs = tensor_infos(p, p->noutputs, p->outputs);
+  if (!m->inputs || !m->outputs) {
+    rc = MLC_ERR_INTERNAL;
+    snprintf(err, RT_ERRLEN, "out of memory");
+    goto fail;
+  }
+  rj_free(meta);
+  *out = m;
+  return MLC_OK;
+fail:
+  rt_set_error("%s: %s", path, err);
+  rj_free(meta);
+  rt_plan_free(&plan);
+  mlc_module_free(m);
+  return rc;
+}
+
 int mlc_module_load(const char *path, int threads, mlc_module **out) {
   *out = NULL;
   char err[RT_ERRLEN];
@@ -107,7 +180,10 @@ int mlc_module_load(const char *path, int threads, mlc_module **out) {
     rt_set_error("%s: cannot open: %s", path, strerror(errno));
     return MLC_ERR_INVALID;
   }
+  unsigned char magic[4] = {0};
+  size_t got = fread(magic, 1, 4, probe);
   fclose(probe);
+  if (got == 4 && memcmp(magic, "\177ELF", 4) == 0) return load_shared(path, threads, out);
   if (rt_tar_read(path, &blob, &nfiles, &files, err) != MLC_OK) {
     if (strstr(err, "out of memory")) return fail(MLC_ERR_INTERNAL, path, "out of memory reading the package");
     rt_set_error("%s: not an mlc package (missing mod.json)", path);

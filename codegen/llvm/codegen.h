@@ -38,4 +38,50 @@ void *cg_jit_lookup(CgJit *j, const char *sym); /* NULL if absent */
 const char *cg_jit_error(const CgJit *j);       /* why the last lookup failed ("" if none) */
 void cg_jit_free(CgJit *j);
 
+/* ---- bundle.c: linkable outputs (--output-format so|obj) ----
+ * A bundle object holds what a package keeps beside mod.so: constant data (weights, the plan) and, for `obj`,
+ * a typed entry point that runs the kernels in plan order with buffers carved from one caller's workspace. */
+typedef enum CgArgKind {
+  CG_ARG_INPUT,     /* index: the entry point's input number */
+  CG_ARG_PARAM,     /* index: CgBundle.params entry (constant data in the object) */
+  CG_ARG_WORKSPACE, /* offset: bytes into the workspace */
+} CgArgKind;
+typedef struct CgArg {
+  CgArgKind kind;
+  int index;
+  int64_t offset;
+} CgArg;
+typedef struct CgBundleCall {
+  const char *kernel; /* kernel symbol (defined in the kernels' object) */
+  int nargs;
+  const CgArg *args;
+} CgBundleCall;
+typedef struct CgBlob {
+  const char *symbol; /* exported: `const unsigned char symbol[]` and `const uint64_t symbol_size` */
+  const void *data;
+  size_t size;
+} CgBlob;
+typedef struct CgBundle {
+  int nblobs; /* exported data symbols */
+  const CgBlob *blobs;
+  const char *entry; /* NULL: no entry point; else defines ENTRY_run and ENTRY_run_ctx */
+  int nparams;       /* internal constant data, 64-byte aligned */
+  const void *const *param_data;
+  const size_t *param_size;
+  int ninputs, noutputs;
+  int ncalls;
+  const CgBundleCall *calls;
+  const CgArg *output_src;      /* [noutputs] where each output is when the calls are done */
+  const int64_t *output_nbytes; /* [noutputs] bytes copied to the caller's output buffer */
+} CgBundle;
+/* Writes the bundle object for target t. The entry points are
+ *   int32_t ENTRY_run_ctx(const void *const *inputs, void *const *outputs, void *workspace, mlc_kernel_ctx *ctx)
+ *   int32_t ENTRY_run(in0, .., inN, out0, .., outM, void *workspace)   (serial; all pointers)
+ * returning 0 or the first failing kernel's code. */
+mlc_status cg_emit_bundle(const Target *t, const CgBundle *b, const char *path, Diag *d);
+/* Links objects into one relocatable object (cc -r); with nkeep > 0 every defined symbol except those listed
+ * becomes local (objcopy), so two models linked into one program never clash. */
+mlc_status cg_link_relocatable(const Target *t, int nobjs, const char **objs, int nkeep, const char **keep,
+                               const char *out_path, Diag *d);
+
 #endif

@@ -83,7 +83,8 @@ typedef struct mlc_tensor_info {
   int64_t shape[MLC_MAX_DIMS];
 } mlc_tensor_info;
 
-/* Load a package (.tar) written by `mlc compile`. threads <= 0: default. */
+/* Load a package (.tar) or shared library (.so, from --output-format so) written by `mlc compile`.
+ * threads <= 0: default. */
 int mlc_module_load(const char *path, int threads, mlc_module **out);
 void mlc_module_free(mlc_module *m);
 int mlc_module_num_inputs(const mlc_module *m);

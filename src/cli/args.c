@@ -84,3 +84,19 @@ void cli_json_string(FILE *f, const char *s) {
   }
   fputc('"', f);
 }
+
+void cli_json_begin(FILE *f, const char *command) {
+  fputs("{\"command\":", f);
+  cli_json_string(f, command);
+  fputs(",\"status\":\"ok\"", f);
+}
+
+int cli_json_error(FILE *f, const char *command, int exit_code, const char *msg) {
+  fputs("{\"command\":", f);
+  cli_json_string(f, command);
+  fprintf(f, ",\"status\":\"error\",\"exit_code\":%d,\"error\":", exit_code);
+  cli_json_string(f, msg ? msg : "");
+  fputs("}\n", f);
+  fflush(f);
+  return exit_code;
+}

@@ -46,5 +46,10 @@ bool parse_int(const char *s, long long lo, long long hi, long long *out);
 
 /* writes s as a JSON string literal */
 void cli_json_string(FILE *f, const char *s);
+/* With --json, every command prints exactly one JSON object on one line to stdout, success or not. Its first
+ * fields are always "command" (load, compile, run, tune) and "status" ("ok" or "error"); an error object adds
+ * "exit_code" (the process exit code) and "error" (the message, also written to stderr). */
+void cli_json_begin(FILE *f, const char *command); /* writes {"command":"...","status":"ok" */
+int cli_json_error(FILE *f, const char *command, int exit_code, const char *msg); /* returns exit_code */
 
 #endif

@@ -1,76 +1,113 @@
-/* mlc compile: ONNX model -> package (tar with mod.so, mod.json, mod.params, meta.json). */
+/* mlc compile: ONNX model -> package (tar with mod.so, mod.json, mod.params, meta.json), or a linkable output:
+ * `--output-format so` (one shared library that mlc_module_load and `mlc run` open) or `--output-format obj`
+ * (an object file plus a C header NAME.h beside it, `--module-name NAME`, `--header PATH`), see
+ * src/driver/bundle.c. With --json: one JSON object on stdout (cli.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cli/cli.h"
 #include "driver/driver.h"
 #include "frontends/onnx/onnx.h"
 
-static int fail(const Diag *d) {
-  fprintf(stderr, "mlc compile: %s\n", d->msg);
-  return d->status ? (int)d->status : MLC_ERR_INTERNAL;
+#define PROG "mlc compile"
+
+static const char *compile_usage =
+    "usage: mlc compile model.onnx [--target T] [--output model.tar] [--output-format tar|so|obj]\n"
+    "                   [--module-name NAME] [--header FILE.h] [--opt-level 0..3] [--input-shapes name:[d,..]]\n"
+    "                   [--disable-pass P] [--dump-ir DIR] [--json]\n";
+
+static int report(bool json, int code, const char *msg) {
+  fprintf(stderr, PROG ": %s\n", msg);
+  if (json) cli_json_error(stdout, "compile", code, msg);
+  return code;
 }
 
-static void json_string(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; *s; s++) {
-    if (*s == '"' || *s == '\\') fprintf(f, "\\%c", *s);
-    else if ((unsigned char)*s < 0x20) fprintf(f, "\\u%04x", *s);
-    else fputc(*s, f);
-  }
-  fputc('"', f);
+/* "dir/model.o" -> "model" as a C identifier ("model" when nothing usable is left) */
+static void default_module_name(const char *output, char *name, size_t cap) {
+  const char *base = strrchr(output, '/');
+  base = base ? base + 1 : output;
+  size_t n = 0;
+  for (const char *p = base; *p && *p != '.' && n + 1 < cap && n < 64; p++)
+    name[n++] = (char)((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ? *p : '_');
+  name[n] = 0;
+  if (!n || (name[0] >= '0' && name[0] <= '9')) snprintf(name, cap, "model");
 }
 
 int cmd_compile(int argc, char **argv) {
-  const char *model = NULL, *output = "module.tar", *format = "tar", *shapes = NULL;
+  const char *model = NULL, *output = NULL, *format = "tar", *shapes = NULL, *module_name = NULL, *header = NULL;
   CompileOptions opt = {.target = "llvm", .opt_level = 3};
   bool json = false;
   const char *disabled[64];
   opt.disabled = disabled;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    bool has_val = i + 1 < argc;
-#define OPTION(name) (!strcmp(a, name) && has_val && (++i, 1))
-    if (OPTION("--target")) opt.target = argv[i];
-    else if (OPTION("--output") || OPTION("-o")) output = argv[i];
-    else if (OPTION("--output-format")) format = argv[i];
-    else if (OPTION("--opt-level") || OPTION("-O")) {
-      char *end;
-      long v = strtol(argv[i], &end, 10);
-      if (*end || v < 0 || v > 3) {
-        fprintf(stderr, "mlc compile: --opt-level must be 0..3, got '%s'\n", argv[i]);
-        return MLC_ERR_USAGE;
-      }
-      opt.opt_level = (int)v;
-    } else if (OPTION("--input-shapes")) shapes = argv[i];
-    else if (OPTION("--dump-ir")) opt.dump_dir = argv[i];
-    else if (OPTION("--disable-pass")) {
-      if (!pass_find(argv[i])) {
-        fprintf(stderr, "mlc compile: --disable-pass: unknown pass '%s'; passes:", argv[i]);
-        for (int k = 0; k < pass_count(); k++) fprintf(stderr, " %s", pass_at(k)->name);
-        fprintf(stderr, "\n");
-        return MLC_ERR_USAGE;
-      }
-      if (opt.ndisabled < 64) disabled[opt.ndisabled++] = argv[i];
-    }
-    else if (!strcmp(a, "--json")) json = true;
-    else if (a[0] == '-') {
-      fprintf(stderr, "mlc compile: unknown or incomplete option '%s'\n", a);
-      return MLC_ERR_USAGE;
-    } else if (!model) model = a;
-    else {
-      fprintf(stderr, "mlc compile: more than one model given ('%s', '%s')\n", model, a);
-      return MLC_ERR_USAGE;
-    }
-#undef OPTION
+  char msg[1024];
+  ArgIter it;
+  arg_init(&it, argc, argv);
+  while (arg_more(&it)) {
+    const char *v;
+    long long lv;
+    if (arg_flag(&it, "--json")) json = true;
+    else if (arg_flag(&it, "--help") || arg_flag(&it, "-h")) {
+      fputs(compile_usage, stdout);
+      return 0;
+    } else if (arg_value(&it, "--target", &v)) opt.target = v;
+    else if (arg_value(&it, "--output", &v) || arg_value(&it, "-o", &v)) output = v;
+    else if (arg_value(&it, "--output-format", &v)) format = v;
+    else if (arg_value(&it, "--module-name", &v)) module_name = v;
+    else if (arg_value(&it, "--header", &v)) header = v;
+    else if (arg_int(&it, "--opt-level", 0, 3, &lv) || arg_int(&it, "-O", 0, 3, &lv)) opt.opt_level = (int)lv;
+    else if (arg_value(&it, "--input-shapes", &v)) shapes = v;
+    else if (arg_value(&it, "--dump-ir", &v)) opt.dump_dir = v;
+    else if (arg_value(&it, "--disable-pass", &v)) {
+      if (it.error[0]) break;
+      if (!pass_find(v)) {
+        int n = snprintf(it.error, sizeof it.error, "--disable-pass: unknown pass '%.100s'; passes:", v);
+        for (int k = 0; k < pass_count() && n < (int)sizeof it.error - 40; k++)
+          n += snprintf(it.error + n, sizeof it.error - (size_t)n, " %s", pass_at(k)->name);
+      } else if (opt.ndisabled < 64) disabled[opt.ndisabled++] = v;
+    } else if (arg_positional(&it, &v)) {
+      if (model) snprintf(it.error, sizeof it.error, "more than one model given ('%.200s', '%.200s')", model, v);
+      model = v;
+    } else arg_unknown(&it);
+  }
+  if (it.error[0]) {
+    if (!json) fputs(compile_usage, stderr);
+    return report(json, MLC_ERR_USAGE, it.error);
   }
   if (!model) {
-    fprintf(stderr, "usage: mlc compile model.onnx [--target T] [--output model.tar] [--opt-level 0..3]\n"
-                    "                   [--input-shapes name:[d,..]] [--dump-ir DIR] [--json]\n");
-    return MLC_ERR_USAGE;
+    if (!json) fputs(compile_usage, stderr);
+    return report(json, MLC_ERR_USAGE, "no model given");
   }
-  if (strcmp(format, "tar") != 0) {
-    fprintf(stderr, "mlc compile: --output-format %s: only 'tar' is supported in this version\n", format);
-    return MLC_ERR_UNSUPPORTED;
+  bool is_so = !strcmp(format, "so"), is_obj = !strcmp(format, "obj");
+  if (strcmp(format, "tar") && !is_so && !is_obj) {
+    snprintf(msg, sizeof msg, "--output-format '%.100s': expected tar, so or obj", format);
+    return report(json, MLC_ERR_USAGE, msg);
+  }
+  if (!output) output = is_so ? "module.so" : is_obj ? "module.o" : "module.tar";
+  char name_buf[80], *header_buf = NULL;
+  if (is_obj) {
+    if (!module_name) {
+      default_module_name(output, name_buf, sizeof name_buf);
+      module_name = name_buf;
+    }
+    if (!mlc_c_identifier_ok(module_name)) {
+      snprintf(msg, sizeof msg, "--module-name '%.100s': not a C identifier (letters, digits, '_', at most 64)",
+               module_name);
+      return report(json, MLC_ERR_USAGE, msg);
+    }
+    if (!header) {
+      /* model.o -> model.h beside it */
+      size_t n = strlen(output);
+      header_buf = malloc(n + 3);
+      if (!header_buf) return report(json, MLC_ERR_INTERNAL, "out of memory");
+      memcpy(header_buf, output, n + 1);
+      char *dot = strrchr(header_buf, '.'), *slash = strrchr(header_buf, '/');
+      if (dot && (!slash || dot > slash)) strcpy(dot, ".h");
+      else strcat(header_buf, ".h");
+      header = header_buf;
+    }
+  } else if (module_name || header) {
+    free(header_buf);
+    return report(json, MLC_ERR_USAGE, "--module-name and --header apply to --output-format obj only");
   }
   Arena *a = arena_new();
   Diag d = {0};
@@ -79,22 +116,34 @@ int cmd_compile(int argc, char **argv) {
   Compiled *c = NULL;
   int rc = 0;
   if ((shapes && onnx_parse_input_shapes(a, shapes, &io, &d) != MLC_OK) || onnx_import_file(a, model, &io, &g, &d) ||
-      mlc_compile_graph(a, g, &opt, &c, &d) || mlc_write_package(c, output, &d)) {
-    rc = fail(&d);
+      mlc_compile_graph(a, g, &opt, &c, &d) ||
+      (is_so ? mlc_write_shared(c, output, &d)
+             : is_obj ? mlc_write_object(c, output, header, module_name, &d) : mlc_write_package(c, output, &d))) {
+    rc = report(json, d.status ? (int)d.status : MLC_ERR_INTERNAL, d.msg);
   } else if (json) {
-    printf("{\"model\":");
-    json_string(stdout, model);
+    cli_json_begin(stdout, "compile");
+    printf(",\"model\":");
+    cli_json_string(stdout, model);
     printf(",\"output\":");
-    json_string(stdout, output);
+    cli_json_string(stdout, output);
+    printf(",\"format\":\"%s\"", format);
+    if (is_obj) {
+      printf(",\"header\":");
+      cli_json_string(stdout, header);
+      printf(",\"module_name\":");
+      cli_json_string(stdout, module_name);
+    }
     printf(",\"target\":");
-    json_string(stdout, c->target.str);
+    cli_json_string(stdout, c->target.str);
     printf(",\"kernels\":%d,\"activation_bytes\":%lld,\"compile_seconds\":%.3f}\n", c->kernels.n,
            (long long)c->memory.total_bytes, c->seconds);
   } else {
-    printf("compiled %s for '%s': %d kernels, %lld bytes of activations, %.2f s -> %s\n", model, c->target.str,
-           c->kernels.n, (long long)c->memory.total_bytes, c->seconds, output);
+    printf("compiled %s for '%s': %d kernels, %lld bytes of activations, %.2f s -> %s%s%s\n", model, c->target.str,
+           c->kernels.n, (long long)c->memory.total_bytes, c->seconds, output, is_obj ? " + " : "",
+           is_obj ? header : "");
   }
   mlc_compiled_free(c);
   arena_free(a);
+  free(header_buf);
   return rc;
 }

@@ -43,6 +43,14 @@ mlc_status mlc_build_plan(const Compiled *c, rt_plan *plan, Diag *d);
 mlc_status mlc_write_package(Compiled *c, const char *path, Diag *d);
 /* JIT-compiles c->cg (consumed) and returns an executor running the plan; *jit must outlive the executor. */
 mlc_status mlc_jit_executor(Compiled *c, mlc_pool *pool, rt_executor **ex, CgJit **jit, Diag *d);
+/* bundle.c: the linkable outputs. --output-format so: one shared library with the kernels and the package's
+ * plan, params and meta as data symbols (mlc_module_load opens it). Consumes c->cg. */
+mlc_status mlc_write_shared(Compiled *c, const char *path, Diag *d);
+/* --output-format obj: one relocatable object with the kernels, the weights and the entry points NAME_run and
+ * NAME_run_ctx, and a C header at header_path (NULL: none) declaring them. Consumes c->cg. */
+mlc_status mlc_write_object(Compiled *c, const char *path, const char *header_path, const char *name, Diag *d);
+/* a C identifier of at most 64 characters */
+bool mlc_c_identifier_ok(const char *s);
 void mlc_compiled_free(Compiled *c);
 
 #endif
