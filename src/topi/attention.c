@@ -468,7 +468,8 @@ static mlc_status attn_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **out
 /* ---------------------------------------------------------------- einsum */
 
 #define EIN_MAX_OPS 8
-#define EIN_LABELS 128 /* letters are their ASCII codes; ellipsis dims are 100 + position (right-aligned) */
+#define EIN_LABELS 128 /* letters are their ASCII codes (>= 65); ellipsis dims are 1 + position (right-aligned) */
+#define EIN_ELL 1
 
 typedef struct EinCtx {
   int nops;
@@ -508,8 +509,8 @@ static mlc_status ein_term(const char *p, const char *end, int r, int ew, int *l
   for (const char *q = p; q < end; q++) {
     if (ein_letter(*q)) labels[n++] = (unsigned char)*q;
     else if (*q == '.') {
-      /* right-aligned: the last ellipsis dim is label 100 + ew - 1 */
-      for (int i = 0; i < width; i++) labels[n++] = 100 + (ew - width) + i;
+      /* right-aligned: the last ellipsis dim is label EIN_ELL + ew - 1 */
+      for (int i = 0; i < width; i++) labels[n++] = EIN_ELL + (ew - width) + i;
       q += 2;
     }
   }
@@ -577,8 +578,8 @@ static mlc_status ein_parse(const Node *n, EinCtx *k, Diag *d) {
         if (k->out[i] == k->out[j]) return diag_set(d, MLC_ERR_INVALID, "einsum: repeated output label");
     }
   } else {
-    for (int l = 100; l < 100 + ew; l++) k->out[k->nout++] = l;
-    for (int l = 0; l < 100; l++)
+    for (int l = EIN_ELL; l < EIN_ELL + ew; l++) k->out[k->nout++] = l;
+    for (int l = 'A'; l < EIN_LABELS; l++)
       if (seen[l] && count[l] == 1) k->out[k->nout++] = l;
   }
   if (k->nout > MLC_MAX_DIMS) return diag_set(d, MLC_ERR_INVALID, "einsum: output of too high rank");
