@@ -1,8 +1,13 @@
 #!/usr/bin/env python3
 """Writes the test models of mlc with random (seeded) weights, using onnx.helper only:
 
-  cnn_small.onnx   conv-relu-maxpool x2, flatten, gemm-relu, gemm   (input 1x3x32x32)
-  resnet18.onnx    ResNet-18-shaped: 7x7/2 stem, maxpool, 4 stages of 2 basic blocks, GAP, FC 1000 (1x3x224x224)
+  cnn_small.onnx     conv-relu-maxpool x2, flatten, gemm-relu, gemm   (input 1x3x32x32)
+  resnet18.onnx      ResNet-18-shaped: 7x7/2 stem, maxpool, 4 stages of 2 basic blocks, GAP, FC 1000 (1x3x224x224)
+  resnet18_bn.onnx   the same with BatchNormalization after every (bias-free) conv, as exported for inference
+  mobilenet_v2.onnx  MobileNetV2-shaped inverted residual blocks (1x1 expand, 3x3 depthwise, 1x1 project,
+                     BatchNorm, Clip 0..6), input 1x3x96x96
+  transformer.onnx   2-layer transformer encoder (d 64, 4 heads, seq 32, GELU via Erf, LayerNorm decomposed
+                     into ReduceMean/Sub/Pow/Sqrt/Div as torch exports it)
 
 With --reference, also writes MODEL_inputs.npz and MODEL_ref.npz computed by models/reference.py (numpy).
 Usage: make_models.py OUT_DIR [--only cnn_small,resnet18] [--reference]
@@ -36,14 +41,34 @@ class Builder:
         self.inits.append(numpy_helper.from_array((self.rng.standard_normal(n) * 0.05).astype(np.float32), name))
         return name
 
+    def inits_i64(self, value):
+        name = self.fresh("s")
+        self.inits.append(numpy_helper.from_array(np.asarray(value, dtype=np.int64), name))
+        return name
+
     def node(self, op, inputs, **attrs):
         out = self.fresh(op.lower() + "_")
         self.nodes.append(helper.make_node(op, inputs, [out], name=out, **attrs))
         return out
 
-    def conv(self, x, cin, cout, k, stride=1, pad=0, relu=True):
-        y = self.node("Conv", [x, self.weight((cout, cin, k, k), cin * k * k), self.bias(cout)],
-                      kernel_shape=[k, k], strides=[stride, stride], pads=[pad] * 4)
+    def const(self, value):
+        name = self.fresh("c")
+        self.inits.append(numpy_helper.from_array(np.asarray(value, dtype=np.float32), name))
+        return name
+
+    def batchnorm(self, x, c):
+        r = self.rng
+        params = [r.uniform(0.5, 1.5, c), r.standard_normal(c) * 0.1, r.standard_normal(c) * 0.1, r.uniform(0.5, 2, c)]
+        return self.node("BatchNormalization", [x] + [self.const(p) for p in params], epsilon=1e-5)
+
+    def conv(self, x, cin, cout, k, stride=1, pad=0, relu=True, bn=False, groups=1, relu6=False):
+        w = self.weight((cout, cin // groups, k, k), cin // groups * k * k)
+        y = self.node("Conv", [x, w] if bn else [x, w, self.bias(cout)], kernel_shape=[k, k], strides=[stride, stride],
+                      pads=[pad] * 4, group=groups)
+        if bn:
+            y = self.batchnorm(y, cout)
+        if relu6:
+            return self.node("Clip", [y, self.const(0.0), self.const(6.0)])
         return self.node("Relu", [y]) if relu else y
 
     def model(self, x_shape, out, out_shape):
@@ -69,17 +94,17 @@ def cnn_small():
     return b.model([1, 3, 32, 32], x, [1, 10])
 
 
-def resnet18():
-    b = Builder("resnet18", 2)
-    x = b.conv("input", 3, 64, 7, stride=2, pad=3)
+def resnet18(bn=False):
+    b = Builder("resnet18_bn" if bn else "resnet18", 2)
+    x = b.conv("input", 3, 64, 7, stride=2, pad=3, bn=bn)
     x = b.node("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
     cin = 64
     for stage, cout in enumerate([64, 128, 256, 512]):
         for block in range(2):
             stride = 2 if stage > 0 and block == 0 else 1
-            y = b.conv(x, cin, cout, 3, stride=stride, pad=1)
-            y = b.conv(y, cout, cout, 3, pad=1, relu=False)
-            sc = x if stride == 1 and cin == cout else b.conv(x, cin, cout, 1, stride=stride, relu=False)
+            y = b.conv(x, cin, cout, 3, stride=stride, pad=1, bn=bn)
+            y = b.conv(y, cout, cout, 3, pad=1, relu=False, bn=bn)
+            sc = x if stride == 1 and cin == cout else b.conv(x, cin, cout, 1, stride=stride, relu=False, bn=bn)
             x = b.node("Relu", [b.node("Add", [y, sc])])
             cin = cout
     x = b.node("GlobalAveragePool", [x])
@@ -88,7 +113,61 @@ def resnet18():
     return b.model([1, 3, 224, 224], x, [1, 1000])
 
 
-MODELS = {"cnn_small": cnn_small, "resnet18": resnet18}
+def mobilenet_v2():
+    b = Builder("mobilenet_v2", 3)
+    x = b.conv("input", 3, 16, 3, stride=2, pad=1, bn=True, relu6=True)
+    cin = 16
+    for t, c, n, s in [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 2, 2), (6, 64, 2, 2)]:
+        for i in range(n):
+            stride = s if i == 0 else 1
+            hidden = cin * t
+            y = x if t == 1 else b.conv(x, cin, hidden, 1, bn=True, relu6=True)
+            y = b.conv(y, hidden, hidden, 3, stride=stride, pad=1, bn=True, relu6=True, groups=hidden)
+            y = b.conv(y, hidden, c, 1, bn=True, relu=False)
+            x = b.node("Add", [x, y]) if stride == 1 and cin == c else y
+            cin = c
+    x = b.conv(x, cin, 128, 1, bn=True, relu6=True)
+    x = b.node("GlobalAveragePool", [x])
+    x = b.node("Flatten", [x], axis=1)
+    x = b.node("Gemm", [x, b.weight((10, 128), 128), b.bias(10)], transB=1)
+    return b.model([1, 3, 96, 96], x, [1, 10])
+
+
+def transformer(layers=2, d=64, heads=4, seq=32):
+    b = Builder("transformer", 4)
+    dh = d // heads
+
+    def linear(x, n_in, n_out):
+        return b.node("Add", [b.node("MatMul", [x, b.weight((n_in, n_out), n_in)]), b.bias(n_out)])
+
+    def layernorm(x):
+        mean = b.node("ReduceMean", [x], axes=[-1])
+        xc = b.node("Sub", [x, mean])
+        var = b.node("ReduceMean", [b.node("Pow", [xc, b.const(2.0)])], axes=[-1])
+        y = b.node("Div", [xc, b.node("Sqrt", [b.node("Add", [var, b.const(1e-5)])])])
+        return b.node("Add", [b.node("Mul", [y, b.const(b.rng.uniform(0.5, 1.5, d))]), b.bias(d)])
+
+    def heads_first(x):
+        r = b.node("Reshape", [x, b.inits_i64([1, seq, heads, dh])])
+        return b.node("Transpose", [r], perm=[0, 2, 1, 3])
+
+    x = "input"
+    for _ in range(layers):
+        q, k, v = (heads_first(linear(x, d, d)) for _ in range(3))
+        kt = b.node("Transpose", [k], perm=[0, 1, 3, 2])
+        scores = b.node("Div", [b.node("MatMul", [q, kt]), b.const(float(np.sqrt(dh)))])
+        att = b.node("MatMul", [b.node("Softmax", [scores], axis=-1), v])
+        att = b.node("Reshape", [b.node("Transpose", [att], perm=[0, 2, 1, 3]), b.inits_i64([1, seq, d])])
+        x = layernorm(b.node("Add", [x, linear(att, d, d)]))
+        h = linear(x, d, 4 * d)
+        gelu = b.node("Mul", [b.node("Mul", [h, b.node("Add", [b.node("Erf", [b.node("Div", [h, b.const(1.4142135)])]),
+                                                              b.const(1.0)])]), b.const(0.5)])
+        x = layernorm(b.node("Add", [x, linear(gelu, 4 * d, d)]))
+    return b.model([1, seq, d], x, [1, seq, d])
+
+
+MODELS = {"cnn_small": cnn_small, "resnet18": resnet18, "resnet18_bn": lambda: resnet18(bn=True),
+          "mobilenet_v2": mobilenet_v2, "transformer": transformer}
 
 
 def main():

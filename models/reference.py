@@ -17,6 +17,7 @@ def _pad_nchw(x, pads, value=0.0):
 
 def conv(x, w, b, a):
     s = a.get("strides", [1, 1])
+    g = a.get("group", 1)
     x = _pad_nchw(x, a.get("pads", [0, 0, 0, 0]))
     n, c, h, wd = x.shape
     co, ci, kh, kw = w.shape
@@ -25,7 +26,9 @@ def conv(x, w, b, a):
     for i in range(kh):
         for j in range(kw):
             cols[:, :, i, j] = x[:, :, i:i + s[0] * oh:s[0], j:j + s[1] * ow:s[1]]
-    y = np.einsum("nckhxy,ockh->noxy", cols, w.astype(np.float64), optimize=True)
+    cols = cols.reshape(n, g, c // g, kh, kw, oh, ow)
+    wg = w.astype(np.float64).reshape(g, co // g, ci, kh, kw)
+    y = np.einsum("ngckhxy,gockh->ngoxy", cols, wg, optimize=True).reshape(n, co, oh, ow)
     if b is not None:
         y += b.reshape(1, -1, 1, 1)
     return y
@@ -70,6 +73,30 @@ def run(model, feeds):
             y = a.get("alpha", 1.0) * (A @ B)
             if len(x) > 2 and x[2] is not None:
                 y = y + a.get("beta", 1.0) * x[2]
+        elif op == "BatchNormalization":
+            sh = (1, -1) + (1,) * (x[0].ndim - 2)
+            y = (x[0] - x[3].reshape(sh)) / np.sqrt(x[4].reshape(sh) + a.get("epsilon", 1e-5)) * x[1].reshape(sh) \
+                + x[2].reshape(sh)
+        elif op == "Clip":
+            y = np.clip(x[0], x[1], x[2])
+        elif op == "MatMul":
+            y = x[0] @ x[1]
+        elif op == "Transpose":
+            y = np.transpose(x[0], a["perm"])
+        elif op == "Reshape":
+            y = x[0].reshape([int(d) for d in x[1]])
+        elif op == "Softmax":
+            e = np.exp(x[0] - x[0].max(axis=a.get("axis", -1), keepdims=True))
+            y = e / e.sum(axis=a.get("axis", -1), keepdims=True)
+        elif op == "ReduceMean":
+            y = x[0].mean(axis=tuple(a["axes"]), keepdims=bool(a.get("keepdims", 1)))
+        elif op in ("Sub", "Mul", "Div", "Pow"):
+            y = {"Sub": np.subtract, "Mul": np.multiply, "Div": np.divide, "Pow": np.power}[op](x[0], x[1])
+        elif op == "Sqrt":
+            y = np.sqrt(x[0])
+        elif op == "Erf":
+            from math import erf
+            y = np.vectorize(erf)(x[0])
         else:
             raise NotImplementedError(op)
         env[node.output[0]] = y

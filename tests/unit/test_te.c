@@ -933,6 +933,95 @@ static void test_inline_chain(int depth, bool run) {
   arena_free(a);
 }
 
+/* ---- case: cache_write + compute_at (a register-block matmul with a fused epilogue) ---- */
+
+typedef struct CwEpi {
+  TeTensor *c, *bias;
+} CwEpi;
+
+static Expr *bias_relu_fn(TeCtx *c, Expr **idx, void *user) {
+  CwEpi *e = user;
+  Arena *a = c->arena;
+  Expr *x = tir_add(a, te_read(c, e->c, 2, idx), te_read(c, e->bias, 1, &idx[1]));
+  return tir_bin(a, E_MAX, x, tir_float(a, MLC_F32, 0));
+}
+
+/* variant 0: factors divide (exact regions, the accumulator is 4 x 8); 1: they do not (guards);
+ * 2: no epilogue, the copy stage itself is the output; 3: attached at an outer loop (a row block) */
+static void test_cache_write(int variant) {
+  Arena *a = arena_new();
+  TeCtx c = {.arena = a};
+  const int64_t M = variant == 1 ? 10 : 12, K = 5, N = variant == 1 ? 13 : 16;
+  int64_t sa[2] = {M, K}, sb[2] = {K, N}, so[2] = {M, N}, sbias[1] = {N};
+  Mm m = {te_placeholder(&c, "A", MLC_F32, 2, sa), te_placeholder(&c, "B", MLC_F32, 2, sb), K};
+  TeTensor *C = te_compute(&c, "C", "dense", MLC_F32, 2, so, matmul_fn, &m);
+  TeTensor *bias = te_placeholder(&c, "bias", MLC_F32, 1, sbias);
+  CwEpi e = {C, bias};
+  TeTensor *D = variant == 2 ? C : te_compute(&c, "D", "elemwise", MLC_F32, 2, so, bias_relu_fn, &e);
+  TeSchedule *s = te_create_schedule(&c, 1, &D);
+  TeTensor *L = te_cache_write(s, C);
+  CHECK(L != C && L->op->nreduce == 1 && C->op->nreduce == 0, "cache_write moved the reduction");
+  int ci = -1;
+  for (int q = 0; q < s->nstages; q++)
+    if (s->stages[q]->op == C->op) ci = q;
+  CHECK(ci > 0 && s->stages[ci - 1]->op == L->op, "local stage just before C");
+  if (variant != 2) te_compute_inline(te_stage(s, C));
+  TeStage *ds = te_stage(s, D), *ls = te_stage(s, L);
+  IterVar *io, *ii, *jo, *ji;
+  te_split(ds, D->op->axes[0], 4, &io, &ii);
+  te_split(ds, D->op->axes[1], 8, &jo, &ji);
+  IterVar *dorder[4] = {io, jo, ii, ji};
+  te_reorder(ds, 4, dorder);
+  te_parallel(ds, io);
+  te_vectorize(ds, ji);
+  IterVar *lio, *lii, *ljo, *lji;
+  te_split(ls, L->op->axes[0], 4, &lio, &lii);
+  te_split(ls, L->op->axes[1], 8, &ljo, &lji);
+  IterVar *lorder[5] = {lio, ljo, L->op->reduce_axes[0], lii, lji};
+  te_reorder(ls, 5, lorder);
+  te_unroll(ls, lii);
+  te_vectorize(ls, lji);
+  te_compute_at(ls, ds, variant == 3 ? io : jo);
+  StrBuf pb = {0};
+  te_print_schedule(&pb, s);
+  CHECK(strstr(pb.s, variant == 3 ? "at D.i0.outer" : variant == 2 ? "at C.i1.outer" : "at D.i1.outer"), "%s",
+        pb.s);
+  sb_free(&pb);
+  Diag d = {0};
+  TeTensor *args[4] = {m.a, m.b, bias, D};
+  TirFunc *f = variant == 2 ? te_lower(&c, s, "cw", 3, (TeTensor *[]){m.a, m.b, D}, &d)
+                            : te_lower(&c, s, "cw", 4, args, &d);
+  CHECK(f, "lower failed: %s", d.msg);
+  if (f) {
+    char title[32];
+    snprintf(title, sizeof title, "cache_write %d", variant);
+    char *txt = dump(f, title);
+    const char *want = variant == 1 ? "allocate C.local: float32[4, 8]"
+                       : variant == 3 ? "allocate C.local: float32[4, 16]"
+                                      : "allocate C.local: float32[4, 8]";
+    CHECK(strstr(txt, want), "variant %d: local region: %s", variant, txt);
+    free(txt);
+    double *A = rand_buf(M * K), *B = rand_buf(K * N), *bv = rand_buf(N), *out = nan_buf(M * N);
+    double *ref = malloc((size_t)(M * N) * sizeof(double));
+    for (int64_t x = 0; x < M; x++)
+      for (int64_t y = 0; y < N; y++) {
+        double acc = 0;
+        for (int64_t z = 0; z < K; z++) acc += A[x * K + z] * B[z * N + y];
+        if (variant != 2) acc = acc + bv[y] > 0 ? acc + bv[y] : 0;
+        ref[x * N + y] = acc;
+      }
+    double *data4[4] = {A, B, bv, out}, *data3[3] = {A, B, out};
+    CHECK(run_func(f, variant == 2 ? data3 : data4), "run");
+    CHECK(close_all(out, ref, M * N, "cache_write"), "variant %d values", variant);
+    free(A);
+    free(B);
+    free(bv);
+    free(out);
+    free(ref);
+  }
+  arena_free(a);
+}
+
 int main(void) {
   if (getenv("TEST_TE_SEED")) rng = strtoull(getenv("TEST_TE_SEED"), NULL, 10) | 1;
   test_simplify();
@@ -948,6 +1037,7 @@ int main(void) {
   test_errors();
   test_inline_chain(10, true);
   test_inline_chain(60, false);
+  for (int v = 0; v < 4; v++) test_cache_write(v);
   if (failures) {
     fprintf(stderr, "test_te: %d failure(s)\n", failures);
     return 1;
