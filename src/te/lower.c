@@ -16,7 +16,15 @@
  *      init sits right before the outermost reduce loop; otherwise a separate init nest over the spatial
  *      leaves (fresh ".init" loop vars) runs before the main nest.
  *   5. Externs: their statement is used as is, with its placeholder Buffers rebound to the real ones.
- *   6. tir_simplify_stmt over the result (it knows the loop ranges, so most guards and div/mods fold). */
+ *   6. compute_at: a stage attached to (parent, iv) is lowered where parent's nest reaches loop iv. The
+ *      region it must cover is inferred from parent's statement inside that loop: every load of the stage's
+ *      (logical, full-shape) buffer is bounded by interval arithmetic, loops outside iv held fixed and loops
+ *      inside it ranging over [min, min + extent); the union of the intervals per dimension gives region min
+ *      (an expression of the outer loop vars) and extent (a constant, or the whole dimension when it is not
+ *      one: conservative). The stage's root axes get those extents (its leaves' follow through the
+ *      relations), its root values are offset by the region min and guarded against the tensor's shape, and
+ *      its buffer shrinks to the region: a local S_ALLOCATE inside loop iv, indexed by (index - min).
+ *   7. tir_simplify_stmt over the result (it knows the loop ranges, so most guards and div/mods fold). */
 #include <string.h>
 #include "te/stage.h"
 #include "tir/mutate.h"
@@ -32,6 +40,8 @@ typedef struct StageInfo {
    * so a chain of stages that each read their input twice stays linear in size */
   VEC(Expr *) read_keys;
   VEC(Expr *) read_vals;
+  bool attached, emitted; /* compute_at */
+  Expr **region_min;      /* while its nest is lowered: the region's origin per output dim */
 } StageInfo;
 
 typedef struct Lower {
@@ -45,7 +55,19 @@ typedef struct Lower {
   int nbind;
   Buffer **bind_from, **bind_to;
   ExprMemo reads; /* lower_reads is a pure function of the node: each shared node is lowered once */
+  /* extents of the iter vars of attached stages, as bound inference shrank them (a stack) */
+  int next;
+  IterVar *ext_iv[256];
+  int64_t ext_val[256];
 } Lower;
+
+static int64_t ext_of(const Lower *l, const IterVar *iv) {
+  for (int i = l->next - 1; i >= 0; i--)
+    if (l->ext_iv[i] == iv) return l->ext_val[i];
+  return iv->extent;
+}
+
+static Stmt *lower_compute(Lower *l, StageInfo *si);
 
 static StageInfo *info_of(Lower *l, const TeOp *op) {
   for (int i = 0; i < l->n; i++)
@@ -162,8 +184,8 @@ static bool resolve(Lower *l, TeStage *st, int nleaf, IterVar **leaf, Var **vars
         if (iv_get(m, rel->parent) || !o || !in) continue;
         Expr *p = tir_add(a, tir_mul(a, o, tir_idx(a, rel->factor)), in);
         if (!iv_set(m, rel->parent, p)) return false;
-        if (rel->outer->extent * rel->factor != rel->parent->extent && *nguard < 64)
-          guards[(*nguard)++] = tir_bin(a, E_LT, p, tir_idx(a, rel->parent->extent));
+        if (ext_of(l, rel->outer) * rel->factor != ext_of(l, rel->parent) && *nguard < 64)
+          guards[(*nguard)++] = tir_bin(a, E_LT, p, tir_idx(a, ext_of(l, rel->parent)));
         progress = true;
       } else {
         Expr *f = iv_get(m, rel->fused);
@@ -202,10 +224,13 @@ static int guard_dep(Arena *a, Expr *g, int n, Var **vars) {
   return d.dep;
 }
 
+static Stmt *attach_producer(Lower *l, StageInfo *pi, Stmt *inner);
+
 /* Builds the loop nest over vars (outermost first) around body; guards go right inside the deepest loop
- * they use; init (if any) is put right before the loop at init_pos (init_pos == n: right before body). */
-static Stmt *emit_nest(Lower *l, int n, IterVar **leaf, Var **vars, int nguard, Expr **guards, int init_pos,
-                       Stmt *init, Stmt *body) {
+ * they use; init (if any) is put right before the loop at init_pos (init_pos == n: right before body).
+ * Stages attached to owner's leaves are lowered inside their loops. */
+static Stmt *emit_nest(Lower *l, StageInfo *owner, int n, IterVar **leaf, Var **vars, int nguard, Expr **guards,
+                       int init_pos, Stmt *init, Stmt *body) {
   Arena *a = l->a;
   int dep[64];
   for (int g = 0; g < nguard; g++) dep[g] = guard_dep(a, guards[g], n, vars);
@@ -215,7 +240,14 @@ static Stmt *emit_nest(Lower *l, int n, IterVar **leaf, Var **vars, int nguard, 
     for (int g = nguard - 1; g >= 0; g--)
       if (dep[g] == k) s = tir_if(a, guards[g], s, NULL);
     if (k < 0) break;
-    s = tir_for(a, vars[k], tir_idx(a, 0), tir_idx(a, leaf[k]->extent), leaf[k]->for_kind, s);
+    if (owner)
+      for (int j = l->n - 1; j >= 0 && s; j--) {
+        StageInfo *pi = &l->info[j];
+        if (pi->attached && pi->st->attach_parent == owner->st && pi->st->attach_iv == leaf[k])
+          s = attach_producer(l, pi, s);
+      }
+    if (!s) return NULL;
+    s = tir_for(a, vars[k], tir_idx(a, 0), tir_idx(a, ext_of(l, leaf[k])), leaf[k]->for_kind, s);
     if (init && k == init_pos) s = tir_seq2(a, init, s);
   }
   return s;
@@ -283,6 +315,14 @@ static Stmt *lower_compute(Lower *l, StageInfo *si) {
   Expr *rval[64];
   int nr;
   if (!root_subst(l, op, &m, false, &nr, rv, rval)) return NULL;
+  if (si->region_min) /* attached: root values are offsets into the region; stay inside the tensor */
+    for (int i = 0; i < op->naxes; i++) {
+      rval[i] = tir_add(a, si->region_min[i], rval[i]);
+      if (nguard < 62) {
+        guards[nguard++] = tir_bin(a, E_LT, rval[i], tir_idx(a, op->outputs[0]->shape[i]));
+        guards[nguard++] = tir_bin(a, E_GE, rval[i], tir_idx(a, 0));
+      }
+    }
   Expr *idx[MLC_MAX_DIMS];
   for (int i = 0; i < op->naxes; i++) idx[i] = rval[i];
 
@@ -290,7 +330,7 @@ static Stmt *lower_compute(Lower *l, StageInfo *si) {
   if (body->kind != E_REDUCE) {
     Expr *v = tir_substitute(a, lower_reads(l, body), nr, rv, rval);
     Stmt *store = tir_store(a, out, op->naxes, idx, v);
-    return emit_nest(l, st->nleaf, st->leaf, lvars, nguard, guards, st->nleaf, NULL, store);
+    return emit_nest(l, si, st->nleaf, st->leaf, lvars, nguard, guards, st->nleaf, NULL, store);
   }
 
   /* reduction */
@@ -310,7 +350,7 @@ static Stmt *lower_compute(Lower *l, StageInfo *si) {
   Expr *init_src = body->reduce.init ? lower_reads(l, body->reduce.init) : identity(a, rk, out->dtype);
   if (last_spatial < first_reduce) {
     Stmt *init = tir_store(a, out, op->naxes, idx, tir_substitute(a, init_src, nr, rv, rval));
-    return emit_nest(l, st->nleaf, st->leaf, lvars, nguard, guards, first_reduce, init, update);
+    return emit_nest(l, si, st->nleaf, st->leaf, lvars, nguard, guards, first_reduce, init, update);
   }
   /* separate init nest over the spatial leaves, with fresh loop vars */
   IterVar *sleaf[64];
@@ -332,11 +372,306 @@ static Stmt *lower_compute(Lower *l, StageInfo *si) {
   Expr *ival[64];
   int ni;
   if (!root_subst(l, op, &mi, true, &ni, iv, ival)) return NULL;
+  if (si->region_min)
+    for (int i = 0; i < op->naxes; i++) {
+      ival[i] = tir_add(a, si->region_min[i], ival[i]);
+      if (niguard < 62) {
+        iguards[niguard++] = tir_bin(a, E_LT, ival[i], tir_idx(a, op->outputs[0]->shape[i]));
+        iguards[niguard++] = tir_bin(a, E_GE, ival[i], tir_idx(a, 0));
+      }
+    }
   /* the init value and indices may only use spatial axes */
   Stmt *init = tir_store(a, out, op->naxes, ival, tir_substitute(a, init_src, ni, iv, ival));
-  Stmt *init_nest = emit_nest(l, ns, sleaf, svars, niguard, iguards, ns, NULL, init);
-  Stmt *main_nest = emit_nest(l, st->nleaf, st->leaf, lvars, nguard, guards, st->nleaf, NULL, update);
+  Stmt *init_nest = emit_nest(l, NULL, ns, sleaf, svars, niguard, iguards, ns, NULL, init);
+  Stmt *main_nest = emit_nest(l, si, st->nleaf, st->leaf, lvars, nguard, guards, st->nleaf, NULL, update);
+  if (!main_nest) return NULL;
   return tir_seq2(a, init_nest, main_nest);
+}
+
+/* ---- compute_at: bound inference and the attached nest ---- */
+
+typedef struct Rng {
+  Var *v;
+  Expr *lo, *hi; /* NULL: unknown */
+} Rng;
+
+typedef struct Region {
+  Lower *l;
+  Buffer *buf;
+  int nd;
+  int nrng;
+  Rng rng[96];
+  bool any, overflow;
+  bool full[MLC_MAX_DIMS];
+  Expr *lo[MLC_MAX_DIMS], *hi[MLC_MAX_DIMS];
+  ExprMemo seen;
+} Region;
+
+/* [lo, hi] of e with the ranged vars varying and every other var fixed; false when not bounded */
+static bool interval(Region *r, Expr *e, Expr **lo, Expr **hi) {
+  Arena *a = r->l->a;
+  Expr *alo, *ahi, *blo, *bhi;
+  int64_t c;
+  switch (e->kind) {
+  case E_INT: *lo = *hi = e; return true;
+  case E_VAR:
+    for (int i = r->nrng - 1; i >= 0; i--)
+      if (r->rng[i].v == e->var) {
+        if (!r->rng[i].lo) return false;
+        *lo = r->rng[i].lo;
+        *hi = r->rng[i].hi;
+        return true;
+      }
+    *lo = *hi = e;
+    return true;
+  case E_ADD:
+  case E_SUB:
+  case E_MIN:
+  case E_MAX:
+    if (!interval(r, e->op.a, &alo, &ahi) || !interval(r, e->op.b, &blo, &bhi)) return false;
+    if (e->kind == E_SUB) {
+      *lo = tir_sub(a, alo, bhi);
+      *hi = tir_sub(a, ahi, blo);
+    } else {
+      *lo = tir_bin(a, e->kind, alo, blo);
+      *hi = tir_bin(a, e->kind, ahi, bhi);
+    }
+    return true;
+  case E_MUL: {
+    Expr *x = e->op.a, *y = e->op.b;
+    if (tir_is_const_int(x, &c)) {
+      Expr *t = x;
+      x = y;
+      y = t;
+    }
+    if (!interval(r, x, &alo, &ahi)) return false;
+    if (tir_is_const_int(y, &c)) {
+      *lo = tir_mul(a, c >= 0 ? alo : ahi, y);
+      *hi = tir_mul(a, c >= 0 ? ahi : alo, y);
+      return true;
+    }
+    if (!interval(r, y, &blo, &bhi) || alo != ahi || blo != bhi) return false;
+    *lo = *hi = e;
+    return true;
+  }
+  case E_FLOORDIV:
+  case E_FLOORMOD:
+    if (!tir_is_const_int(e->op.b, &c) || c <= 0 || !interval(r, e->op.a, &alo, &ahi)) return false;
+    if (alo == ahi) {
+      *lo = *hi = e;
+    } else if (e->kind == E_FLOORDIV) {
+      *lo = tir_bin(a, E_FLOORDIV, alo, e->op.b);
+      *hi = tir_bin(a, E_FLOORDIV, ahi, e->op.b);
+    } else {
+      *lo = tir_idx(a, 0);
+      *hi = tir_idx(a, c - 1);
+    }
+    return true;
+  case E_CAST:
+    if (!dtype_is_int(e->dtype) || !dtype_is_int(e->op.a->dtype)) return false;
+    if (!interval(r, e->op.a, &alo, &ahi)) return false;
+    *lo = alo == e->op.a ? e : tir_cast(a, e->dtype, alo);
+    *hi = ahi == e->op.a ? e : tir_cast(a, e->dtype, ahi);
+    return true;
+  default: return false;
+  }
+}
+
+static void region_add_load(Region *r, Expr *e) {
+  Arena *a = r->l->a;
+  for (int d = 0; d < r->nd; d++) {
+    if (r->full[d]) continue;
+    Expr *lo, *hi;
+    if (!interval(r, e->load.idx[d], &lo, &hi)) {
+      r->full[d] = true;
+      continue;
+    }
+    if (!r->any) {
+      r->lo[d] = lo;
+      r->hi[d] = hi;
+      continue;
+    }
+    if (!tir_expr_equal(lo, r->lo[d])) r->lo[d] = tir_bin(a, E_MIN, r->lo[d], lo);
+    if (!tir_expr_equal(hi, r->hi[d])) r->hi[d] = tir_bin(a, E_MAX, r->hi[d], hi);
+  }
+  r->any = true;
+}
+
+static Expr *region_expr(void *ctx, Expr *e) {
+  Region *r = ctx;
+  if (!e || e->kind == E_INT || e->kind == E_FLOAT || e->kind == E_VAR) return e;
+  if (memo_get(&r->seen, e)) return e;
+  memo_put(&r->seen, e, e);
+  if (e->kind == E_LET) {
+    /* the let var is unknown inside its body: indices using it take the whole dimension */
+    region_expr(ctx, e->op.a);
+    if (r->nrng < (int)countof(r->rng)) {
+      r->rng[r->nrng++] = (Rng){e->let_var, NULL, NULL};
+      region_expr(ctx, e->op.b);
+      r->nrng--;
+    } else {
+      r->overflow = true;
+    }
+    return e;
+  }
+  tir_expr_map_children(r->l->a, e, region_expr, ctx);
+  if (e->kind == E_LOAD && e->load.buf == r->buf) region_add_load(r, e);
+  return e;
+}
+
+static void region_stmt(Region *r, Stmt *s) {
+  if (!s) return;
+  memo_clear(&r->seen);
+  switch (s->kind) {
+  case S_FOR: {
+    region_expr(r, s->loop.min);
+    region_expr(r, s->loop.extent);
+    if (r->nrng >= (int)countof(r->rng)) {
+      r->overflow = true;
+      return;
+    }
+    Expr *lo, *hi, *elo, *ehi;
+    Rng g = {s->loop.var, NULL, NULL};
+    if (interval(r, s->loop.min, &lo, &hi) && interval(r, s->loop.extent, &elo, &ehi)) {
+      g.lo = lo;
+      g.hi = tir_sub(r->l->a, tir_add(r->l->a, hi, ehi), tir_idx(r->l->a, 1));
+    }
+    r->rng[r->nrng++] = g;
+    region_stmt(r, s->loop.body);
+    r->nrng--;
+    return;
+  }
+  case S_LET: {
+    region_expr(r, s->let.value);
+    if (r->nrng >= (int)countof(r->rng)) {
+      r->overflow = true;
+      return;
+    }
+    Rng g = {s->let.var, NULL, NULL};
+    Expr *lo, *hi;
+    if (interval(r, s->let.value, &lo, &hi)) {
+      g.lo = lo;
+      g.hi = hi;
+    }
+    r->rng[r->nrng++] = g;
+    region_stmt(r, s->let.body);
+    r->nrng--;
+    return;
+  }
+  case S_STORE:
+    for (int i = 0; i < s->store.n; i++) region_expr(r, s->store.idx[i]);
+    region_expr(r, s->store.value);
+    return;
+  case S_SEQ:
+    for (int i = 0; i < s->seq.n; i++) region_stmt(r, s->seq.stmts[i]);
+    return;
+  case S_IF:
+    region_expr(r, s->ifs.cond);
+    region_stmt(r, s->ifs.then_s);
+    region_stmt(r, s->ifs.else_s);
+    return;
+  case S_ALLOCATE: region_stmt(r, s->alloc.body); return;
+  case S_EVAL: region_expr(r, s->eval.e); return;
+  }
+}
+
+/* logical (full-shape) buffer -> the region's local buffer, index - min */
+typedef struct Relocate {
+  Arena *a;
+  Buffer *from, *to;
+  Expr **min;
+  ExprMemo memo;
+} Relocate;
+
+static Expr **relocated_idx(Relocate *rl, int n, Expr **idx) {
+  Expr **ni = arena_alloc(rl->a, (size_t)(n ? n : 1) * sizeof(Expr *));
+  for (int i = 0; i < n; i++) ni[i] = tir_sub(rl->a, idx[i], rl->min[i]);
+  return ni;
+}
+
+static Expr *relocate_expr(void *ctx, Expr *e) {
+  Relocate *rl = ctx;
+  if (!e || e->kind == E_INT || e->kind == E_FLOAT || e->kind == E_VAR) return e;
+  Expr *done = memo_get(&rl->memo, e);
+  if (done) return done;
+  Expr *e1 = tir_expr_map_children(rl->a, e, relocate_expr, ctx);
+  if (e1->kind == E_LOAD && e1->load.buf == rl->from)
+    e1 = tir_load(rl->a, rl->to, e1->load.n, relocated_idx(rl, e1->load.n, e1->load.idx));
+  memo_put(&rl->memo, e, e1);
+  return e1;
+}
+
+static Stmt *relocate_stmt(void *ctx, Stmt *s) {
+  Relocate *rl = ctx;
+  Stmt *s1 = tir_stmt_map_children(rl->a, s, relocate_expr, relocate_stmt, ctx);
+  if (s1 && s1->kind == S_STORE && s1->store.buf == rl->from)
+    return tir_store(rl->a, rl->to, s1->store.n, relocated_idx(rl, s1->store.n, s1->store.idx), s1->store.value);
+  return s1;
+}
+
+/* pi's nest over the region of its output that inner (the parent's body inside the attach loop) reads */
+static Stmt *attach_producer(Lower *l, StageInfo *pi, Stmt *inner) {
+  Arena *a = l->a;
+  TeOp *op = pi->op;
+  TeStage *st = pi->st;
+  if (pi->emitted) {
+    diag_set(l->d, MLC_ERR_UNSUPPORTED, "te_lower: stage '%s' attached inside a loop that is emitted twice",
+             op->name);
+    return NULL;
+  }
+  pi->emitted = true;
+  Buffer *logical = pi->bufs[0];
+  TeTensor *t = op->outputs[0];
+  Region *r = arena_alloc(a, sizeof(Region));
+  r->l = l;
+  r->buf = logical;
+  r->nd = t->ndim;
+  memo_init(&r->seen, a);
+  region_stmt(r, inner);
+  Expr **mins = arena_alloc(a, (size_t)(t->ndim ? t->ndim : 1) * sizeof(Expr *));
+  int64_t ext[MLC_MAX_DIMS];
+  for (int d = 0; d < t->ndim; d++) {
+    mins[d] = tir_idx(a, 0);
+    ext[d] = t->shape[d];
+    if (r->overflow || !r->any || r->full[d]) continue;
+    Expr *lo = tir_simplify(a, r->lo[d]);
+    Expr *e = tir_simplify(a, tir_add(a, tir_sub(a, r->hi[d], lo), tir_idx(a, 1)));
+    int64_t n;
+    if (tir_is_const_int(e, &n) && n >= 1 && n < t->shape[d]) {
+      mins[d] = lo;
+      ext[d] = n;
+    }
+  }
+  /* extents of the root axes, then of every derived iter var through the relations (created in order) */
+  int base = l->next;
+  for (int i = 0; i < op->naxes && l->next < (int)countof(l->ext_iv); i++) {
+    l->ext_iv[l->next] = op->axes[i];
+    l->ext_val[l->next++] = ext[i];
+  }
+  for (int i = 0; i < st->nrels && l->next + 2 <= (int)countof(l->ext_iv); i++) {
+    TeRelation *rel = &st->rels[i];
+    if (rel->kind == REL_SPLIT) {
+      int64_t pe = ext_of(l, rel->parent), f = rel->factor;
+      l->ext_iv[l->next] = rel->outer;
+      l->ext_val[l->next++] = (pe + f - 1) / f;
+      l->ext_iv[l->next] = rel->inner;
+      l->ext_val[l->next++] = pe < f ? pe : f;
+    } else {
+      l->ext_iv[l->next] = rel->fused;
+      l->ext_val[l->next++] = ext_of(l, rel->outer) * ext_of(l, rel->inner);
+    }
+  }
+  pi->region_min = mins;
+  Stmt *prod = lower_compute(l, pi);
+  pi->region_min = NULL;
+  l->next = base;
+  if (!prod) return NULL;
+  Buffer *local = tir_buffer(a, logical->name, logical->dtype, t->ndim, ext);
+  Relocate rl = {.a = a, .from = logical, .to = local, .min = mins};
+  memo_init(&rl.memo, a);
+  Stmt *body = tir_seq2(a, prod, inner);
+  body = relocate_stmt(&rl, body);
+  return tir_allocate(a, local, body);
 }
 
 /* ---- extern ops: rebind their placeholder buffers ---- */
@@ -443,6 +778,12 @@ TirFunc *te_lower(TeCtx *c, TeSchedule *s, const char *name, int nargs, TeTensor
     StageInfo *si = &l.info[i];
     si->inlined = si->st->attach == ATTACH_INLINE && si->op->kind == TE_COMPUTE && si->op->nreduce == 0 &&
                   !si->bufs && si->op->body && si->op->body->kind != E_REDUCE;
+    si->attached = si->st->attach == ATTACH_AT && si->op->kind == TE_COMPUTE && si->op->noutputs == 1 && !si->bufs;
+    if (si->st->attach == ATTACH_AT && !si->attached) {
+      diag_set(d, MLC_ERR_UNSUPPORTED, "te_lower '%s': stage '%s' cannot be attached (compute_at needs a "
+               "single-output compute that is not a kernel argument)", name, si->op->name);
+      return NULL;
+    }
     for (int j = 0; j < l.n && si->inlined; j++) {
       TeOp *u = l.info[j].op;
       if (u->kind != TE_EXTERN) continue;
@@ -467,7 +808,7 @@ TirFunc *te_lower(TeCtx *c, TeSchedule *s, const char *name, int nargs, TeTensor
       if (!si->bufs[k]) {
         TeTensor *t = si->op->outputs[k];
         si->bufs[k] = tir_buffer(a, buf_name(&l, t), t->dtype, t->ndim, t->shape);
-        vec_push(a, &l.allocs, si->bufs[k]);
+        if (!si->attached) vec_push(a, &l.allocs, si->bufs[k]);
       }
   }
   /* 2-5. one nest per root stage, producers first */
@@ -475,11 +816,16 @@ TirFunc *te_lower(TeCtx *c, TeSchedule *s, const char *name, int nargs, TeTensor
   int np = 0;
   for (int i = 0; i < l.n && diag_ok(d); i++) {
     StageInfo *si = &l.info[i];
-    if (si->op->kind == TE_PLACEHOLDER || si->inlined) continue;
+    if (si->op->kind == TE_PLACEHOLDER || si->inlined || si->attached) continue;
     Stmt *st = si->op->kind == TE_COMPUTE ? lower_compute(&l, si) : lower_extern(&l, si);
     if (!diag_ok(d)) break;
     parts[np++] = st;
   }
+  for (int i = 0; i < l.n && diag_ok(d); i++)
+    if (l.info[i].attached && !l.info[i].emitted)
+      diag_set(d, MLC_ERR_UNSUPPORTED, "te_lower '%s': stage '%s' is attached to loop '%s' of stage '%s', which is "
+               "not lowered as a loop nest", name, l.info[i].op->name, l.info[i].st->attach_iv->var->name,
+               l.info[i].st->attach_parent->op->name);
   if (!diag_ok(d)) return NULL;
   Stmt *body = tir_seq(a, np, parts);
   for (int i = l.allocs.n - 1; i >= 0; i--) body = tir_allocate(a, l.allocs.v[i], body);

@@ -9,6 +9,9 @@
  *   reorder:      the named leaves take the positions they occupy, in the given order
  *   vectorize / parallel / unroll: annotate a leaf's ForKind
  *   compute_inline: the stage is substituted into its readers (computes without reduction only).
+ *   cache_write(t): t's compute moves to a new stage t.local (fresh spatial axes, the same reduce axes)
+ *                 inserted before t's stage; t's op becomes the copy t[i] = t.local[i] (no reduction).
+ *   compute_at(st, parent, iv): records the attachment; te_lower infers the region and emits the nest.
  * Primitives return void; a misuse (not a leaf, bad factor, non-adjacent fuse, mixing spatial and reduce,
  * vectorizing or parallelizing a reduce axis) is recorded in the stage and te_lower reports it. */
 #include <inttypes.h>
@@ -203,6 +206,88 @@ void te_compute_inline(TeStage *st) {
   st->attach = ATTACH_INLINE;
 }
 
+TeTensor *te_cache_write(TeSchedule *s, TeTensor *t) {
+  TeStage *st = t ? te_stage(s, t) : NULL;
+  if (!st) return t;
+  TeOp *op = st->op;
+  Arena *a = s->arena;
+  if (op->kind != TE_COMPUTE || op->noutputs != 1 || !op->body) {
+    stage_error(st, "cache_write needs a single-output compute");
+    return t;
+  }
+  if (st->nrels || st->nleaf != op->naxes + op->nreduce || st->attach != ATTACH_ROOT) {
+    stage_error(st, "cache_write must come before any other primitive on the stage");
+    return t;
+  }
+  /* the local op: fresh spatial axes, the body rewritten over them, the reduce axes moved over */
+  TeOp *lo = arena_alloc(a, sizeof(TeOp));
+  *lo = *op;
+  lo->name = arena_printf(a, "%s.local", op->name);
+  lo->id = op->id + 1000000; /* distinct from the ids of te_compute (printing only) */
+  lo->axes = arena_alloc(a, (size_t)(op->naxes ? op->naxes : 1) * sizeof(IterVar *));
+  Var **from = arena_alloc(a, (size_t)(op->naxes ? op->naxes : 1) * sizeof(Var *));
+  Expr **to = arena_alloc(a, (size_t)(op->naxes ? op->naxes : 1) * sizeof(Expr *));
+  for (int i = 0; i < op->naxes; i++) {
+    IterVar *iv = arena_alloc(a, sizeof(IterVar));
+    *iv = *op->axes[i];
+    iv->var = tir_var(a, op->axes[i]->var->name, MLC_I64);
+    iv->for_kind = FOR_SERIAL;
+    lo->axes[i] = iv;
+    from[i] = op->axes[i]->var;
+    to[i] = tir_varref(a, iv->var);
+  }
+  lo->body = tir_substitute(a, op->body, op->naxes, from, to);
+  TeTensor *lt = arena_alloc(a, sizeof(TeTensor));
+  *lt = *t;
+  lt->op = lo;
+  lt->value_index = 0;
+  lo->outputs = arena_alloc(a, sizeof(TeTensor *));
+  lo->outputs[0] = lt;
+  /* t becomes the copy */
+  TeCtx c = {.arena = a};
+  Expr **idx = arena_alloc(a, (size_t)(op->naxes ? op->naxes : 1) * sizeof(Expr *));
+  for (int i = 0; i < op->naxes; i++) idx[i] = tir_varref(a, op->axes[i]->var);
+  op->body = te_read(&c, lt, op->naxes, idx);
+  op->nreduce = 0;
+  op->reduce_axes = NULL;
+  op->ninputs = 1;
+  op->inputs = arena_alloc(a, sizeof(TeTensor *));
+  op->inputs[0] = lt;
+  st->nleaf = op->naxes;
+  /* the local stage, just before t's */
+  StageImpl *si = arena_alloc(a, sizeof(StageImpl));
+  si->arena = a;
+  TeStage *ls = &si->pub;
+  ls->op = lo;
+  ls->attach = ATTACH_ROOT;
+  grow_leaf(ls, lo->naxes + lo->nreduce);
+  for (int j = 0; j < lo->naxes; j++) ls->leaf[ls->nleaf++] = lo->axes[j];
+  for (int j = 0; j < lo->nreduce; j++) ls->leaf[ls->nleaf++] = lo->reduce_axes[j];
+  TeStage **ns = arena_alloc(a, (size_t)(s->nstages + 1) * sizeof(TeStage *));
+  int k = 0;
+  for (int i = 0; i < s->nstages; i++) {
+    if (s->stages[i] == st) ns[k++] = ls;
+    ns[k++] = s->stages[i];
+  }
+  s->stages = ns;
+  s->nstages = k;
+  return lt;
+}
+
+void te_compute_at(TeStage *st, TeStage *parent, IterVar *iv) {
+  if (!parent || parent == st || leaf_pos(parent, iv) < 0) {
+    stage_error(st, "compute_at needs a leaf of another stage");
+    return;
+  }
+  if (st->op->kind != TE_COMPUTE) {
+    stage_error(st, "compute_at of a stage that is not a compute");
+    return;
+  }
+  st->attach = ATTACH_AT;
+  st->attach_parent = parent;
+  st->attach_iv = iv;
+}
+
 /* ---- printing ---- */
 
 static const char *kind_word(ForKind k) {
@@ -235,7 +320,12 @@ void te_print_schedule(StrBuf *b, const TeSchedule *s) {
       for (int d = 0; d < t->ndim; d++) sb_printf(b, "%s%" PRId64, d ? ", " : "", t->shape[d]);
       sb_putc(b, ']');
     }
-    if (op->kind != TE_PLACEHOLDER) sb_printf(b, " %s", st->attach == ATTACH_INLINE ? "inline" : "root");
+    if (op->kind != TE_PLACEHOLDER) {
+      if (st->attach == ATTACH_AT)
+        sb_printf(b, " at %s.%s", st->attach_parent->op->name, st->attach_iv->var->name);
+      else
+        sb_printf(b, " %s", st->attach == ATTACH_INLINE ? "inline" : "root");
+    }
     sb_putc(b, '\n');
     if (op->kind == TE_COMPUTE && op->body) {
       sb_printf(b, "  body: ");

@@ -87,7 +87,11 @@ typedef struct TeRelation {
   int64_t factor;
 } TeRelation;
 
-typedef enum Attach { ATTACH_ROOT, ATTACH_INLINE } Attach;
+typedef enum Attach {
+  ATTACH_ROOT,   /* its own loop nest at the kernel's top level */
+  ATTACH_INLINE, /* substituted into its readers */
+  ATTACH_AT,     /* nested in attach_parent's loop attach_iv, over the region the parent needs there */
+} Attach;
 
 typedef struct TeStage {
   TeOp *op;
@@ -97,6 +101,8 @@ typedef struct TeStage {
   int nrels;
   TeRelation *rels;
   int cap_leaf, cap_rels;
+  struct TeStage *attach_parent; /* ATTACH_AT: the consumer stage and its leaf the nest goes in */
+  IterVar *attach_iv;
 } TeStage;
 
 typedef struct TeSchedule {
@@ -116,6 +122,20 @@ void te_vectorize(TeStage *st, IterVar *iv);
 void te_parallel(TeStage *st, IterVar *iv);
 void te_unroll(TeStage *st, IterVar *iv);
 void te_compute_inline(TeStage *st); /* compute ops without reduction only */
+/* GPU targets (bind.c): the leaf's loop runs as the thread blocks ("blockIdx.x") or the threads of a block
+ * ("threadIdx.x") of a kernel launch; spatial leaves only, each tag once per stage, block outside thread. */
+void te_bind(TeStage *st, IterVar *iv, const char *thread_tag);
+/* cache_write (TVM's s.cache_write(t, "local")): t's compute (with its reduction) moves to a new stage
+ * "<name>.local" inserted just before t's stage, and t becomes the copy t[i] = local[i], so it can be
+ * inlined into an epilogue. Returns the local tensor. Call it before any other primitive on t's stage; t
+ * must be a single-output compute. Together with te_compute_at the local stage becomes a small accumulator
+ * block (registers once its inner loops are unrolled / vectorized), stored once per tile. */
+TeTensor *te_cache_write(TeSchedule *s, TeTensor *t);
+/* compute_at: st's nest moves inside parent's loop iv and covers only the region of st's output that
+ * parent's body reads below that loop (bound inference at lowering: interval arithmetic over the inner loop
+ * ranges; a dimension whose extent is not a constant is taken whole). st's buffer shrinks to that region.
+ * Every reader of st must be parent (directly or through stages inlined into it). */
+void te_compute_at(TeStage *st, TeStage *parent, IterVar *iv);
 /* The text form of a schedule: stages, leaves with extents and annotations, relations. */
 void te_print_schedule(StrBuf *b, const TeSchedule *s);
 
