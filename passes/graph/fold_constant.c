@@ -7,7 +7,6 @@
 #include <string.h>
 #include "driver/driver.h"
 
-#define FOLD_MAX_BYTES (64ll << 20)
 
 /* Compiles the nodes marked in `use` (in graph order; their inputs are constants or outputs of other marked
  * nodes) as a graph of their own, runs it, and returns the data of values[0..n) in g's arena. */
@@ -89,6 +88,7 @@ mlc_status pass_evaluate(Graph *g, Value *v, void **data, Diag *d) {
 mlc_status pass_fold_constant(Graph *g, const PassOptions *opt, Diag *d) {
   Arena *a = g->arena;
   int nv = g->values.n;
+  int64_t max_bytes = pass_config_int(opt, "FoldConstant.max_bytes");
   bool *is_const = arena_alloc(a, (size_t)nv + 1);
   bool *foldable = arena_alloc(a, (size_t)g->nodes.n + 1);
   bool *frontier = arena_alloc(a, (size_t)nv + 1);
@@ -98,7 +98,7 @@ mlc_status pass_fold_constant(Graph *g, const PassOptions *opt, Diag *d) {
     Node *n = g->nodes.v[i];
     bool ok = n->op->compute != NULL && n->noutputs > 0;
     for (int k = 0; k < n->ninputs && ok; k++) ok = !n->inputs[k] || is_const[n->inputs[k]->id];
-    for (int k = 0; k < n->noutputs && ok; k++) ok = !n->outputs[k] || tt_nbytes(&n->outputs[k]->type) <= FOLD_MAX_BYTES;
+    for (int k = 0; k < n->noutputs && ok; k++) ok = !n->outputs[k] || tt_nbytes(&n->outputs[k]->type) <= max_bytes;
     if (!ok) continue;
     foldable[i] = true;
     nfold++;

@@ -27,7 +27,9 @@ static void add_unique(Arena *a, void *vec_, Value *v) {
   vec_push(a, vec, v);
 }
 
-mlc_status pass_fuse_ops(Graph *g, int opt_level, FusedGraph *out, Diag *d) {
+mlc_status pass_fuse_ops(Graph *g, const PassOptions *opt, FusedGraph *out, Diag *d) {
+  int opt_level = opt->opt_level;
+  int64_t max_depth = pass_config_int(opt, "FuseOps.max_depth");
   Arena *a = g->arena;
   int nv = g->values.n;
   int *uses = arena_alloc(a, sizeof(int) * (size_t)(nv + 1));
@@ -51,7 +53,7 @@ mlc_status pass_fuse_ops(Graph *g, int opt_level, FusedGraph *out, Diag *d) {
         if (!in || !in->producer || uses[in->id] != 1 || is_out[in->id]) continue;
         if (in->producer->noutputs != 1) continue;
         FusedGroup *pg = group_of[in->id];
-        if (pg && pg == out->groups.v[out->groups.n - 1] && can_join(pg, n)) target = pg;
+        if (pg && pg == out->groups.v[out->groups.n - 1] && pg->nodes.n < max_depth && can_join(pg, n)) target = pg;
       }
     }
     if (!target) {

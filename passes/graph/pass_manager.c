@@ -1,6 +1,7 @@
 /* The pass manager: the graph passes in the order they run, each with the lowest opt level that enables it.
  * `--disable-pass NAME` turns one off; `--dump-ir DIR` writes the graph after each pass that ran. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "passes/graph/passes.h"
 
@@ -36,6 +37,25 @@ mlc_status pass_run_all(Graph *g, const PassOptions *opt, void (*after)(void *, 
     if (after) after(user, p->name, g);
   }
   return MLC_OK;
+}
+
+/* ---- --pass-config ---- */
+
+bool pass_config_known(const char *key) {
+#define X(k, v) if (!strcmp(key, k)) return true;
+  PASS_CONFIG_KEYS(X)
+#undef X
+  return false;
+}
+
+int64_t pass_config_int(const PassOptions *opt, const char *key) {
+  size_t n = strlen(key);
+  for (int i = opt->nconfig - 1; i >= 0; i--) /* the last setting wins */
+    if (!strncmp(opt->config[i], key, n) && opt->config[i][n] == '=') return strtoll(opt->config[i] + n + 1, NULL, 0);
+#define X(k, v) if (!strcmp(key, k)) return (v);
+  PASS_CONFIG_KEYS(X)
+#undef X
+  return 0;
 }
 
 /* ---- rewriting helpers shared by the passes ---- */

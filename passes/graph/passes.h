@@ -14,7 +14,16 @@ typedef struct PassOptions {
   int ndisabled;
   const char *const *disabled; /* pass names from --disable-pass */
   const char *target;          /* for passes that compile (FoldConstant) */
+  int nconfig;
+  const char *const *config; /* "Pass.key=value" from --pass-config */
 } PassOptions;
+
+/* The pass-config keys, with their defaults: the CLI checks --pass-config against this list. */
+#define PASS_CONFIG_KEYS(X)                                                                                 \
+  X("FuseOps.max_depth", 256)             /* most ops in one fused group */                                 \
+  X("FoldConstant.max_bytes", 64ll << 20) /* larger results are computed at run time, not stored */
+bool pass_config_known(const char *key);
+int64_t pass_config_int(const PassOptions *opt, const char *key);
 
 typedef struct GraphPass {
   const char *name;
@@ -55,7 +64,7 @@ typedef struct FusedGraph {
 } FusedGraph;
 
 /* fuse.c: opt_level 0 puts every node in its own group. */
-mlc_status pass_fuse_ops(Graph *g, int opt_level, FusedGraph *out, Diag *d);
+mlc_status pass_fuse_ops(Graph *g, const PassOptions *opt, FusedGraph *out, Diag *d);
 void pass_print_groups(const FusedGraph *fg, StrBuf *b);
 
 /* plan_memory.c: storage ids by liveness over the groups' order. storage_id[value->id] for every group output

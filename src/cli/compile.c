@@ -14,7 +14,7 @@
 static const char *compile_usage =
     "usage: mlc compile model.onnx [--target T] [--output model.tar] [--output-format tar|so|obj]\n"
     "                   [--module-name NAME] [--header FILE.h] [--opt-level 0..3] [--input-shapes name:[d,..]]\n"
-    "                   [--disable-pass P] [--dump-ir DIR] [--json]\n";
+    "                   [--disable-pass P] [--pass-config KEY=N] [--dump-ir DIR] [--json]\n";
 
 static int report(bool json, int code, const char *msg) {
   fprintf(stderr, PROG ": %s\n", msg);
@@ -37,8 +37,9 @@ int cmd_compile(int argc, char **argv) {
   const char *model = NULL, *output = NULL, *format = "tar", *shapes = NULL, *module_name = NULL, *header = NULL;
   CompileOptions opt = {.target = "llvm", .opt_level = 3};
   bool json = false;
-  const char *disabled[64];
+  const char *disabled[64], *config[64];
   opt.disabled = disabled;
+  opt.pass_config = config;
   char msg[1024];
   ArgIter it;
   arg_init(&it, argc, argv);
@@ -64,6 +65,18 @@ int cmd_compile(int argc, char **argv) {
         for (int k = 0; k < pass_count() && n < (int)sizeof it.error - 40; k++)
           n += snprintf(it.error + n, sizeof it.error - (size_t)n, " %s", pass_at(k)->name);
       } else if (opt.ndisabled < 64) disabled[opt.ndisabled++] = v;
+    } else if (arg_value(&it, "--pass-config", &v)) {
+      if (it.error[0]) break;
+      char key[128], *end = NULL;
+      const char *eq = strchr(v, '=');
+      snprintf(key, sizeof key, "%.*s", eq ? (int)(eq - v) : 0, v);
+      if (eq) strtoll(eq + 1, &end, 0);
+      if (!eq || !pass_config_known(key) || !end || *end || end == eq + 1) {
+        int n = snprintf(it.error, sizeof it.error, "--pass-config '%.100s': expected KEY=INTEGER, KEY one of:", v);
+#define X(k, dflt) n += snprintf(it.error + n, sizeof it.error - (size_t)n, " %s", k);
+        PASS_CONFIG_KEYS(X)
+#undef X
+      } else if (opt.npass_config < 64) config[opt.npass_config++] = v;
     } else if (arg_positional(&it, &v)) {
       if (model) snprintf(it.error, sizeof it.error, "more than one model given ('%.200s', '%.200s')", model, v);
       model = v;

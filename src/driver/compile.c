@@ -138,29 +138,45 @@ mlc_status mlc_compile_graph(Arena *a, Graph *g, const CompileOptions *opt, Comp
     dump(opt, "00_graph.txt", text.s);
     text.len = 0;
   }
+  /* FoldConstant runs what it folds on the JIT: for a cross or GPU target it compiles for the host instead
+   * (the values are the same; only where they are computed differs). */
+  const char *fold_target = opt->target;
+  Target host;
+  Diag hd = {0};
+  if (c->target.kind == TARGET_GPU || cg_target_parse("llvm", &host, &hd) != MLC_OK || host.arch != c->target.arch)
+    fold_target = "llvm";
   PassOptions po = {.opt_level = opt->opt_level, .ndisabled = opt->ndisabled, .disabled = opt->disabled,
-                    .target = opt->target};
+                    .target = fold_target, .nconfig = opt->npass_config, .config = opt->pass_config};
   DumpState ds = {opt, 0};
+  double tp = now_seconds();
+  bool tphase = getenv("MLC_TIME_PHASES") != NULL;
   if (pass_run_all(g, &po, opt->dump_dir ? dump_after_pass : NULL, &ds, d) != MLC_OK) return d->status;
-  if (pass_fuse_ops(g, opt->opt_level, &c->groups, d) != MLC_OK) return d->status;
+  if (pass_fuse_ops(g, &po, &c->groups, d) != MLC_OK) return d->status;
   if (opt->dump_dir) {
     pass_print_groups(&c->groups, &text);
     dump(opt, "10_fused_groups.txt", text.s);
     text.len = 0;
   }
 
+  if (tphase) fprintf(stderr, "[time] graph passes + fuse %.3f s\n", now_seconds() - tp);
+  double tl = 0, tcg = 0;
   c->cg = cg_module_new(&c->target, "mlc_module", d);
   if (!c->cg) return d->status;
   TeCtx tc = {.arena = a, .target = &c->target};
   StrBuf sched = {0}, tir = {0};
   for (int gi = 0; gi < c->groups.groups.n; gi++) {
     Kernel k = {0};
+    double t1 = now_seconds();
     if (lower_group(c, &tc, c->groups.groups.v[gi], opt->dump_dir ? &sched : NULL, opt->dump_dir ? &tir : NULL, &k,
                     d) != MLC_OK)
       break;
+    double t2 = now_seconds();
+    tl += t2 - t1;
     if (cg_add_func(c->cg, k.func, d) != MLC_OK) break;
+    tcg += now_seconds() - t2;
     vec_push(a, &c->kernels, k);
   }
+  if (tphase) fprintf(stderr, "[time] te+lower %.3f s, llvm ir build %.3f s\n", tl, tcg);
   if (opt->dump_dir) {
     dump(opt, "20_schedules.txt", sched.s);
     dump(opt, "30_tir.txt", tir.s);

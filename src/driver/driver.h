@@ -16,6 +16,8 @@ typedef struct CompileOptions {
   const char *dump_dir; /* write every stage's text here when set */
   int ndisabled;        /* --disable-pass NAME */
   const char *const *disabled;
+  int npass_config; /* --pass-config Pass.key=value */
+  const char *const *pass_config;
 } CompileOptions;
 
 typedef struct Kernel {
@@ -49,6 +51,8 @@ mlc_status mlc_write_shared(Compiled *c, const char *path, Diag *d);
 /* --output-format obj: one relocatable object with the kernels, the weights and the entry points NAME_run and
  * NAME_run_ctx, and a C header at header_path (NULL: none) declaring them. Consumes c->cg. */
 mlc_status mlc_write_object(Compiled *c, const char *path, const char *header_path, const char *name, Diag *d);
+/* kernels_info.c: kernels.json (name, fused ops, flops of each kernel; malloc'd), for `mlc run --profile` */
+char *mlc_kernels_json(const Compiled *c);
 /* a C identifier of at most 64 characters */
 bool mlc_c_identifier_ok(const char *s);
 void mlc_compiled_free(Compiled *c);
