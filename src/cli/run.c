@@ -6,24 +6,43 @@
  * splitmix64 with a fixed seed: uniform [-1, 1) for floats, small non-negative integers for integers.
  * Exit codes: 0 ok, 1 usage, 2 invalid package or input, 3 unsupported (another architecture, --device cuda),
  * 4 internal (a kernel failed). */
+#include <dlfcn.h>
+#include <errno.h>
+#include <unistd.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include "cli/cli.h"
 #include "mlc/runtime.h"
+#include "runtime/json.h"
 #include "runtime/rt.h"
 
 #define PROG "mlc run"
 
+/* the last error message, for the --json error object */
+static char last_error[RT_ERRLEN + 256];
+
+static void run_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void run_err(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(last_error, sizeof last_error, fmt, ap);
+  va_end(ap);
+  size_t n = strlen(last_error);
+  while (n && last_error[n - 1] == '\n') last_error[--n] = 0;
+  fprintf(stderr, PROG ": error: %s\n", last_error);
+}
+
 static const char *run_usage =
     "usage: mlc run model.tar [--inputs in.npz] [--outputs out.npz] [--repeat N] [--number N]\n"
     "               [--print-time] [--print-top K] [--profile] [--json] [--threads N] [--device cpu]\n"
-    "               [--seed S]\n";
+    "               [--seed S] [--profile-trace FILE.json]\n";
 
 typedef struct RunOptions {
-  const char *package, *inputs, *outputs, *device;
+  const char *package, *inputs, *outputs, *device, *trace;
   long long repeat, number, top, threads, seed;
   bool print_time, profile, json;
 } RunOptions;
@@ -117,14 +136,14 @@ static int bind_inputs(mlc_module *m, const RunOptions *o) {
       size_t nbytes = (size_t)n * (size_t)mlc_dtype_size(info->dtype);
       void *buf = malloc(nbytes ? nbytes : 1);
       if (!buf) {
-        fprintf(stderr, PROG ": error: out of memory for input '%s'\n", info->name);
+        run_err("out of memory for input '%s'", info->name);
         return MLC_ERR_INTERNAL;
       }
       fill_random(buf, info->dtype, n, &state);
       int rc = mlc_module_set_input(m, i, buf, nbytes);
       free(buf);
       if (rc) {
-        fprintf(stderr, PROG ": error: %s\n", mlc_rt_last_error());
+        run_err("%s", mlc_rt_last_error());
         return rc;
       }
     }
@@ -133,7 +152,7 @@ static int bind_inputs(mlc_module *m, const RunOptions *o) {
   int narr = 0;
   rt_array *arr = NULL;
   if (rt_npz_read(o->inputs, &narr, &arr, err) != MLC_OK) {
-    fprintf(stderr, PROG ": error: %s\n", err);
+    run_err("%s", err);
     return MLC_ERR_INVALID;
   }
   int rc = MLC_OK;
@@ -145,8 +164,7 @@ static int bind_inputs(mlc_module *m, const RunOptions *o) {
     for (int j = 0; j < narr; j++)
       if (strcmp(arr[j].name, info->name) == 0) a = &arr[j];
     if (!a) {
-      fprintf(stderr, PROG ": error: %s: missing input '%s' (%s %s)\n", o->inputs, info->name,
-              mlc_dtype_name(info->dtype), want);
+      run_err("%s: missing input '%s' (%s %s)", o->inputs, info->name, mlc_dtype_name(info->dtype), want);
       rc = MLC_ERR_INVALID;
       break;
     }
@@ -154,21 +172,22 @@ static int bind_inputs(mlc_module *m, const RunOptions *o) {
     bool same = a->dtype == info->dtype && a->ndim == info->ndim;
     for (int d = 0; same && d < a->ndim; d++) same = a->shape[d] == info->shape[d];
     if (!same) {
-      fprintf(stderr, PROG ": error: %s: input '%s': expected %s %s, got %s %s\n", o->inputs, info->name,
-              mlc_dtype_name(info->dtype), want, mlc_dtype_name(a->dtype), got);
+      run_err("%s: input '%s': expected %s %s, got %s %s", o->inputs, info->name, mlc_dtype_name(info->dtype), want,
+              mlc_dtype_name(a->dtype), got);
       rc = MLC_ERR_INVALID;
       break;
     }
     if ((rc = mlc_module_set_input(m, i, a->data, a->nbytes)) != MLC_OK)
-      fprintf(stderr, PROG ": error: %s: %s\n", o->inputs, mlc_rt_last_error());
+      run_err("%s: %s", o->inputs, mlc_rt_last_error());
   }
   for (int j = 0; j < narr && rc == MLC_OK; j++) {
     bool known = false;
     for (int i = 0; i < nin && !known; i++) known = strcmp(arr[j].name, mlc_module_input(m, i)->name) == 0;
     if (!known) {
-      fprintf(stderr, PROG ": error: %s: unknown input '%s'; the model's inputs are:", o->inputs, arr[j].name);
-      for (int i = 0; i < nin; i++) fprintf(stderr, " '%s'", mlc_module_input(m, i)->name);
-      fprintf(stderr, "\n");
+      char names[512] = "";
+      for (int i = 0, n = 0; i < nin && n < (int)sizeof names - 80; i++)
+        n += snprintf(names + n, sizeof names - (size_t)n, " '%.60s'", mlc_module_input(m, i)->name);
+      run_err("%s: unknown input '%s'; the model's inputs are:%s", o->inputs, arr[j].name, names);
       rc = MLC_ERR_INVALID;
     }
   }
@@ -245,6 +264,8 @@ static int top_k(const void *data, mlc_dtype t, int64_t n, int k, int64_t *idx) 
 
 typedef struct KernelTime {
   const char *name;
+  const char *ops; /* "nn.conv2d+add+nn.relu" from kernels.json, or NULL */
+  double flops;    /* per call, 0 if unknown */
   long long calls;
   double ms;
 } KernelTime;
@@ -253,6 +274,131 @@ static int cmp_kernel_time(const void *a, const void *b) {
   const KernelTime *x = a, *y = b;
   if (x->ms != y->ms) return x->ms > y->ms ? -1 : 1;
   return strcmp(x->name, y->name);
+}
+
+/* ---- kernels.json (src/driver/kernels_info.c): fused ops and flops per kernel, when the package has it ---- */
+
+typedef struct KernelInfo {
+  int n;
+  char **name, **ops;
+  double *flops;
+} KernelInfo;
+
+static void kinfo_free(KernelInfo *k) {
+  for (int i = 0; i < k->n; i++) {
+    free(k->name[i]);
+    free(k->ops[i]);
+  }
+  free(k->name);
+  free(k->ops);
+  free(k->flops);
+  memset(k, 0, sizeof *k);
+}
+
+static void kinfo_parse(const char *text, size_t len, KernelInfo *k) {
+  char err[RT_ERRLEN];
+  rj_value *root = rj_parse(text, len, err);
+  const rj_value *ks = root ? rj_get(root, "kernels") : NULL;
+  if (ks && ks->kind == RJ_ARR && ks->n > 0) {
+    k->name = calloc((size_t)ks->n, sizeof *k->name);
+    k->ops = calloc((size_t)ks->n, sizeof *k->ops);
+    k->flops = calloc((size_t)ks->n, sizeof *k->flops);
+    for (int i = 0; k->name && k->ops && k->flops && i < ks->n; i++) {
+      const rj_value *e = &ks->items[i], *nm = rj_get(e, "name"), *ops = rj_get(e, "ops"), *fl = rj_get(e, "flops");
+      if (!nm || nm->kind != RJ_STR) continue;
+      size_t cap = 1;
+      for (int j = 0; ops && ops->kind == RJ_ARR && j < ops->n; j++)
+        if (ops->items[j].kind == RJ_STR) cap += strlen(ops->items[j].str) + 1;
+      char *joined = calloc(cap, 1);
+      for (int j = 0; joined && ops && ops->kind == RJ_ARR && j < ops->n; j++)
+        if (ops->items[j].kind == RJ_STR) {
+          if (joined[0]) strcat(joined, "+");
+          strcat(joined, ops->items[j].str);
+        }
+      k->name[k->n] = strdup(nm->str);
+      k->ops[k->n] = joined;
+      k->flops[k->n] = fl && fl->kind == RJ_NUM ? fl->num : 0;
+      k->n++;
+    }
+  }
+  rj_free(root);
+}
+
+static void kinfo_load(const char *path, KernelInfo *k) {
+  unsigned char magic[4] = {0};
+  FILE *f = fopen(path, "rb");
+  size_t got = f ? fread(magic, 1, 4, f) : 0;
+  if (f) fclose(f);
+  if (got == 4 && memcmp(magic, "\177ELF", 4) == 0) {
+    char full[4096];
+    void *dl = realpath(path, full) ? dlopen(full, RTLD_LOCAL | RTLD_NOW | RTLD_NOLOAD) : NULL;
+    const char *data = dl ? dlsym(dl, "mlc_so_kernels") : NULL;
+    const uint64_t *size = dl ? dlsym(dl, "mlc_so_kernels_size") : NULL;
+    if (data && size) kinfo_parse(data, (size_t)*size, k);
+    if (dl) dlclose(dl);
+    return;
+  }
+  void *blob = NULL;
+  int n = 0;
+  rt_file *files = NULL;
+  char err[RT_ERRLEN];
+  if (rt_tar_read(path, &blob, &n, &files, err) == MLC_OK)
+    for (int i = 0; i < n; i++)
+      if (!strcmp(files[i].name, "kernels.json")) kinfo_parse(files[i].data, files[i].size, k);
+  free(files);
+  free(blob);
+}
+
+/* ---- --profile-trace: Chrome trace event format (chrome://tracing, Perfetto) ---- */
+
+static int write_trace(const char *path, const rt_plan *plan, const KernelInfo *ki, int nruns, const double *run_start,
+                       const double *sec) {
+  rj_buf b = {0};
+  rj_printf(&b, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"producer\":\"mlc run --profile-trace\"},\n"
+                "\"traceEvents\":[\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":1,"
+                "\"args\":{\"name\":\"mlc\"}}");
+  for (int r = 0; r < nruns; r++) {
+    double t = run_start[r] * 1e3; /* microseconds */
+    double total = 0;
+    for (int c = 0; c < plan->ncalls; c++) total += sec[(size_t)r * (size_t)plan->ncalls + (size_t)c];
+    rj_printf(&b, ",\n{\"name\":\"run %d\",\"cat\":\"run\",\"ph\":\"X\",\"pid\":1,\"tid\":1,\"ts\":%.3f,"
+                  "\"dur\":%.3f}", r, t, total * 1e6);
+    for (int c = 0; c < plan->ncalls; c++) {
+      double dur = sec[(size_t)r * (size_t)plan->ncalls + (size_t)c] * 1e6;
+      const char *kname = plan->calls[c].kernel;
+      rj_printf(&b, ",\n{\"name\":");
+      rj_put_string(&b, kname);
+      rj_printf(&b, ",\"cat\":\"kernel\",\"ph\":\"X\",\"pid\":1,\"tid\":1,\"ts\":%.3f,\"dur\":%.3f,"
+                    "\"args\":{\"call\":%d", t, dur, c);
+      for (int i = 0; i < ki->n; i++)
+        if (!strcmp(ki->name[i], kname)) {
+          rj_printf(&b, ",\"ops\":");
+          rj_put_string(&b, ki->ops[i] ? ki->ops[i] : "");
+          if (ki->flops[i] > 0) rj_printf(&b, ",\"flops\":%.0f", ki->flops[i]);
+          break;
+        }
+      rj_printf(&b, "}}");
+      t += dur;
+    }
+  }
+  rj_printf(&b, "\n]}\n");
+  char *text = rj_finish(&b);
+  if (!text) {
+    run_err("%s: out of memory", path);
+    return MLC_ERR_INTERNAL;
+  }
+  char tmp[4200];
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *f = fopen(tmp, "wb");
+  bool ok = f && fwrite(text, 1, strlen(text), f) == strlen(text);
+  if (f && fclose(f) != 0) ok = false;
+  free(text);
+  if (!ok || rename(tmp, path) != 0) {
+    run_err("--profile-trace %s: cannot write: %s", path, strerror(errno));
+    unlink(tmp);
+    return MLC_ERR_USAGE;
+  }
+  return MLC_OK;
 }
 
 /* ---- the command ---- */
@@ -272,6 +418,7 @@ static int parse_args(int argc, char **argv, RunOptions *o) {
     } else if (arg_value(&it, "--inputs", &v)) o->inputs = v;
     else if (arg_value(&it, "--outputs", &v)) o->outputs = v;
     else if (arg_value(&it, "--device", &v)) o->device = v;
+    else if (arg_value(&it, "--profile-trace", &v)) o->trace = v, o->profile = true;
     else if (arg_int(&it, "--repeat", 1, 1000000, &o->repeat)) {}
     else if (arg_int(&it, "--number", 1, 1000000, &o->number)) {}
     else if (arg_int(&it, "--print-top", 1, 1000000, &o->top)) {}
@@ -283,19 +430,21 @@ static int parse_args(int argc, char **argv, RunOptions *o) {
     } else arg_unknown(&it);
   }
   if (it.error[0]) {
-    fprintf(stderr, PROG ": error: %s\n%s", it.error, run_usage);
+    run_err("%s", it.error);
+    if (!o->json) fputs(run_usage, stderr);
     return MLC_ERR_USAGE;
   }
   if (!o->package) {
-    fputs(run_usage, stderr);
+    run_err("no package given");
+    if (!o->json) fputs(run_usage, stderr);
     return MLC_ERR_USAGE;
   }
   if (strcmp(o->device, "cuda") == 0) {
-    fprintf(stderr, PROG ": error: --device cuda: no CUDA support in this build\n");
+    run_err("--device cuda: no CUDA support in this build");
     return MLC_ERR_UNSUPPORTED;
   }
   if (strcmp(o->device, "cpu") != 0) {
-    fprintf(stderr, PROG ": error: --device %s: unknown device (cpu or cuda)\n", o->device);
+    run_err("--device %s: unknown device (cpu or cuda)", o->device);
     return MLC_ERR_USAGE;
   }
   return MLC_OK;
@@ -317,17 +466,30 @@ static int write_outputs(mlc_module *m, const char *path) {
   char err[RT_ERRLEN];
   int rc = rt_npz_write(path, n, arr, err);
   free(arr); /* names and data belong to the module */
-  if (rc != MLC_OK) fprintf(stderr, PROG ": error: %s\n", err);
+  if (rc != MLC_OK) run_err("%s", err);
   return rc;
 }
 
+#define TRACE_MAX_RUNS 100 /* --profile-trace keeps the first runs' events */
+
+static int run_main(RunOptions *po);
+
 int cmd_run(int argc, char **argv) {
   RunOptions o;
+  last_error[0] = 0;
   int rc = parse_args(argc, argv, &o);
-  if (rc != MLC_OK) return rc < 0 ? 0 : rc;
+  if (rc < 0) return 0;
+  if (rc == MLC_OK) rc = run_main(&o);
+  if (rc != MLC_OK && o.json) cli_json_error(stdout, "run", rc, last_error[0] ? last_error : "failed");
+  return rc;
+}
+
+static int run_main(RunOptions *po) {
+  RunOptions o = *po;
+  int rc;
   mlc_module *m = NULL;
   if ((rc = mlc_module_load(o.package, (int)o.threads, &m)) != MLC_OK) {
-    fprintf(stderr, PROG ": error: %s\n", mlc_rt_last_error());
+    run_err("%s", mlc_rt_last_error());
     return rc;
   }
   int nout = mlc_module_num_outputs(m);
@@ -336,9 +498,15 @@ int cmd_run(int argc, char **argv) {
   rt_executor *ex = rt_module_executor(m);
   const rt_plan *plan = rt_executor_plan(ex);
   KernelTime *kt = calloc((size_t)plan->ncalls + 1, sizeof *kt);
+  KernelInfo ki = {0};
   int nkt = 0;
-  if (!times || !kt) {
-    fprintf(stderr, PROG ": error: out of memory\n");
+  long long prof_runs = o.repeat * o.number;
+  int ntrace = o.trace ? (int)(prof_runs < TRACE_MAX_RUNS ? prof_runs : TRACE_MAX_RUNS) : 0;
+  double *trace_sec = ntrace ? calloc((size_t)ntrace * (size_t)plan->ncalls + 1, sizeof(double)) : NULL;
+  double *trace_start = ntrace ? calloc((size_t)ntrace, sizeof(double)) : NULL;
+  int64_t *idx = NULL;
+  if (!times || !kt || (ntrace && (!trace_sec || !trace_start))) {
+    run_err("out of memory");
     rc = MLC_ERR_INTERNAL;
     goto done;
   }
@@ -349,7 +517,7 @@ int cmd_run(int argc, char **argv) {
     double t0 = now_ms();
     for (int k = 0; k < runs; k++)
       if ((rc = mlc_module_run(m)) != MLC_OK) {
-        fprintf(stderr, PROG ": error: %s: %s\n", o.package, mlc_rt_last_error());
+        run_err("%s: %s", o.package, mlc_rt_last_error());
         rc = MLC_ERR_INTERNAL;
         goto done;
       }
@@ -357,20 +525,30 @@ int cmd_run(int argc, char **argv) {
   }
   double profile_total = 0;
   if (o.profile) {
+    kinfo_load(o.package, &ki);
     rt_executor_set_profile(ex, true);
-    long long runs = o.repeat * o.number;
     char err[RT_ERRLEN];
-    for (long long r = 0; r < runs; r++) {
+    double origin = now_ms();
+    for (long long r = 0; r < prof_runs; r++) {
+      double start = now_ms() - origin;
       if ((rc = rt_executor_run(ex, err)) != MLC_OK) {
-        fprintf(stderr, PROG ": error: %s: %s\n", o.package, err);
+        run_err("%s: %s", o.package, err);
         rc = MLC_ERR_INTERNAL;
         goto done;
       }
       const double *sec = rt_executor_profile(ex);
+      if (r < ntrace) {
+        trace_start[r] = start;
+        memcpy(trace_sec + (size_t)r * (size_t)plan->ncalls, sec, sizeof(double) * (size_t)plan->ncalls);
+      }
       for (int c = 0; c < plan->ncalls; c++) {
         int j = 0;
         while (j < nkt && strcmp(kt[j].name, plan->calls[c].kernel) != 0) j++;
-        if (j == nkt) kt[nkt++] = (KernelTime){plan->calls[c].kernel, 0, 0};
+        if (j == nkt) {
+          kt[nkt++] = (KernelTime){plan->calls[c].kernel, NULL, 0, 0, 0};
+          for (int i = 0; i < ki.n; i++)
+            if (!strcmp(ki.name[i], plan->calls[c].kernel)) kt[j].ops = ki.ops[i], kt[j].flops = ki.flops[i];
+        }
         kt[j].calls++;
         kt[j].ms += sec[c] * 1e3;
         profile_total += sec[c] * 1e3;
@@ -378,17 +556,20 @@ int cmd_run(int argc, char **argv) {
     }
     rt_executor_set_profile(ex, false);
     qsort(kt, (size_t)nkt, sizeof *kt, cmp_kernel_time);
+    if (o.trace && (rc = write_trace(o.trace, plan, &ki, ntrace, trace_start, trace_sec)) != MLC_OK) goto done;
   }
   if (o.outputs && (rc = write_outputs(m, o.outputs)) != MLC_OK) goto done;
   Stats st = stats_of(times, nmeas);
   int topk = (int)o.top;
-  int64_t *idx = topk ? calloc((size_t)topk, sizeof *idx) : NULL;
+  idx = topk ? calloc((size_t)topk, sizeof *idx) : NULL;
   if (topk && !idx) {
+    run_err("out of memory");
     rc = MLC_ERR_INTERNAL;
     goto done;
   }
   if (o.json) {
-    printf("{\"package\":");
+    cli_json_begin(stdout, "run");
+    printf(",\"package\":");
     cli_json_string(stdout, o.package);
     printf(",\"repeat\":%lld,\"number\":%lld,\"mean_ms\":%.6f,\"median_ms\":%.6f,\"min_ms\":%.6f,\"max_ms\":%.6f,"
            "\"std_ms\":%.6f,\"outputs\":[",
@@ -416,10 +597,19 @@ int cmd_run(int argc, char **argv) {
       for (int j = 0; j < nkt; j++) {
         printf("%s{\"kernel\":", j ? "," : "");
         cli_json_string(stdout, kt[j].name);
-        printf(",\"calls\":%lld,\"total_ms\":%.6f,\"share\":%.4f}", kt[j].calls, kt[j].ms,
-               profile_total > 0 ? kt[j].ms / profile_total : 0.0);
+        printf(",\"ops\":");
+        cli_json_string(stdout, kt[j].ops ? kt[j].ops : "");
+        printf(",\"calls\":%lld,\"total_ms\":%.6f,\"mean_ms\":%.6f,\"share\":%.4f,\"flops\":%.0f", kt[j].calls, kt[j].ms,
+               kt[j].ms / (double)kt[j].calls, profile_total > 0 ? kt[j].ms / profile_total : 0.0, kt[j].flops);
+        if (kt[j].flops > 0 && kt[j].ms > 0)
+          printf(",\"gflops\":%.3f", kt[j].flops * (double)kt[j].calls / (kt[j].ms * 1e6));
+        printf("}");
       }
       printf("]");
+      if (o.trace) {
+        printf(",\"profile_trace\":");
+        cli_json_string(stdout, o.trace);
+      }
     }
     printf("}\n");
   } else {
@@ -444,19 +634,28 @@ int cmd_run(int argc, char **argv) {
         printf("  #%-3d index %-10lld value %.6g\n", k + 1, (long long)idx[k], value_at(data, info->dtype, idx[k]));
     }
     if (o.profile) {
-      printf("Per-kernel profile (%lld runs):\n", o.repeat * o.number);
-      printf("  %-40s %8s %12s %8s\n", "kernel", "calls", "total (ms)", "share");
-      for (int j = 0; j < nkt; j++)
-        printf("  %-40s %8lld %12.4f %7.2f%%\n", kt[j].name, kt[j].calls, kt[j].ms,
-               profile_total > 0 ? 100.0 * kt[j].ms / profile_total : 0.0);
-      printf("  %-40s %8s %12.4f %7.2f%%\n", "total", "", profile_total, 100.0);
+      printf("Per-kernel profile (%lld runs; time per run):\n", prof_runs);
+      printf("  %-40s %-36s %6s %11s %7s %9s\n", "kernel", "ops fused", "calls", "time (ms)", "share", "GFLOP/s");
+      for (int j = 0; j < nkt; j++) {
+        char gf[32] = "-";
+        if (kt[j].flops > 0 && kt[j].ms > 0)
+          snprintf(gf, sizeof gf, "%.2f", kt[j].flops * (double)kt[j].calls / (kt[j].ms * 1e6));
+        printf("  %-40s %-36s %6lld %11.4f %6.2f%% %9s\n", kt[j].name, kt[j].ops && *kt[j].ops ? kt[j].ops : "-",
+               kt[j].calls / prof_runs, kt[j].ms / (double)prof_runs,
+               profile_total > 0 ? 100.0 * kt[j].ms / profile_total : 0.0, gf);
+      }
+      printf("  %-40s %-36s %6s %11.4f %6.2f%%\n", "total", "", "", profile_total / (double)prof_runs, 100.0);
+      if (o.trace) printf("Chrome trace written to %s (open in https://ui.perfetto.dev or chrome://tracing)\n", o.trace);
     }
   }
-  free(idx);
   rc = MLC_OK;
 done:
+  free(idx);
   free(times);
   free(kt);
+  free(trace_sec);
+  free(trace_start);
+  kinfo_free(&ki);
   mlc_module_free(m);
   return rc;
 }

@@ -63,17 +63,18 @@ mlc_status mlc_write_shared(Compiled *c, const char *path, Diag *d) {
   rt_plan plan = {0};
   void *params = NULL;
   size_t params_size = 0;
-  char *json = NULL, *meta = NULL;
+  char *json = NULL, *meta = NULL, *kinfo = mlc_kernels_json(c);
   if (cg_emit_object(c->cg, kobj, d) == MLC_OK && mlc_build_plan(c, &plan, d) == MLC_OK) {
     json = rt_plan_to_json(&plan);
     meta = rt_meta_to_json(&plan, c->target.str, arch_name(c->target.arch));
-    if (!json || !meta || rt_params_serialize(&plan, &params, &params_size) != 0)
+    if (!json || !meta || !kinfo || rt_params_serialize(&plan, &params, &params_size) != 0)
       diag_set(d, MLC_ERR_INTERNAL, "cannot serialise the plan and parameters");
     else {
       CgBlob blobs[] = {
           {"mlc_so_plan", json, strlen(json)},
           {"mlc_so_params", params, params_size},
           {"mlc_so_meta", meta, strlen(meta)},
+          {"mlc_so_kernels", kinfo, strlen(kinfo)},
       };
       CgBundle b = {.nblobs = (int)countof(blobs), .blobs = blobs};
       const char *objs[] = {kobj, bobj};
@@ -83,6 +84,7 @@ mlc_status mlc_write_shared(Compiled *c, const char *path, Diag *d) {
   free(params);
   free(json);
   free(meta);
+  free(kinfo);
   rt_plan_free(&plan);
   remove_dir(dir);
   return d->status;

@@ -116,7 +116,7 @@ mlc_status mlc_write_package(Compiled *c, const char *path, Diag *d) {
   snprintf(so, sizeof so, "%s/mod.so", dir);
   rt_plan plan = {0};
   void *so_data = NULL, *params = NULL;
-  char *json = NULL, *meta = NULL;
+  char *json = NULL, *meta = NULL, *kinfo = NULL;
   size_t so_size = 0, params_size = 0;
   const char *objs[] = {obj};
   char err[RT_ERRLEN] = "";
@@ -127,11 +127,13 @@ mlc_status mlc_write_package(Compiled *c, const char *path, Diag *d) {
     if (rt_params_serialize(&plan, &params, &params_size) != 0)
       diag_set(d, MLC_ERR_INTERNAL, "cannot serialise parameters");
     else {
+      kinfo = mlc_kernels_json(c);
       rt_file files[] = {
           {"mod.so", so_data, so_size},
           {"mod.json", json, strlen(json)},
           {"mod.params", params, params_size},
           {"meta.json", meta, strlen(meta)},
+          {"kernels.json", kinfo ? kinfo : "", kinfo ? strlen(kinfo) : 0},
       };
       if (rt_tar_write(path, (int)countof(files), files, err) != 0) diag_set(d, MLC_ERR_INVALID, "%s", err);
     }
@@ -140,6 +142,7 @@ mlc_status mlc_write_package(Compiled *c, const char *path, Diag *d) {
   free(params);
   free(json);
   free(meta);
+  free(kinfo);
   rt_plan_free(&plan);
   remove_dir(dir);
   return d->status;

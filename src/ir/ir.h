@@ -163,5 +163,7 @@ typedef struct GraphStats {
   int64_t macs;        /* multiply-accumulates of one inference */
 } GraphStats;
 void ir_graph_stats(const Graph *g, GraphStats *s);
+/* multiply-accumulates of one node (the ops counted above; 0 for any other op) */
+int64_t ir_node_macs(const Node *n);
 
 #endif

@@ -37,6 +37,8 @@ static int64_t node_macs(const Node *n) {
   return 0;
 }
 
+int64_t ir_node_macs(const Node *n) { return n ? node_macs(n) : 0; }
+
 static int count_cmp(const void *a, const void *b) {
   const GraphOpCount *x = a, *y = b;
   if (x->count != y->count) return y->count - x->count;
