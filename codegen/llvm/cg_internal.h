@@ -65,6 +65,7 @@ struct CgModule {
   LLVMTypeRef t_body;   /* i32 (i64, i64, ptr) */
   LLVMTypeRef t_launch; /* i32 (ptr, ptr, ptr, i64) */
   unsigned md_loop;     /* "llvm.loop" kind id */
+  VEC(const char *) gpu_kernels; /* NVPTX: one launch-table JSON object per kernel (nvptx.c) */
 };
 
 /* ---- target.c ---- */
@@ -94,6 +95,10 @@ LLVMValueRef cg_call_intrinsic(CgModule *m, const char *name, LLVMTypeRef overlo
 /* ---- codegen.c ---- */
 mlc_status cg_stmt(CgModule *m, const Stmt *s);
 LLVMValueRef cg_const_i64(CgModule *m, int64_t v);
+
+/* ---- nvptx.c ---- */
+/* cg_add_func for NVPTX targets: the TirFunc becomes launches (entries NAME__kI) recorded in gpu_kernels. */
+mlc_status cg_nvptx_add_func(CgModule *m, const TirFunc *f, Diag *d);
 
 /* ---- emit.c ---- */
 /* LLVM diagnostic handler: remarks and warnings (e.g. "loop not vectorized") are dropped, errors are kept in

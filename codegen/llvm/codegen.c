@@ -568,11 +568,7 @@ mlc_status cg_stmt(CgModule *m, const Stmt *s) {
 
 mlc_status cg_add_func(CgModule *m, const TirFunc *f, Diag *d) {
   m->d = d;
-  if (m->target.kind == TARGET_GPU)
-    return diag_set(d, MLC_ERR_UNSUPPORTED,
-                    "kernel '%s': code generation for GPU target '%s' (%s) is unsupported in this version of mlc; "
-                    "use an llvm (CPU) target",
-                    f->name, m->target.str, m->target.triple);
+  if (m->target.kind == TARGET_GPU) return cg_nvptx_add_func(m, f, d);
   if (m->optimized)
     return diag_set(d, MLC_ERR_INTERNAL, "kernel '%s' added after the module was optimised", f->name);
   if (!f->name || !f->name[0]) return diag_set(d, MLC_ERR_INTERNAL, "codegen: kernel without a name");

@@ -31,6 +31,10 @@ mlc_status cg_emit_object(CgModule *m, const char *path, Diag *d);
 /* Links object files into a shared library with the system compiler driver (cc -shared). */
 mlc_status cg_link_shared(const Target *t, int nobjs, const char **objs, const char *out_path, Diag *d);
 
+/* NVPTX modules: the launch table of every kernel added (malloc'd JSON, see nvptx.c); the PTX itself is
+ * cg_print_asm's text. */
+char *cg_gpu_launches_json(CgModule *m);
+
 /* In-process JIT: takes the module (m is consumed). */
 typedef struct CgJit CgJit;
 mlc_status cg_jit_create(CgModule *m, CgJit **out, Diag *d);

@@ -108,7 +108,43 @@ static void remove_dir(const char *dir) {
   rmdir(dir);
 }
 
+/* GPU package: mod.ptx (every kernel's launches as PTX entries), mod.cuda.json (the launch table: grid,
+ * block and scratch buffers per kernel, see codegen/llvm/nvptx.c), mod.json, mod.params and meta.json
+ * (arch "nvptx"); no mod.so. runtime/cuda.c loads it with the CUDA driver. */
+static mlc_status write_gpu_package(Compiled *c, const char *path, Diag *d) {
+  rt_plan plan = {0};
+  void *params = NULL;
+  size_t params_size = 0;
+  char *json = NULL, *meta = NULL, *launches = NULL, *ptx = NULL;
+  char err[RT_ERRLEN] = "";
+  if ((ptx = cg_print_asm(c->cg, d)) && mlc_build_plan(c, &plan, d) == MLC_OK) {
+    launches = cg_gpu_launches_json(c->cg);
+    json = rt_plan_to_json(&plan);
+    meta = rt_meta_to_json(&plan, c->target.str, arch_name(c->target.arch));
+    if (rt_params_serialize(&plan, &params, &params_size) != 0)
+      diag_set(d, MLC_ERR_INTERNAL, "cannot serialise parameters");
+    else {
+      rt_file files[] = {
+          {"mod.ptx", ptx, strlen(ptx)},
+          {"mod.cuda.json", launches, strlen(launches)},
+          {"mod.json", json, strlen(json)},
+          {"mod.params", params, params_size},
+          {"meta.json", meta, strlen(meta)},
+      };
+      if (rt_tar_write(path, (int)countof(files), files, err) != 0) diag_set(d, MLC_ERR_INVALID, "%s", err);
+    }
+  }
+  free(ptx);
+  free(launches);
+  free(params);
+  free(json);
+  free(meta);
+  rt_plan_free(&plan);
+  return d->status;
+}
+
 mlc_status mlc_write_package(Compiled *c, const char *path, Diag *d) {
+  if (c->target.kind == TARGET_GPU) return write_gpu_package(c, path, d);
   char dir[] = "/tmp/mlc-pkg-XXXXXX";
   if (!mkdtemp(dir)) return diag_set(d, MLC_ERR_INTERNAL, "cannot create a temporary directory");
   char obj[4200], so[4200];

@@ -222,6 +222,8 @@ static const char *for_kind_name(ForKind k) {
   case FOR_PARALLEL: return "parallel";
   case FOR_VECTORIZED: return "vectorized";
   case FOR_UNROLLED: return "unrolled";
+  case FOR_GPU_BLOCK_X: return "for.blockIdx.x";
+  case FOR_GPU_THREAD_X: return "for.threadIdx.x";
   default: return "for";
   }
 }

@@ -53,6 +53,8 @@ typedef enum ForKind {
   FOR_PARALLEL,   /* outlined and run on the runtime's thread pool */
   FOR_VECTORIZED, /* inner loop turned into vector code */
   FOR_UNROLLED,
+  FOR_GPU_BLOCK_X,  /* GPU targets: one iteration per thread block (blockIdx.x); extent is the grid size */
+  FOR_GPU_THREAD_X, /* GPU targets: one iteration per thread of the block (threadIdx.x); extent is the block size */
 } ForKind;
 
 typedef struct Expr Expr;

@@ -412,6 +412,7 @@ static bool is_output(TeOp *op, int nout, TeTensor **outs) {
 
 TeSchedule *topi_schedule_group(TeCtx *c, int nout, TeTensor **outs, const TopiConfig *cfg, Diag *d) {
   MLC_CHECK(d, nout > 0 && outs, NULL);
+  if (c->target && c->target->kind == TARGET_GPU) return topi_schedule_gpu(c, nout, outs, d);
   TeSchedule *s = te_create_schedule(c, nout, outs);
   bool *done = arena_alloc(c->arena, (size_t)s->nstages + 1);
   TeOp *anchor = NULL;

@@ -49,6 +49,9 @@ const TopiTemplate *topi_template_find(const char *tag);
  * (the non-injective op), applies its template with cfg (the fallback when cfg is NULL), and gives every
  * remaining root stage the generic schedule (fuse outer axes, parallel, vectorize the innermost). */
 TeSchedule *topi_schedule_group(TeCtx *c, int nout, TeTensor **outs, const TopiConfig *cfg, Diag *d);
+/* GPU targets (schedule_gpu.c): injective stages inlined; every root stage's spatial axes fused, split by
+ * the threads per block and bound to blockIdx.x / threadIdx.x; reduce axes serial inside the thread. */
+TeSchedule *topi_schedule_gpu(TeCtx *c, int nout, TeTensor **outs, Diag *d);
 
 /* ---- helpers shared by op families (common.c) ---- */
 /* numpy broadcasting of input shapes -> output type (dtype of a) */

@@ -7,7 +7,7 @@
 # usage: test_aarch64.sh MLC BUILD_DIR [TEST_REGEX]
 MLC=$1
 B=$2/aarch64
-REGEX=${3:-'^test_(conv|gemm|matmul|add|sub|mul|div|relu|sigmoid|tanh|exp|log|sqrt|abs|neg|leakyrelu|elu|selu|clip|max|min|softplus|hardsigmoid|erf|reciprocal|averagepool|maxpool|globalaveragepool|globalmaxpool|batchnorm|softmax)'}
+REGEX=${3:-'^test_(conv|gemm|matmul|add|sub|mul|div|relu|sigmoid|tanh|exp|log|sqrt|abs|neg|leakyrelu|elu|selu|clip|max|min|softplus|hardsigmoid|erf|reciprocal|averagepool|maxpool|globalaveragepool|globalmaxpool|batchnorm|softmax)(_|$)'}
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 NODE=$SRC/../shared/onnx-tests/node
 TIER=$SRC/../shared/onnx-tests/tiers/core.txt
