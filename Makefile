@@ -3,7 +3,8 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 DEBS = cmake make gcc pkg-config libprotobuf-c-dev protobuf-c-compiler llvm-19-dev libcjson-dev \
-       libxgboost-dev zlib1g-dev python3 python3-numpy python3-onnx
+       libxgboost-dev zlib1g-dev python3 python3-numpy python3-onnx gcc-aarch64-linux-gnu libc6-dev-arm64-cross \
+       qemu-user
 MODEL ?= models/cnn_small.onnx
 
 .PHONY: all deps build run test clean
