@@ -16,6 +16,9 @@
  * -mattr=+neon", "cuda", "nvptx -mcpu=sm_90". Fills every field of t (host values where unspecified). */
 mlc_status cg_target_parse(const char *str, Target *t, Diag *d);
 
+/* The text of `mlc compile --target help`: the kinds, options and known CPUs cg_target_parse accepts. */
+const char *cg_target_help(void);
+
 typedef struct CgModule CgModule;
 CgModule *cg_module_new(const Target *t, const char *name, Diag *d);
 void cg_module_free(CgModule *m);

@@ -214,6 +214,21 @@ static bool host_triple(char *buf, size_t cap) {
   return ok;
 }
 
+const char *cg_target_help(void) {
+  return "targets (tvmc-style: KIND {-OPTION=VALUE}):\n"
+         "  llvm                      the host CPU (x86-64 or AArch64), its features detected\n"
+         "  llvm -mcpu=CPU            x86-64 CPU by LLVM name: znver4, skylake-avx512, haswell, x86-64-v3, ...\n"
+         "  llvm -mtriple=aarch64-linux-gnu [-mcpu=neoverse-n1|cortex-a72|...] [-mattr=+neon,...]\n"
+         "                            AArch64 (NEON), cross-compiled; linked with aarch64-linux-gnu-gcc\n"
+         "  cuda [-arch=sm_90]        NVIDIA GPU: NVPTX kernels as PTX (also: nvptx -mcpu=sm_80)\n"
+         "options:\n"
+         "  -mtriple=T   target triple (x86_64-*, aarch64-*; nvptx64-nvidia-cuda for cuda)\n"
+         "  -mcpu=C      CPU (or GPU architecture sm_NN for cuda/nvptx; -arch is an alias)\n"
+         "  -mattr=F     LLVM feature list, e.g. +avx2,+fma or +neon (CPU targets only)\n"
+         "  -opt-level=N LLVM optimisation level 0..3 (default 3)\n"
+         "  -num-cores=N cores the schedules plan for (default: this machine's)\n";
+}
+
 mlc_status cg_target_parse(const char *str, Target *t, Diag *d) {
   cg_init_llvm();
   memset(t, 0, sizeof *t);

@@ -86,6 +86,10 @@ int cmd_compile(int argc, char **argv) {
     if (!json) fputs(compile_usage, stderr);
     return report(json, MLC_ERR_USAGE, it.error);
   }
+  if (opt.target && !strcmp(opt.target, "help")) { /* mlc compile --target help */
+    fputs(cg_target_help(), stdout);
+    return 0;
+  }
   if (!model) {
     if (!json) fputs(compile_usage, stderr);
     return report(json, MLC_ERR_USAGE, "no model given");
