@@ -1,12 +1,21 @@
 /* mlc load: import an ONNX model into the graph IR and show it: inputs, outputs, op counts, parameters,
- * MACs (text or --json), and the IR itself with --dump-ir FILE ("-" for stdout). */
+ * MACs (text or --json: one object, see cli.h), and the IR itself with --dump-ir FILE ("-" for stdout). */
 #include <stdio.h>
 #include <string.h>
+#include "cli/cli.h"
 #include "frontends/onnx/onnx.h"
+
+static int load_fail(bool json, int code, const char *msg) {
+  fprintf(stderr, "mlc load: %s\n", msg);
+  if (json) cli_json_error(stdout, "load", code, msg);
+  return code;
+}
 
 static void print_tensor(FILE *f, const Value *v, bool json) {
   if (json) {
-    fprintf(f, "{\"name\":\"%s\",\"dtype\":\"%s\",\"shape\":[", v->name, mlc_dtype_name(v->type.dtype));
+    fprintf(f, "{\"name\":");
+    cli_json_string(f, v->name);
+    fprintf(f, ",\"dtype\":\"%s\",\"shape\":[", mlc_dtype_name(v->type.dtype));
     for (int i = 0; i < v->type.ndim; i++) fprintf(f, "%s%lld", i ? "," : "", (long long)v->type.dims[i]);
     fprintf(f, "]}");
   } else {
@@ -27,41 +36,41 @@ static const char *human(double v, char *buf, size_t n) {
 int cmd_load(int argc, char **argv) {
   const char *model = NULL, *shapes = NULL, *dump = NULL;
   bool json = false;
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--json")) json = true;
   for (int i = 1; i < argc; i++) {
+    char msg[512];
     if (!strcmp(argv[i], "--input-shapes") && i + 1 < argc) shapes = argv[++i];
     else if (!strcmp(argv[i], "--dump-ir") && i + 1 < argc) dump = argv[++i];
     else if (!strcmp(argv[i], "--json")) json = true;
     else if (argv[i][0] == '-' && argv[i][1]) {
-      fprintf(stderr, "mlc load: unknown or incomplete option '%s'\n", argv[i]);
-      return MLC_ERR_USAGE;
+      snprintf(msg, sizeof msg, "unknown or incomplete option '%.200s'", argv[i]);
+      return load_fail(json, MLC_ERR_USAGE, msg);
     } else if (!model) model = argv[i];
-    else {
-      fprintf(stderr, "mlc load: more than one model given\n");
-      return MLC_ERR_USAGE;
-    }
+    else return load_fail(json, MLC_ERR_USAGE, "more than one model given");
   }
   if (!model) {
-    fprintf(stderr, "usage: mlc load model.onnx [--input-shapes name:[d,..]] [--dump-ir FILE] [--json]\n");
-    return MLC_ERR_USAGE;
+    if (!json) fprintf(stderr, "usage: mlc load model.onnx [--input-shapes name:[d,..]] [--dump-ir FILE] [--json]\n");
+    return load_fail(json, MLC_ERR_USAGE, "no model given");
   }
   Arena *a = arena_new();
   Diag d = {0};
   OnnxImportOptions io = {0};
   Graph *g = NULL;
   if ((shapes && onnx_parse_input_shapes(a, shapes, &io, &d)) || onnx_import_file(a, model, &io, &g, &d)) {
-    fprintf(stderr, "mlc load: %s\n", d.msg);
+    int code = load_fail(json, d.status ? (int)d.status : MLC_ERR_INTERNAL, d.msg);
     arena_free(a);
-    return d.status;
+    return code;
   }
   if (dump) {
     StrBuf b = {0};
     ir_print(g, &b);
     if (!strcmp(dump, "-")) fputs(b.s, stdout);
     else if (file_write_atomic(dump, b.s, b.len, &d) != MLC_OK) {
-      fprintf(stderr, "mlc load: %s\n", d.msg);
+      int code = load_fail(json, d.status ? (int)d.status : MLC_ERR_INTERNAL, d.msg);
       sb_free(&b);
       arena_free(a);
-      return d.status;
+      return code;
     }
     sb_free(&b);
   }
@@ -69,7 +78,10 @@ int cmd_load(int argc, char **argv) {
   ir_graph_stats(g, &s);
   char b1[32], b2[32], b3[32];
   if (json) {
-    printf("{\"model\":\"%s\",\"inputs\":[", model);
+    cli_json_begin(stdout, "load");
+    printf(",\"model\":");
+    cli_json_string(stdout, model);
+    printf(",\"inputs\":[");
     for (int i = 0; i < g->inputs.n; i++) {
       if (i) printf(",");
       print_tensor(stdout, g->inputs.v[i], true);
@@ -80,7 +92,11 @@ int cmd_load(int argc, char **argv) {
       print_tensor(stdout, g->outputs.v[i], true);
     }
     printf("],\"nodes\":%d,\"ops\":{", s.nnodes);
-    for (int i = 0; i < s.nops; i++) printf("%s\"%s\":%d", i ? "," : "", s.ops[i].op, s.ops[i].count);
+    for (int i = 0; i < s.nops; i++) {
+      printf("%s", i ? "," : "");
+      cli_json_string(stdout, s.ops[i].op);
+      printf(":%d", s.ops[i].count);
+    }
     printf("},\"params\":%lld,\"param_bytes\":%lld,\"macs\":%lld}\n", (long long)s.params, (long long)s.param_bytes,
            (long long)s.macs);
   } else if (!dump || strcmp(dump, "-")) {
