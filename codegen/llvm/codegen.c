@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "codegen/llvm/cg_internal.h"
+#include "passes/tir/vectorize.h"
 
 #define CG_STACK_SCRATCH_MAX (64 * 1024)
 #define CG_UNROLL_MAX 32
@@ -591,7 +592,7 @@ mlc_status cg_add_func(CgModule *m, const TirFunc *f, Diag *d) {
   fn_begin(m, &F, impl, f->name);
   F.ctx = LLVMGetParam(impl, (unsigned)np);
   for (int i = 0; i < np; i++) cg_bind(m, true, f->params[i], LLVMGetParam(impl, (unsigned)i));
-  mlc_status st = cg_stmt(m, f->body);
+  mlc_status st = cg_stmt(m, tir_vectorize_loops(m->arena, f->body));
   m->fn = NULL;
   m->made = NULL;
   if (st) {

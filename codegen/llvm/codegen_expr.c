@@ -305,6 +305,13 @@ static const char *kind_name(ExprKind k) {
   return (unsigned)k < countof(names) && names[k] ? names[k] : "op";
 }
 
+/* a*b+c may become one fused multiply-add (as C's -ffp-contract=fast): the backend fuses contractable fmul/fadd
+ * pairs into vfmadd on targets with FMA. */
+static LLVMValueRef contract(LLVMValueRef v) {
+  if (LLVMIsAInstruction(v) && LLVMCanValueUseFastMathFlags(v)) LLVMSetFastMathFlags(v, LLVMFastMathAllowContract);
+  return v;
+}
+
 static LLVMValueRef cg_binary(CgModule *m, const Expr *e) {
   const Expr *A = e->op.a, *B = e->op.b;
   LLVMValueRef a = cg_expr(m, A);
@@ -333,9 +340,9 @@ static LLVMValueRef cg_binary(CgModule *m, const Expr *e) {
   if (is_float(t)) {
     LLVMValueRef r;
     switch (k) {
-    case E_ADD: r = LLVMBuildFAdd(m->b, a, b, ""); break;
-    case E_SUB: r = LLVMBuildFSub(m->b, a, b, ""); break;
-    case E_MUL: r = LLVMBuildFMul(m->b, a, b, ""); break;
+    case E_ADD: r = contract(LLVMBuildFAdd(m->b, a, b, "")); break;
+    case E_SUB: r = contract(LLVMBuildFSub(m->b, a, b, "")); break;
+    case E_MUL: r = contract(LLVMBuildFMul(m->b, a, b, "")); break;
     case E_DIV: r = LLVMBuildFDiv(m->b, a, b, ""); break;
     case E_MOD: r = LLVMBuildFRem(m->b, a, b, ""); break;
     case E_FLOORDIV:

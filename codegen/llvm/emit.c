@@ -18,9 +18,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <llvm-c/Transforms/PassBuilder.h>
+#include <time.h>
 #include "codegen/llvm/cg_internal.h"
 
 extern char **environ;
+
+static double tnow(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 mlc_status cg_error_to_diag(LLVMErrorRef err, Diag *d, mlc_status st, const char *what) {
   char *msg = LLVMGetErrorMessage(err);
@@ -57,7 +64,9 @@ mlc_status cg_optimize(CgModule *m, Diag *d) {
   LLVMPassBuilderOptionsSetSLPVectorization(opts, lv >= 2);
   LLVMPassBuilderOptionsSetLoopUnrolling(opts, lv >= 1);
   LLVMPassBuilderOptionsSetLoopInterleaving(opts, lv >= 2);
+  double t0 = tnow();
   LLVMErrorRef err = LLVMRunPasses(m->mod, pipeline, m->tm, opts);
+  if (getenv("MLC_TIME_PHASES")) fprintf(stderr, "[time] llvm opt %.3f s\n", tnow() - t0);
   LLVMDisposePassBuilderOptions(opts);
   if (!err && m->llvm_error[0])
     return diag_set(d, MLC_ERR_INTERNAL, "internal error: LLVM optimisation failed: %s", m->llvm_error);
@@ -80,7 +89,9 @@ static mlc_status emit_to_buffer(CgModule *m, LLVMCodeGenFileType kind, LLVMMemo
   if (st) return st;
   LLVMModuleRef clone = LLVMCloneModule(m->mod);
   char *err = NULL;
+  double t0 = tnow();
   LLVMBool bad = LLVMTargetMachineEmitToMemoryBuffer(m->tm, clone, kind, &err, buf);
+  if (getenv("MLC_TIME_PHASES")) fprintf(stderr, "[time] llvm emit %.3f s\n", tnow() - t0);
   LLVMDisposeModule(clone);
   if (!bad && m->llvm_error[0]) {
     LLVMDisposeMemoryBuffer(*buf);
