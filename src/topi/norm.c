@@ -203,8 +203,10 @@ static Expr *rstd_body(TeCtx *c, Expr **idx, void *user) {
   Expr *ss = te_read(c, k->var, k->s.ndim, idx);
   Expr *one = tir_const(A, k->acc, 1.0);
   Expr *dev;
-  if (k->kind == NK_LP) {
+  if (k->kind == NK_LP) { /* a zero norm gives 0, as the ONNX reference does, not inf * 0 */
     dev = k->p == 1 ? ss : tir_call(A, INTRIN_SQRT, k->acc, 1, &ss);
+    Expr *zero = tir_const(A, k->acc, 0.0);
+    return tir_select(A, tir_bin(A, E_EQ, dev, zero), zero, tir_bin(A, E_DIV, one, dev));
   } else {
     Expr *var = tir_bin(A, E_DIV, ss, tir_const(A, k->acc, (double)k->s.count));
     if (k->kind == NK_MVN) {
