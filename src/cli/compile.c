@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "autotvm/autotvm.h"
 #include "cli/cli.h"
 #include "driver/driver.h"
 #include "frontends/onnx/onnx.h"
@@ -14,7 +15,8 @@
 static const char *compile_usage =
     "usage: mlc compile model.onnx [--target T] [--output model.tar] [--output-format tar|so|obj]\n"
     "                   [--module-name NAME] [--header FILE.h] [--opt-level 0..3] [--input-shapes name:[d,..]]\n"
-    "                   [--disable-pass P] [--pass-config KEY=N] [--dump-ir DIR] [--json]\n";
+    "                   [--disable-pass P] [--pass-config KEY=N] [--tuning-records records.json] [--dump-ir DIR]\n"
+    "                   [--json]\n";
 
 static int report(bool json, int code, const char *msg) {
   fprintf(stderr, PROG ": %s\n", msg);
@@ -33,8 +35,38 @@ static void default_module_name(const char *output, char *name, size_t cap) {
   if (!n || (name[0] >= '0' && name[0] <= '9')) snprintf(name, cap, "model");
 }
 
+static int tuned_count(const TuneApply *ap) {
+  int n = 0;
+  for (int i = 0; i < ap->report.n; i++) n += strstr(ap->report.v[i], ": tuned config #") != NULL;
+  return n;
+}
+
+/* per task: record used or default; then the records that matched nothing (another target, a changed
+ * workload) as notes */
+static void tuning_report(const TuneApply *ap, const TuneRecords *recs, const char *path) {
+  for (int i = 0; i < ap->report.n; i++) fprintf(stderr, PROG ": tuning: %s\n", ap->report.v[i]);
+  int other_target = 0, other_workload = 0;
+  for (int i = 0; i < recs->v.n; i++) {
+    const TuneRecord *r = &recs->v.v[i];
+    if (strcmp(r->target, ap->target)) {
+      other_target++;
+      continue;
+    }
+    bool seen = false;
+    for (int k = 0; k < ap->seen_keys.n && !seen; k++) seen = !strcmp(ap->seen_keys.v[k], r->key);
+    other_workload += !seen;
+  }
+  if (other_target)
+    fprintf(stderr, PROG ": note: %s: %d records for other targets than '%s' ignored\n", path, other_target,
+            ap->target);
+  if (other_workload)
+    fprintf(stderr, PROG ": note: %s: %d records for workloads not in this model (changed workload?) ignored\n", path,
+            other_workload);
+}
+
 int cmd_compile(int argc, char **argv) {
-  const char *model = NULL, *output = NULL, *format = "tar", *shapes = NULL, *module_name = NULL, *header = NULL;
+  const char *model = NULL, *output = NULL, *format = "tar", *shapes = NULL, *module_name = NULL, *header = NULL,
+             *records = NULL;
   CompileOptions opt = {.target = "llvm", .opt_level = 3};
   bool json = false;
   const char *disabled[64], *config[64];
@@ -58,6 +90,7 @@ int cmd_compile(int argc, char **argv) {
     else if (arg_int(&it, "--opt-level", 0, 3, &lv) || arg_int(&it, "-O", 0, 3, &lv)) opt.opt_level = (int)lv;
     else if (arg_value(&it, "--input-shapes", &v)) shapes = v;
     else if (arg_value(&it, "--dump-ir", &v)) opt.dump_dir = v;
+    else if (arg_value(&it, "--tuning-records", &v)) records = v;
     else if (arg_value(&it, "--disable-pass", &v)) {
       if (it.error[0]) break;
       if (!pass_find(v)) {
@@ -132,32 +165,53 @@ int cmd_compile(int argc, char **argv) {
   Graph *g = NULL;
   Compiled *c = NULL;
   int rc = 0;
+  /* --tuning-records: apply-history-best (src/autotvm/tasks.c) picks each group's config */
+  TuneRecords recs = {0};
+  TuneApply apply = {.records = &recs, .arena = a};
+  Target tgt;
+  if (records) {
+    int nbad = 0;
+    if (cg_target_parse(opt.target, &tgt, &d) != MLC_OK || tune_records_load(a, records, &recs, &nbad, &d) != MLC_OK) {
+      rc = report(json, d.status ? (int)d.status : MLC_ERR_INTERNAL, d.msg);
+      arena_free(a);
+      free(header_buf);
+      return rc;
+    }
+    if (nbad) fprintf(stderr, PROG ": note: %s: %d lines that are not records skipped\n", records, nbad);
+    apply.target = tgt.str;
+    opt.pick_config = tune_apply_pick;
+    opt.pick_user = &apply;
+  }
   if ((shapes && onnx_parse_input_shapes(a, shapes, &io, &d) != MLC_OK) || onnx_import_file(a, model, &io, &g, &d) ||
       mlc_compile_graph(a, g, &opt, &c, &d) ||
       (is_so ? mlc_write_shared(c, output, &d)
              : is_obj ? mlc_write_object(c, output, header, module_name, &d) : mlc_write_package(c, output, &d))) {
     rc = report(json, d.status ? (int)d.status : MLC_ERR_INTERNAL, d.msg);
-  } else if (json) {
-    cli_json_begin(stdout, "compile");
-    printf(",\"model\":");
-    cli_json_string(stdout, model);
-    printf(",\"output\":");
-    cli_json_string(stdout, output);
-    printf(",\"format\":\"%s\"", format);
-    if (is_obj) {
-      printf(",\"header\":");
-      cli_json_string(stdout, header);
-      printf(",\"module_name\":");
-      cli_json_string(stdout, module_name);
-    }
-    printf(",\"target\":");
-    cli_json_string(stdout, c->target.str);
-    printf(",\"kernels\":%d,\"activation_bytes\":%lld,\"compile_seconds\":%.3f}\n", c->kernels.n,
-           (long long)c->memory.total_bytes, c->seconds);
   } else {
-    printf("compiled %s for '%s': %d kernels, %lld bytes of activations, %.2f s -> %s%s%s\n", model, c->target.str,
-           c->kernels.n, (long long)c->memory.total_bytes, c->seconds, output, is_obj ? " + " : "",
-           is_obj ? header : "");
+    if (records) tuning_report(&apply, &recs, records);
+    if (json) {
+      cli_json_begin(stdout, "compile");
+      printf(",\"model\":");
+      cli_json_string(stdout, model);
+      printf(",\"output\":");
+      cli_json_string(stdout, output);
+      printf(",\"format\":\"%s\"", format);
+      if (is_obj) {
+        printf(",\"header\":");
+        cli_json_string(stdout, header);
+        printf(",\"module_name\":");
+        cli_json_string(stdout, module_name);
+      }
+      printf(",\"target\":");
+      cli_json_string(stdout, c->target.str);
+      if (records) printf(",\"tuned_tasks\":%d", tuned_count(&apply));
+      printf(",\"kernels\":%d,\"activation_bytes\":%lld,\"compile_seconds\":%.3f}\n", c->kernels.n,
+             (long long)c->memory.total_bytes, c->seconds);
+    } else {
+      printf("compiled %s for '%s': %d kernels, %lld bytes of activations, %.2f s -> %s%s%s\n", model,
+             c->target.str, c->kernels.n, (long long)c->memory.total_bytes, c->seconds, output, is_obj ? " + " : "",
+             is_obj ? header : "");
+    }
   }
   mlc_compiled_free(c);
   arena_free(a);

@@ -8,6 +8,7 @@ int cmd_load(int argc, char **argv);
 int cmd_compile(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
+int cmd_records(int argc, char **argv);
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -19,7 +20,8 @@ static void usage(FILE *f) {
           "           [--input-shapes name:[d,..]] [--dump-ir DIR] [--json]\n"
           "  run      model.tar [--inputs in.npz] [--outputs out.npz] [--repeat N] [--number N]\n"
           "           [--print-time] [--print-top K] [--profile] [--threads N] [--json]\n"
-          "  tune     model.onnx --target T --output records.json\n"
+          "  tune     model.onnx --target T --output records.json [--tuner xgb|ga|random|grid] [--trials N]\n"
+          "  records  merge a.json b.json .. -o out.json\n"
           "\n"
           "exit codes: 0 ok, 1 usage, 2 invalid model or input, 3 unsupported, 4 internal error\n");
 }
@@ -42,6 +44,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "compile")) return cmd_compile(argc - 1, argv + 1);
   if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
   if (!strcmp(cmd, "tune")) return cmd_tune(argc - 1, argv + 1);
+  if (!strcmp(cmd, "records")) return cmd_records(argc - 1, argv + 1);
   fprintf(stderr, "mlc: unknown command '%s'\n", cmd);
   usage(stderr);
   return MLC_ERR_USAGE;

@@ -1,29 +1,210 @@
-/* mlc tune: AutoTVM-style template tuning (src/autotvm). Not available in this version: it says so and
- * exits with the "unsupported" code, so build scripts fail loudly instead of using untuned records; with
- * --json the same error is one JSON object on stdout (cli.h). Usage errors are still usage errors. */
+/* mlc tune: AutoTVM-style template tuning (src/autotvm). Extracts the tunable tasks of a model (after the
+ * graph passes and FuseOps, as `mlc compile` sees them), prints them, tunes each (or every N-th with
+ * --task-shard) with the chosen tuner, appending one JSON record per measurement to --output, and optionally
+ * plots the tuning curves. Progress goes to stderr: a redrawn line on a terminal, plain lines otherwise. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include "autotvm/autotvm.h"
 #include "cli/cli.h"
-#include "support/support.h"
+#include "frontends/onnx/onnx.h"
 
-int cmd_tune(int argc, char **argv) {
-  bool json = false;
-  const char *model = NULL;
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--json")) json = true;
-    else if (argv[i][0] != '-' && !model && (i == 1 || argv[i - 1][0] != '-' || !strcmp(argv[i - 1], "--json")))
-      model = argv[i];
-  }
-  char msg[512];
-  int code = MLC_ERR_UNSUPPORTED;
-  if (!model) {
-    code = MLC_ERR_USAGE;
-    snprintf(msg, sizeof msg, "no model given; usage: mlc tune model.onnx --target T --output records.json");
-  } else {
-    snprintf(msg, sizeof msg, "tuning is not available in mlc %s; `mlc compile` uses the default schedules",
-             MLC_VERSION);
-  }
-  fprintf(stderr, "mlc tune: error: %s\n", msg);
+#define PROG "mlc tune"
+
+static const char *tune_usage =
+    "usage: mlc tune model.onnx --output records.json [--target T] [--tuner xgb|ga|random|grid] [--trials N]\n"
+    "                [--early-stopping N] [--number N] [--repeat N] [--min-repeat-ms MS] [--timeout S]\n"
+    "                [--parallel N] [--threads N] [--seed N] [--tuning-records old.json] [--task-shard K/N]\n"
+    "                [--plot FILE.svg] [--opt-level 0..3] [--input-shapes name:[d,..]] [--json]\n";
+
+static int report(bool json, int code, const char *msg) {
+  fprintf(stderr, PROG ": %s\n", msg);
   if (json) cli_json_error(stdout, "tune", code, msg);
   return code;
+}
+
+typedef struct Progress {
+  bool tty;
+  int pos, count, trials;
+} Progress;
+
+static void progress(void *user, const TuneTask *t, const TuneSummary *s, double elapsed, bool done) {
+  Progress *p = user;
+  double best = s->best_cost < 1e9 ? t->flops / s->best_cost * 1e-9 : 0;
+  int new_trials = s->trials - s->resumed;
+  if (p->tty) {
+    double left = new_trials > 0 && !done ? elapsed / new_trials * (p->trials - s->trials) : 0;
+    fprintf(stderr, "\r[task %2d/%2d] %-20.20s trials %4d/%d  best %8.2f GFLOP/s  elapsed %6.1f s  left ~%5.1f s %s",
+            p->pos, p->count, t->name, s->trials, p->trials, best, elapsed, left, done ? "\n" : "");
+  } else if (done) {
+    fprintf(stderr, "task %d/%d %s: %d trials (%d resumed, %d errors), best %.2f GFLOP/s, %.1f s\n", p->pos,
+            p->count, t->name, s->trials, s->resumed, s->errors, best, elapsed);
+  }
+  fflush(stderr);
+}
+
+int cmd_tune(int argc, char **argv) {
+  const char *model = NULL, *output = NULL, *tuner = "xgb", *shapes = NULL, *prior_path = NULL, *plot = NULL,
+             *shard = NULL;
+  CompileOptions copt = {.target = "llvm", .opt_level = 3};
+  long long trials = 64, early = 0, number = 10, repeat = 3, min_ms = 0, timeout = 10, parallel = 0, threads = 0,
+            seed = 0, lv;
+  bool json = false;
+  ArgIter it;
+  arg_init(&it, argc, argv);
+  while (arg_more(&it)) {
+    const char *v;
+    if (arg_flag(&it, "--json")) json = true;
+    else if (arg_flag(&it, "--help") || arg_flag(&it, "-h")) {
+      fputs(tune_usage, stdout);
+      return 0;
+    } else if (arg_value(&it, "--target", &v)) copt.target = v;
+    else if (arg_value(&it, "--output", &v) || arg_value(&it, "-o", &v)) output = v;
+    else if (arg_value(&it, "--tuner", &v)) tuner = v;
+    else if (arg_int(&it, "--trials", 0, 1000000, &trials)) {}
+    else if (arg_int(&it, "--early-stopping", 0, 1000000, &early)) {}
+    else if (arg_int(&it, "--number", 1, 1000000, &number)) {}
+    else if (arg_int(&it, "--repeat", 1, TUNE_MAX_REPEAT, &repeat)) {}
+    else if (arg_int(&it, "--min-repeat-ms", 0, 100000, &min_ms)) {}
+    else if (arg_int(&it, "--timeout", 1, 3600, &timeout)) {}
+    else if (arg_int(&it, "--parallel", 1, 256, &parallel)) {}
+    else if (arg_int(&it, "--threads", 0, 1024, &threads)) {}
+    else if (arg_int(&it, "--seed", 0, (long long)1 << 62, &seed)) {}
+    else if (arg_int(&it, "--opt-level", 0, 3, &lv) || arg_int(&it, "-O", 0, 3, &lv)) copt.opt_level = (int)lv;
+    else if (arg_value(&it, "--tuning-records", &v)) prior_path = v;
+    else if (arg_value(&it, "--task-shard", &v)) shard = v;
+    else if (arg_value(&it, "--plot", &v)) plot = v;
+    else if (arg_value(&it, "--input-shapes", &v)) shapes = v;
+    else if (arg_positional(&it, &v)) {
+      if (model) snprintf(it.error, sizeof it.error, "more than one model given ('%.200s', '%.200s')", model, v);
+      model = v;
+    } else arg_unknown(&it);
+  }
+  if (!it.error[0] && !model) snprintf(it.error, sizeof it.error, "no model given");
+  if (!it.error[0] && !output) snprintf(it.error, sizeof it.error, "no --output records file given");
+  if (!it.error[0] && strcmp(tuner, "xgb") && strcmp(tuner, "ga") && strcmp(tuner, "random") && strcmp(tuner, "grid"))
+    snprintf(it.error, sizeof it.error, "--tuner '%.100s': expected xgb, ga, random or grid", tuner);
+  long long shard_k = 0, shard_n = 1;
+  if (!it.error[0] && shard) {
+    const char *slash = strchr(shard, '/');
+    char kbuf[32];
+    snprintf(kbuf, sizeof kbuf, "%.*s", slash ? (int)(slash - shard) : 0, shard);
+    if (!slash || !parse_int(kbuf, 0, 1 << 20, &shard_k) || !parse_int(slash + 1, 1, 1 << 20, &shard_n) ||
+        shard_k >= shard_n)
+      snprintf(it.error, sizeof it.error, "--task-shard '%.100s': expected K/N with 0 <= K < N", shard);
+  }
+  if (it.error[0]) {
+    if (!json) fputs(tune_usage, stderr);
+    return report(json, MLC_ERR_USAGE, it.error);
+  }
+  if (parallel <= 0) {
+    long nc = sysconf(_SC_NPROCESSORS_ONLN);
+    parallel = nc > 0 ? nc : 1;
+  }
+
+  Arena *a = arena_new();
+  Diag d = {0};
+  OnnxImportOptions io = {0};
+  Graph *g = NULL;
+  TuneTasks ts;
+  TuneRecords prior = {0};
+  int nbad = 0, rc = 0;
+  char msg[2300];
+  if ((shapes && onnx_parse_input_shapes(a, shapes, &io, &d) != MLC_OK) || onnx_import_file(a, model, &io, &g, &d) ||
+      tune_extract_tasks(a, g, &copt, &ts, &d) ||
+      (prior_path && access(prior_path, F_OK) == 0 && tune_records_load(a, prior_path, &prior, &nbad, &d))) {
+    rc = report(json, d.status ? (int)d.status : MLC_ERR_INTERNAL, d.msg);
+    arena_free(a);
+    return rc;
+  }
+  if (nbad) fprintf(stderr, PROG ": note: %s: %d lines that are not records skipped\n", prior_path, nbad);
+  if (!json) {
+    printf("%d tunable tasks in %s for '%s':\n", ts.tasks.n, model, ts.target.str);
+    for (int i = 0; i < ts.tasks.n; i++) {
+      const TuneTask *t = &ts.tasks.v[i];
+      printf("  task %d: %s %s  %.4f GFLOP, %lld configs, %d group%s%s\n", i, t->name, t->args, t->flops * 1e-9,
+             (long long)t->space_size, t->ngroups, t->ngroups == 1 ? "" : "s",
+             i % shard_n == shard_k ? "" : " (other shard)");
+    }
+    fflush(stdout);
+  }
+  FILE *log = trials > 0 ? fopen(output, "a") : NULL;
+  if (trials > 0 && !log) {
+    snprintf(msg, sizeof msg, "%s: cannot open for appending", output);
+    arena_free(a);
+    return report(json, MLC_ERR_INVALID, msg);
+  }
+  Progress pr = {isatty(2) && !json, 0, 0, (int)trials};
+  for (int i = 0; i < ts.tasks.n; i++) pr.count += i % shard_n == shard_k;
+  TuneOptions to = {.tuner = tuner, .trials = (int)trials, .early_stopping = (int)early,
+                    .measure = {.number = (int)number, .repeat = (int)repeat, .min_repeat_ms = (int)min_ms,
+                                .timeout = (double)timeout, .threads = (int)threads, .parallel = (int)parallel,
+                                .seed = (uint64_t)seed},
+                    .seed = (uint64_t)seed, .prior = prior_path ? &prior : NULL, .log = log,
+                    .progress = progress, .progress_user = &pr};
+  TuneSummary *sums = arena_alloc(a, sizeof(TuneSummary) * (size_t)(ts.tasks.n + 1));
+  const TuneTask **tuned = arena_alloc(a, sizeof(TuneTask *) * (size_t)(ts.tasks.n + 1));
+  TuneCurve *curves = arena_alloc(a, sizeof(TuneCurve) * (size_t)(ts.tasks.n + 1));
+  bool *failed = arena_alloc(a, (size_t)ts.tasks.n + 1);
+  int ntuned = 0;
+  for (int i = 0; trials > 0 && i < ts.tasks.n; i++) {
+    if (i % shard_n != shard_k) continue;
+    pr.pos++;
+    Diag td = {0};
+    if (tune_task_run(a, &ts, &ts.tasks.v[i], &to, &sums[i], &td) != MLC_OK) {
+      /* a task whose default schedule cannot run is reported and skipped; a write error stops */
+      fprintf(stderr, PROG ": task %d (%s): %s\n", i, ts.tasks.v[i].name, td.msg);
+      failed[i] = true;
+      if (td.status == MLC_ERR_INVALID) {
+        rc = report(json, MLC_ERR_INVALID, td.msg);
+        break;
+      }
+      continue;
+    }
+    tuned[ntuned] = &ts.tasks.v[i];
+    curves[ntuned++] = sums[i].curve;
+  }
+  if (log) fclose(log);
+  if (!rc && plot && tune_plot_svg(plot, ntuned, tuned, curves, &d) != MLC_OK)
+    rc = report(json, d.status, d.msg);
+  if (!rc && json) {
+    cli_json_begin(stdout, "tune");
+    printf(",\"model\":");
+    cli_json_string(stdout, model);
+    printf(",\"output\":");
+    cli_json_string(stdout, output);
+    printf(",\"target\":");
+    cli_json_string(stdout, ts.target.str);
+    printf(",\"tuner\":\"%s\",\"tasks\":[", tuner);
+    for (int i = 0; i < ts.tasks.n; i++) {
+      const TuneTask *t = &ts.tasks.v[i];
+      const TuneSummary *s = &sums[i];
+      bool mine = trials > 0 && i % shard_n == shard_k;
+      printf("%s{\"index\":%d,\"name\":", i ? "," : "", i);
+      cli_json_string(stdout, t->name);
+      printf(",\"args\":%s,\"flops\":%.0f,\"space_size\":%lld,\"groups\":%d,\"tuned\":%s", t->args, t->flops,
+             (long long)t->space_size, t->ngroups, mine && !failed[i] ? "true" : "false");
+      if (mine && !failed[i])
+        printf(",\"trials\":%d,\"resumed\":%d,\"errors\":%d,\"best_gflops\":%.4f,\"default_gflops\":%.4f,"
+               "\"best_index\":%lld",
+               s->trials, s->resumed, s->errors, s->best_cost < 1e9 ? t->flops / s->best_cost * 1e-9 : 0,
+               s->default_cost > 0 && s->default_cost < 1e9 ? t->flops / s->default_cost * 1e-9 : 0,
+               (long long)s->best_index);
+      printf("}");
+    }
+    printf("]}\n");
+  } else if (!rc) {
+    for (int i = 0; trials > 0 && i < ts.tasks.n; i++) {
+      const TuneTask *t = &ts.tasks.v[i];
+      const TuneSummary *s = &sums[i];
+      if (i % shard_n != shard_k || failed[i]) continue;
+      printf("task %d %s: default %.2f GFLOP/s, best %.2f GFLOP/s (config #%lld) after %d trials\n", i, t->name,
+             s->default_cost > 0 && s->default_cost < 1e9 ? t->flops / s->default_cost * 1e-9 : 0,
+             s->best_cost < 1e9 ? t->flops / s->best_cost * 1e-9 : 0, (long long)s->best_index, s->trials);
+    }
+    if (trials > 0) printf("records appended to %s\n", output);
+  }
+  arena_free(a);
+  return rc;
 }

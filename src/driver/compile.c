@@ -61,22 +61,14 @@ static Expr *copy_body(TeCtx *c, Expr **idx, void *user) {
   return te_read(c, t, t->ndim, idx);
 }
 
-/* Builds the TE of one group and lowers it to a TirFunc. */
-static mlc_status lower_group(Compiled *cc, TeCtx *tc, const FusedGroup *grp, StrBuf *sched_dump, StrBuf *tir_dump,
-                              Kernel *k, Diag *d) {
-  Arena *a = cc->arena;
-  Graph *g = cc->graph;
+mlc_status mlc_group_te(Arena *a, const Graph *g, TeCtx *tc, const FusedGroup *grp, TeTensor ***args_out, Diag *d) {
   TeTensor **tensor_of = arena_alloc(a, sizeof(TeTensor *) * (size_t)(g->values.n + 1));
   int nargs = grp->inputs.n + grp->outputs.n;
   TeTensor **args = arena_alloc(a, sizeof(TeTensor *) * (size_t)(nargs + 1));
-  k->group = grp;
-  k->nargs = nargs;
-  k->args = arena_alloc(a, sizeof(Value *) * (size_t)(nargs + 1));
   for (int i = 0; i < grp->inputs.n; i++) {
     Value *v = grp->inputs.v[i];
     args[i] = te_placeholder(tc, c_name(a, v->name), v->type.dtype, v->type.ndim, v->type.dims);
     tensor_of[v->id] = args[i];
-    k->args[i] = v;
   }
   for (int j = 0; j < grp->nodes.n; j++) {
     Node *n = grp->nodes.v[j];
@@ -103,23 +95,63 @@ static mlc_status lower_group(Compiled *cc, TeCtx *tc, const FusedGroup *grp, St
     for (int j = 0; j < i; j++) alias |= args[grp->inputs.n + j] == t;
     if (alias) t = te_compute(tc, c_name(a, v->name), "injective", t->dtype, t->ndim, t->shape, copy_body, t);
     args[grp->inputs.n + i] = t;
-    k->args[grp->inputs.n + i] = v;
   }
+  *args_out = args;
+  return MLC_OK;
+}
+
+/* Schedules the TE of one group (args: its inputs then outputs) with cfg (NULL: the template's fallback) and
+ * lowers it to a TirFunc. */
+static TirFunc *schedule_and_lower(TeCtx *tc, const Graph *g, const FusedGroup *grp, TeTensor **args,
+                                   const TopiConfig *cfg, StrBuf *sched_dump, StrBuf *tir_dump, Diag *d) {
+  int nargs = grp->inputs.n + grp->outputs.n;
   Diag inner = {0};
-  TeSchedule *s = topi_schedule_group(tc, grp->outputs.n, args + grp->inputs.n, NULL, &inner);
-  if (!s) return at_node(g, grp->anchor, &inner, d);
+  TeSchedule *s = topi_schedule_group(tc, grp->outputs.n, args + grp->inputs.n, cfg, &inner);
+  if (!s) {
+    at_node(g, grp->anchor, &inner, d);
+    return NULL;
+  }
   if (sched_dump) {
     sb_printf(sched_dump, "// %s\n", grp->name);
     te_print_schedule(sched_dump, s);
     sb_printf(sched_dump, "\n");
   }
-  k->func = te_lower(tc, s, grp->name, nargs, args, &inner);
-  if (!k->func) return at_node(g, grp->anchor, &inner, d);
+  TirFunc *f = te_lower(tc, s, grp->name, nargs, args, &inner);
+  if (!f) {
+    at_node(g, grp->anchor, &inner, d);
+    return NULL;
+  }
   if (tir_dump) {
-    tir_print_func(tir_dump, k->func);
+    tir_print_func(tir_dump, f);
     sb_printf(tir_dump, "\n");
   }
-  return MLC_OK;
+  return f;
+}
+
+TirFunc *mlc_group_kernel(TeCtx *tc, const Graph *g, const FusedGroup *grp, const TopiConfig *cfg, Diag *d) {
+  TeTensor **args = NULL;
+  if (mlc_group_te(tc->arena, g, tc, grp, &args, d) != MLC_OK) return NULL;
+  return schedule_and_lower(tc, g, grp, args, cfg, NULL, NULL, d);
+}
+
+/* Builds the TE of one group, schedules it (with the tuned config when opt->pick_config gives one) and
+ * lowers it to a TirFunc. */
+static mlc_status lower_group(Compiled *cc, const CompileOptions *opt, TeCtx *tc, const FusedGroup *grp,
+                              StrBuf *sched_dump, StrBuf *tir_dump, Kernel *k, Diag *d) {
+  Arena *a = cc->arena;
+  Graph *g = cc->graph;
+  int nargs = grp->inputs.n + grp->outputs.n;
+  TeTensor **args = NULL;
+  if (mlc_group_te(a, g, tc, grp, &args, d) != MLC_OK) return d->status;
+  k->group = grp;
+  k->nargs = nargs;
+  k->args = arena_alloc(a, sizeof(Value *) * (size_t)(nargs + 1));
+  for (int i = 0; i < grp->inputs.n; i++) k->args[i] = grp->inputs.v[i];
+  for (int i = 0; i < grp->outputs.n; i++) k->args[grp->inputs.n + i] = grp->outputs.v[i];
+  const TopiConfig *cfg =
+      opt->pick_config ? opt->pick_config(opt->pick_user, tc, g, grp, grp->outputs.n, args + grp->inputs.n) : NULL;
+  k->func = schedule_and_lower(tc, g, grp, args, cfg, sched_dump, tir_dump, d);
+  return k->func ? MLC_OK : d->status;
 }
 
 mlc_status mlc_compile_graph(Arena *a, Graph *g, const CompileOptions *opt, Compiled **out, Diag *d) {
@@ -167,7 +199,7 @@ mlc_status mlc_compile_graph(Arena *a, Graph *g, const CompileOptions *opt, Comp
   for (int gi = 0; gi < c->groups.groups.n; gi++) {
     Kernel k = {0};
     double t1 = now_seconds();
-    if (lower_group(c, &tc, c->groups.groups.v[gi], opt->dump_dir ? &sched : NULL, opt->dump_dir ? &tir : NULL, &k,
+    if (lower_group(c, opt, &tc, c->groups.groups.v[gi], opt->dump_dir ? &sched : NULL, opt->dump_dir ? &tir : NULL, &k,
                     d) != MLC_OK)
       break;
     double t2 = now_seconds();

@@ -9,6 +9,7 @@
 #include "ir/ir.h"
 #include "passes/graph/passes.h"
 #include "runtime/rt.h"
+#include "topi/topi.h"
 
 typedef struct CompileOptions {
   const char *target;   /* target string; NULL: "llvm" */
@@ -18,6 +19,11 @@ typedef struct CompileOptions {
   const char *const *disabled;
   int npass_config; /* --pass-config Pass.key=value */
   const char *const *pass_config;
+  /* --tuning-records (src/autotvm apply-history-best): the schedule config of a group's template, given the
+   * group's TE outputs; NULL (or no callback) means the template's fallback config */
+  const TopiConfig *(*pick_config)(void *user, TeCtx *tc, const Graph *g, const FusedGroup *grp, int nout,
+                                   TeTensor **outs);
+  void *pick_user;
 } CompileOptions;
 
 typedef struct Kernel {
@@ -39,6 +45,12 @@ typedef struct Compiled {
 } Compiled;
 
 mlc_status mlc_compile_graph(Arena *a, Graph *g, const CompileOptions *opt, Compiled **out, Diag *d);
+/* The TE of one fused group: (*args)[0..inputs+outputs) are its inputs (placeholders) then its outputs, the
+ * kernel's parameter order (in a). */
+mlc_status mlc_group_te(Arena *a, const Graph *g, TeCtx *tc, const FusedGroup *grp, TeTensor ***args, Diag *d);
+/* The kernel of one fused group scheduled with cfg (NULL: the template's fallback), lowered to TIR exactly as
+ * mlc_compile_graph does it; the tuner builds each config it measures with this. */
+TirFunc *mlc_group_kernel(TeCtx *tc, const Graph *g, const FusedGroup *grp, const TopiConfig *cfg, Diag *d);
 /* Builds the execution plan (tensors, storage, calls, params) of a compiled graph. */
 mlc_status mlc_build_plan(const Compiled *c, rt_plan *plan, Diag *d);
 /* Writes the tar package: mod.so, mod.json, mod.params, meta.json. Consumes c->cg. */

@@ -52,7 +52,7 @@ expect 2 "nothere.npz" -- "$mlc" run "$dir/good.tar" --inputs "$dir/nothere.npz"
 [ -e "$dir/o.npz" ] && { echo "FAIL a failed run left $dir/o.npz"; fails=$((fails + 1)); }
 expect 1 -- "$mlc" compile
 expect 1 "--opt-level" -- "$mlc" compile "$dir/good.onnx" --opt-level 9
-expect 3 "tuning" -- "$mlc" tune "$dir/good.onnx"
+expect 1 "--output" -- "$mlc" tune "$dir/good.onnx"
 
 echo "$fails failed"
 [ $fails = 0 ]

@@ -51,7 +51,9 @@ check 2 "$mlc" run "$dir/m.tar" --inputs "$dir/wrong_shape.npz" --json
 check 3 "$mlc" load "$dir/unsupported.onnx" --json
 check 3 "$mlc" compile "$dir/unsupported.onnx" --json --output "$dir/t.tar"
 check 3 "$mlc" run "$dir/m.tar" --device cuda --json
-check 3 "$mlc" tune "$m" --json
+check 0 "$mlc" tune "$m" --json --trials 0 --output "$dir/r.json"
+check 1 "$mlc" tune "$m" --json
+check 3 "$mlc" tune "$m" --json --target cuda --output "$dir/r.json"
 # the profile object has stable fields
 "$mlc" run "$dir/m.tar" --json --profile --profile-trace "$dir/trace.json" > "$dir/prof.txt" || fails=$((fails + 1))
 /usr/bin/python3 - "$dir/prof.txt" "$dir/trace.json" <<'PY' || fails=$((fails + 1))
