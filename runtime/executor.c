@@ -4,7 +4,9 @@
  * input its own aligned buffer, resolves every call's kernel through the lookup function and prebuilds each
  * call's argument array, so a run is a loop of indirect calls with no allocation. Params stay in the plan's
  * aligned copies. Output pointers point at the tensor's data wherever it lives (input, param or activation).
- * With profiling on, each call is timed with CLOCK_MONOTONIC. */
+ * With profiling on, each call is timed with CLOCK_MONOTONIC.
+ * A CUDA executor (rt_executor_create_cuda) keeps the same plan but hands storage, inputs, params and the
+ * launches to runtime/cuda.c; it holds host buffers only for the outputs, filled after every run. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +23,9 @@ struct rt_executor {
   void ***call_args;  /* [ncalls][nargs] */
   bool profile;
   double *prof; /* [ncalls] seconds of the last run */
+  rt_cuda *cuda;   /* GPU executor: NULL on the CPU */
+  bool cuda_sync;  /* MLC_CUDA_SYNC=1: synchronise after every call */
+  void **out_host; /* [noutputs] GPU executor: host copies of the outputs */
 };
 
 static void *aligned_alloc64(size_t n) {
@@ -32,6 +37,9 @@ static void *aligned_alloc64(size_t n) {
 
 void rt_executor_free(rt_executor *e) {
   if (!e) return;
+  rt_cuda_free(e->cuda);
+  for (int o = 0; o < e->plan.noutputs && e->out_host; o++) free(e->out_host[o]);
+  free(e->out_host);
   for (int s = 0; s < e->plan.nstorage && e->storage; s++) free(e->storage[s]);
   for (int t = 0; t < e->plan.ntensors && e->input_buf; t++) free(e->input_buf[t]);
   for (int c = 0; c < e->plan.ncalls && e->call_args; c++) free(e->call_args[c]);
@@ -139,6 +147,7 @@ int rt_executor_set_input(rt_executor *e, int i, const void *data, size_t nbytes
     snprintf(err + len, RT_ERRLEN - len, ")");
     return MLC_ERR_INVALID;
   }
+  if (e->cuda) return rt_cuda_set_input(e->cuda, t, data, nbytes, err);
   if (nbytes) memcpy(e->input_buf[t], data, nbytes);
   return MLC_OK;
 }
@@ -149,8 +158,27 @@ static double now_seconds(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+static int run_cuda(rt_executor *e, char *err) {
+  const rt_plan *p = &e->plan;
+  bool each = e->profile || e->cuda_sync;
+  for (int c = 0; c < p->ncalls; c++) {
+    double t0 = e->profile ? now_seconds() : 0;
+    int rc = rt_cuda_launch_call(e->cuda, c, err);
+    if (rc == MLC_OK && each) rc = rt_cuda_sync(e->cuda, c, err);
+    if (e->profile) e->prof[c] = now_seconds() - t0;
+    if (rc != MLC_OK) return rc;
+  }
+  int rc = rt_cuda_sync(e->cuda, -1, err);
+  for (int o = 0; o < p->noutputs && rc == MLC_OK; o++) {
+    int t = p->outputs[o];
+    rc = rt_cuda_get(e->cuda, t, e->out_host[o], (size_t)rt_tensor_nbytes(&p->tensors[t]), err);
+  }
+  return rc;
+}
+
 int rt_executor_run(rt_executor *e, char *err) {
   const rt_plan *p = &e->plan;
+  if (e->cuda) return run_cuda(e, err);
   for (int c = 0; c < p->ncalls; c++) {
     double t0 = e->profile ? now_seconds() : 0;
     int32_t rc = e->fns[c](e->call_args[c], NULL, &e->ctx);
@@ -172,7 +200,46 @@ const double *rt_executor_profile(const rt_executor *e) { return e->profile ? e-
 
 const void *rt_executor_output(const rt_executor *e, int i) {
   if (i < 0 || i >= e->plan.noutputs) return NULL;
+  if (e->cuda) return e->out_host[i];
   return e->tensor_data[e->plan.outputs[i]];
 }
 
 const rt_plan *rt_executor_plan(const rt_executor *e) { return &e->plan; }
+
+int rt_executor_create_cuda(rt_plan *plan, const rt_file *ptx, const rt_file *launch_table, rt_executor **out,
+                            char *err) {
+  *out = NULL;
+  rt_executor *e = calloc(1, sizeof *e);
+  if (!e) {
+    rt_plan_free(plan);
+    snprintf(err, RT_ERRLEN, "out of memory");
+    return MLC_ERR_INTERNAL;
+  }
+  e->plan = *plan;
+  memset(plan, 0, sizeof *plan);
+  rt_plan *p = &e->plan;
+  int rc = rt_plan_validate(p, err);
+  if (rc != MLC_OK) goto fail;
+  rc = MLC_ERR_INTERNAL;
+  e->prof = calloc((size_t)p->ncalls + 1, sizeof *e->prof);
+  e->out_host = calloc((size_t)p->noutputs + 1, sizeof *e->out_host);
+  if (!e->prof || !e->out_host) {
+    snprintf(err, RT_ERRLEN, "out of memory");
+    goto fail;
+  }
+  for (int o = 0; o < p->noutputs; o++)
+    if (!(e->out_host[o] = aligned_alloc64((size_t)rt_tensor_nbytes(&p->tensors[p->outputs[o]])))) {
+      snprintf(err, RT_ERRLEN, "out of memory for output '%s'", p->tensors[p->outputs[o]].name);
+      goto fail;
+    }
+  if ((rc = rt_cuda_create(p, ptx->data, ptx->size, launch_table->data, launch_table->size, &e->cuda, err)) != MLC_OK)
+    goto fail;
+  const char *sync = getenv("MLC_CUDA_SYNC");
+  e->cuda_sync = sync && *sync && strcmp(sync, "0") != 0;
+  mlc_pool_kernel_ctx(NULL, &e->ctx);
+  *out = e;
+  return MLC_OK;
+fail:
+  rt_executor_free(e);
+  return rc;
+}

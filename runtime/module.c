@@ -7,7 +7,10 @@
  * against this machine, parses and validates the plan, loads the params, then writes mod.so into an anonymous
  * memfd (or, where memfd_create is unavailable, a private temp file that is unlinked at once) and dlopens it
  * RTLD_LOCAL|RTLD_NOW through /proc/self/fd. Kernels are resolved with dlsym by rt_executor_create. Every
- * failure returns a status and leaves its message for mlc_rt_last_error. */
+ * failure returns a status and leaves its message for mlc_rt_last_error.
+ * GPU packages (meta.json arch "nvptx": mod.ptx and mod.cuda.json instead of mod.so) load only through
+ * mlc_module_load_device(..., "cuda", ...), into a CUDA executor (runtime/cuda.c); each device refuses the
+ * other's packages with a message saying which --device to use. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
@@ -169,7 +172,16 @@ fail:
 }
 
 int mlc_module_load(const char *path, int threads, mlc_module **out) {
+  return mlc_module_load_device(path, "cpu", threads, out);
+}
+
+int mlc_module_load_device(const char *path, const char *device, int threads, mlc_module **out) {
   *out = NULL;
+  bool cuda = device && strcmp(device, "cuda") == 0;
+  if (device && !cuda && strcmp(device, "cpu") != 0) {
+    rt_set_error("unknown device '%s' (cpu or cuda)", device);
+    return MLC_ERR_USAGE;
+  }
   char err[RT_ERRLEN];
   void *blob = NULL;
   int nfiles = 0;
@@ -183,7 +195,12 @@ int mlc_module_load(const char *path, int threads, mlc_module **out) {
   unsigned char magic[4] = {0};
   size_t got = fread(magic, 1, 4, probe);
   fclose(probe);
-  if (got == 4 && memcmp(magic, "\177ELF", 4) == 0) return load_shared(path, threads, out);
+  if (got == 4 && memcmp(magic, "\177ELF", 4) == 0) {
+    if (cuda)
+      return fail(MLC_ERR_UNSUPPORTED, path, "a shared library holds CPU code: run it without --device cuda, or "
+                  "compile the model with --target cuda into a package");
+    return load_shared(path, threads, out);
+  }
   if (rt_tar_read(path, &blob, &nfiles, &files, err) != MLC_OK) {
     if (strstr(err, "out of memory")) return fail(MLC_ERR_INTERNAL, path, "out of memory reading the package");
     rt_set_error("%s: not an mlc package (missing mod.json)", path);
@@ -193,7 +210,7 @@ int mlc_module_load(const char *path, int threads, mlc_module **out) {
   rt_plan plan = {0};
   mlc_module *m = NULL;
   rj_value *meta = NULL;
-  static const char *required[] = {"mod.json", "mod.so", "mod.params", "meta.json"};
+  static const char *required[] = {"mod.json", "meta.json", "mod.params"};
   for (size_t i = 0; i < sizeof required / sizeof *required; i++)
     if (!find_member(nfiles, files, required[i])) {
       snprintf(err, RT_ERRLEN, "not an mlc package (missing %s)", required[i]);
@@ -211,7 +228,27 @@ int mlc_module_load(const char *path, int threads, mlc_module **out) {
     snprintf(err, RT_ERRLEN, "meta.json: missing \"arch\"");
     goto fail;
   }
-  if (strcmp(arch->str, rt_host_arch()) != 0) {
+  bool gpu_pkg = strcmp(arch->str, "nvptx") == 0;
+  if (gpu_pkg && !cuda) {
+    snprintf(err, RT_ERRLEN, "this package was compiled for cuda: run it with --device cuda");
+    rc = MLC_ERR_UNSUPPORTED;
+    goto fail;
+  }
+  if (cuda && !gpu_pkg) {
+    snprintf(err, RT_ERRLEN, "this package was compiled for %.64s, not cuda: run it without --device cuda, or "
+             "compile the model with --target cuda", arch->str);
+    rc = MLC_ERR_UNSUPPORTED;
+    goto fail;
+  }
+  static const char *code_members[2][2] = {{"mod.so", NULL}, {"mod.ptx", "mod.cuda.json"}};
+  for (int i = 0; i < 2; i++) {
+    const char *name = code_members[gpu_pkg][i];
+    if (name && !find_member(nfiles, files, name)) {
+      snprintf(err, RT_ERRLEN, "not an mlc package (missing %s)", name);
+      goto fail;
+    }
+  }
+  if (!gpu_pkg && strcmp(arch->str, rt_host_arch()) != 0) {
     snprintf(err, RT_ERRLEN, "package was compiled for %.64s, but this machine is %s; recompile it with a target "
              "for this machine", arch->str, rt_host_arch());
     rc = MLC_ERR_UNSUPPORTED;
@@ -228,6 +265,12 @@ int mlc_module_load(const char *path, int threads, mlc_module **out) {
     goto fail;
   }
   m->so_fd = -1;
+  if (gpu_pkg) {
+    if ((rc = rt_executor_create_cuda(&plan, find_member(nfiles, files, "mod.ptx"),
+                                      find_member(nfiles, files, "mod.cuda.json"), &m->exec, err)) != MLC_OK)
+      goto fail;
+    goto loaded;
+  }
   const rt_file *fso = find_member(nfiles, files, "mod.so");
   if (!(m->dl = dlopen_memory(fso->data, fso->size, &m->so_fd, err))) {
     rc = MLC_ERR_INVALID;
@@ -238,6 +281,7 @@ int mlc_module_load(const char *path, int threads, mlc_module **out) {
     goto fail;
   }
   if ((rc = rt_executor_create(&plan, dl_lookup, m->dl, m->pool, &m->exec, err)) != MLC_OK) goto fail;
+loaded:;
   const rt_plan *p = rt_executor_plan(m->exec);
   m->inputs = tensor_infos(p, p->ninputs, p->inputs);
   m->outputs = tensor_infos(p, p->noutputs, p->outputs);

@@ -96,6 +96,47 @@ const rt_plan *rt_executor_plan(const rt_executor *e);
 /* The executor behind a loaded module (for `mlc run --profile`). */
 rt_executor *rt_module_executor(mlc_module *m);
 
+/* An executor over a GPU package: the plan's kernels run as the launches of mod.cuda.json from mod.ptx through
+ * the CUDA driver (cuda.c); inputs are copied to the device by set_input, outputs back to host buffers after
+ * every run, which synchronises. With profiling on (or MLC_CUDA_SYNC=1) every call is synchronised and timed.
+ * Takes ownership of plan's contents like rt_executor_create. A missing driver or GPU: MLC_ERR_UNSUPPORTED. */
+int rt_executor_create_cuda(rt_plan *plan, const rt_file *ptx, const rt_file *launch_table, rt_executor **out,
+                            char *err);
+
+/* ---- cuda.c: the CUDA driver API, loaded with dlopen("libcuda.so.1") (or $MLC_CUDA_DRIVER) at run time ---- */
+/* mod.cuda.json: {"kernels":[{"name","nparams","scratch":[bytes..],"launches":[{"entry","grid","block"}]}]} */
+typedef struct rt_cuda_launch {
+  char *entry; /* the PTX .entry */
+  int64_t grid, block;
+} rt_cuda_launch;
+typedef struct rt_cuda_kernel {
+  char *name; /* the plan's kernel name */
+  int nparams, nscratch, nlaunches;
+  int64_t *scratch; /* bytes of each scratch buffer, passed after the params */
+  rt_cuda_launch *launches;
+} rt_cuda_kernel;
+typedef struct rt_cuda_table {
+  int nkernels;
+  rt_cuda_kernel *kernels;
+} rt_cuda_table;
+int rt_cuda_table_parse(const char *text, size_t len, rt_cuda_table *t, char *err);
+void rt_cuda_table_free(rt_cuda_table *t);
+const rt_cuda_kernel *rt_cuda_table_find(const rt_cuda_table *t, const char *name);
+
+typedef struct rt_cuda rt_cuda;
+/* Checks plan against the table, loads the driver, opens device $MLC_CUDA_DEVICE (default 0), JIT-loads the
+ * PTX, allocates storage, inputs, params (copied once) and scratch on the device and prebuilds every launch.
+ * plan must outlive the rt_cuda. */
+int rt_cuda_create(const rt_plan *plan, const char *ptx, size_t ptx_size, const char *table_json, size_t table_size,
+                   rt_cuda **out, char *err);
+void rt_cuda_free(rt_cuda *c);
+const char *rt_cuda_device_name(const rt_cuda *c);
+int rt_cuda_set_input(rt_cuda *c, int tensor, const void *data, size_t nbytes, char *err); /* host -> device */
+int rt_cuda_get(rt_cuda *c, int tensor, void *dst, size_t nbytes, char *err);             /* device -> host */
+int rt_cuda_launch_call(rt_cuda *c, int call, char *err); /* queues the call's launches (asynchronous) */
+/* waits for the GPU; call >= 0 names the kernel an error is blamed on */
+int rt_cuda_sync(rt_cuda *c, int call, char *err);
+
 /* ---- npy.c: .npy and .npz (stored or deflated; own inflate, no zlib) ---- */
 typedef struct rt_array {
   char *name; /* key in the .npz without ".npy" */

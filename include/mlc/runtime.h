@@ -86,6 +86,10 @@ typedef struct mlc_tensor_info {
 /* Load a package (.tar) or shared library (.so, from --output-format so) written by `mlc compile`.
  * threads <= 0: default. */
 int mlc_module_load(const char *path, int threads, mlc_module **out);
+/* The same on a device: "cpu" (as mlc_module_load) or "cuda" for packages compiled with --target cuda (the
+ * NVIDIA driver, libcuda.so.1, is loaded at run time; MLC_ERR_UNSUPPORTED without it or without a GPU).
+ * A package compiled for the other kind of device is refused with MLC_ERR_UNSUPPORTED. */
+int mlc_module_load_device(const char *path, const char *device, int threads, mlc_module **out);
 void mlc_module_free(mlc_module *m);
 int mlc_module_num_inputs(const mlc_module *m);
 int mlc_module_num_outputs(const mlc_module *m);

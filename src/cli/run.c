@@ -4,8 +4,10 @@
  * runs; mean/median/min/max/std over the measurements, in ms. --profile times every kernel call in separate
  * runs (so the clock reads do not disturb --print-time) and sums per kernel name. Random inputs come from
  * splitmix64 with a fixed seed: uniform [-1, 1) for floats, small non-negative integers for integers.
- * Exit codes: 0 ok, 1 usage, 2 invalid package or input, 3 unsupported (another architecture, --device cuda),
- * 4 internal (a kernel failed). */
+ * --device cuda runs a package compiled with --target cuda on the GPU (runtime/cuda.c): each run launches
+ * every kernel and copies the outputs back, which synchronises, so the times are whole GPU runs.
+ * Exit codes: 0 ok, 1 usage, 2 invalid package or input, 3 unsupported (another architecture, a package for
+ * the other device, --device cuda without an NVIDIA driver or GPU), 4 internal (a kernel failed). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <unistd.h>
@@ -38,7 +40,7 @@ static void run_err(const char *fmt, ...) {
 
 static const char *run_usage =
     "usage: mlc run model.tar [--inputs in.npz] [--outputs out.npz] [--repeat N] [--number N]\n"
-    "               [--print-time] [--print-top K] [--profile] [--json] [--threads N] [--device cpu]\n"
+    "               [--print-time] [--print-top K] [--profile] [--json] [--threads N] [--device cpu|cuda]\n"
     "               [--seed S] [--profile-trace FILE.json]\n";
 
 typedef struct RunOptions {
@@ -439,11 +441,7 @@ static int parse_args(int argc, char **argv, RunOptions *o) {
     if (!o->json) fputs(run_usage, stderr);
     return MLC_ERR_USAGE;
   }
-  if (strcmp(o->device, "cuda") == 0) {
-    run_err("--device cuda: no CUDA support in this build");
-    return MLC_ERR_UNSUPPORTED;
-  }
-  if (strcmp(o->device, "cpu") != 0) {
+  if (strcmp(o->device, "cpu") != 0 && strcmp(o->device, "cuda") != 0) {
     run_err("--device %s: unknown device (cpu or cuda)", o->device);
     return MLC_ERR_USAGE;
   }
@@ -488,7 +486,7 @@ static int run_main(RunOptions *po) {
   RunOptions o = *po;
   int rc;
   mlc_module *m = NULL;
-  if ((rc = mlc_module_load(o.package, (int)o.threads, &m)) != MLC_OK) {
+  if ((rc = mlc_module_load_device(o.package, o.device, (int)o.threads, &m)) != MLC_OK) {
     run_err("%s", mlc_rt_last_error());
     return rc;
   }
