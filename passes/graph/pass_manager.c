@@ -12,6 +12,8 @@ static const GraphPass passes[] = {
     {"FoldConstant",            2, pass_fold_constant},
     {"FoldScaleAxis",           3, pass_fold_scale_axis},
     {"FoldConstant",            3, pass_fold_constant}, /* the weights FoldScaleAxis scaled */
+    {"AlterOpLayout",           2, pass_alter_op_layout},
+    {"FoldConstant",            2, pass_fold_constant}, /* packs the weights AlterOpLayout blocked */
     {"DeadCodeElim",            0, pass_dead_code_elim},
 };
 

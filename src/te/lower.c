@@ -255,7 +255,14 @@ static Stmt *emit_nest(Lower *l, StageInfo *owner, int n, IterVar **leaf, Var **
 
 static Expr *combine(Arena *a, ReduceKind k, Expr *acc, Expr *x) {
   switch (k) {
-  case RED_SUM: return tir_add(a, acc, x);
+  case RED_SUM:
+    /* a sum of products accumulates with fused multiply-adds (one rounding; one instruction per lane) */
+    if ((acc->dtype == MLC_F32 || acc->dtype == MLC_F64) && x->kind == E_MUL && x->dtype == acc->dtype &&
+        x->lanes == acc->lanes) {
+      Expr *args[3] = {x->op.a, x->op.b, acc};
+      return tir_call(a, INTRIN_FMA, acc->dtype, 3, args);
+    }
+    return tir_add(a, acc, x);
   case RED_PROD: return tir_mul(a, acc, x);
   case RED_MIN: return tir_bin(a, E_MIN, acc, x);
   default: return tir_bin(a, E_MAX, acc, x);

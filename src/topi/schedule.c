@@ -384,6 +384,7 @@ static const TopiTemplate templates[] = {
     /* name                   config space    fallback          schedule */
     {"conv1d_ncw.x86", conv_space, conv_fallback, conv_schedule},
     {"conv2d_nchw.x86", conv_space, conv_fallback, conv_schedule},
+    {"conv2d_packed.x86", topi_conv2d_packed_space, topi_conv2d_packed_fallback, topi_conv2d_packed_schedule},
     {"conv3d_ncdhw.x86", conv_space, conv_fallback, conv_schedule},
     {"dense.x86", dense_space, dense_fallback, dense_schedule},
     {"batch_matmul.x86", dense_space, dense_fallback, dense_schedule},

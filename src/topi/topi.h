@@ -45,6 +45,10 @@ typedef struct TopiTemplate {
 } TopiTemplate;
 
 const TopiTemplate *topi_template_find(const char *tag);
+/* conv2d_x86.c: the template of nn.conv2d_packed (tag "conv2d_packed") */
+void topi_conv2d_packed_space(const Target *t, const TeOp *a, TopiConfigSpace *s);
+void topi_conv2d_packed_fallback(const Target *t, const TeOp *a, TopiConfig *cfg);
+void topi_conv2d_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, const TopiConfig *cfg);
 /* The schedule of one fused group whose outputs are outs: inlines injective stages, finds the anchor
  * (the non-injective op), applies its template with cfg (the fallback when cfg is NULL), and gives every
  * remaining root stage the generic schedule (fuse outer axes, parallel, vectorize the innermost). */

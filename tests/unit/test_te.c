@@ -164,6 +164,12 @@ static Val eval(Interp *it, const Expr *e) {
     case INTRIN_EXP: return mk(e, exp(x));
     case INTRIN_SQRT: return mk(e, sqrt(x));
     case INTRIN_FABS: return mk(e, fabs(x));
+    case INTRIN_FMA:
+      if (e->call.nargs != 3) break;
+      return mk(e, fma(x, eval(it, e->call.args[1]).f, eval(it, e->call.args[2]).f));
+    default: break;
+    }
+    switch (e->call.intrin) {
     default: it->error = "intrinsic not in the test interpreter"; return r;
     }
   }

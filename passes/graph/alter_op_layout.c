@@ -1,0 +1,83 @@
+/* AlterOpLayout (after TVM's relay AlterOpLayout + topi x86 _alter_conv2d_layout, reduced to the weights):
+ * every float32 nn.conv2d with groups 1, a constant weight and output channels divisible by the channel block
+ * (16: one zmm with AVX-512, two ymm with AVX2, which keeps the FMA:load ratio of the register tile high;
+ * else the target's float lanes) becomes nn.conv2d_packed (src/topi/conv2d_x86.c), whose weight is laid out
+ * [OC/ocb][IC][KH][KW][ocb]: one vector of ocb output channels per (ic, kh, kw) tap. The packing is two graph
+ * ops on the weight, reshape [OC/ocb, ocb, IC, KH, KW] then transpose (0, 2, 3, 4, 1), which the FoldConstant
+ * run after this pass evaluates at compile time. Activations stay NCHW: the packed conv reads NCHW data and
+ * writes NCHW output, so nothing else in the graph changes. Runs only for CPU targets (the pass options'
+ * target string does not start with "cuda"/"nvptx"). */
+#include <string.h>
+#include "codegen/llvm/codegen.h"
+#include "passes/graph/passes.h"
+
+static int64_t pick_block(int64_t oc, int lanes) {
+  if (oc % 16 == 0 && lanes <= 16) return 16;
+  if (oc % lanes == 0) return lanes;
+  return 0;
+}
+
+static bool gpu_target(const char *t) {
+  return t && (strstr(t, "cuda") || strstr(t, "nvptx"));
+}
+
+mlc_status pass_alter_op_layout(Graph *g, const PassOptions *opt, Diag *d) {
+  if (gpu_target(opt->target)) return MLC_OK;
+  Target t;
+  Diag td = {0};
+  if (cg_target_parse(opt->target ? opt->target : "llvm", &t, &td) != MLC_OK || t.kind != TARGET_CPU) return MLC_OK;
+  int lanes = t.vector_bytes >= 16 ? t.vector_bytes / 4 : 4;
+  const OpDef *packed = ir_op_find("nn.conv2d_packed"), *reshape = ir_op_find("reshape"),
+              *transpose = ir_op_find("transpose");
+  if (!packed || !reshape || !transpose) return MLC_OK;
+  int n0 = g->nodes.n;
+  /* new nodes are appended to g->nodes; pre[i] lists the two that must come right before node i */
+  Node **pre = arena_alloc(g->arena, (size_t)(n0 ? n0 : 1) * 2 * sizeof(Node *));
+  memset(pre, 0, (size_t)(n0 ? n0 : 1) * 2 * sizeof(Node *));
+  bool changed = false;
+  for (int i = 0; i < n0; i++) {
+    Node *n = g->nodes.v[i];
+    if (strcmp(n->op->name, "nn.conv2d") || n->ninputs != 2 || !n->inputs[0] || !n->inputs[1]) continue;
+    Value *x = n->inputs[0], *w = n->inputs[1];
+    if (x->type.dtype != MLC_F32 || w->type.dtype != MLC_F32 || x->type.ndim != 4 || w->type.ndim != 4) continue;
+    if (!w->data || ir_attr_int(n, "groups", 1) != 1) continue;
+    int64_t ocb = pick_block(w->type.dims[0], lanes);
+    if (!ocb) continue;
+    const int64_t *wd = w->type.dims;
+    Node *r = ir_node_new(g, reshape, arena_printf(g->arena, "%s_weight_block", n->name), n->op_type, n->opset, &w,
+                          1, 1);
+    int64_t shp[5] = {wd[0] / ocb, ocb, wd[1], wd[2], wd[3]};
+    ir_set_ints(g, r, "newshape", shp, 5);
+    if (ir_infer_node(g, r, d)) return d->status;
+    Value *rv = r->outputs[0];
+    Node *t = ir_node_new(g, transpose, arena_printf(g->arena, "%s_weight_pack", n->name), n->op_type, n->opset,
+                          &rv, 1, 1);
+    int64_t perm[5] = {0, 2, 3, 4, 1};
+    ir_set_ints(g, t, "axes", perm, 5);
+    if (ir_infer_node(g, t, d)) return d->status;
+    TensorType before = n->outputs[0]->type;
+    n->op = packed;
+    n->inputs[1] = t->outputs[0];
+    if (ir_infer_node(g, n, d)) return d->status;
+    if (!tt_equal(&before, &n->outputs[0]->type))
+      return diag_set(d, MLC_ERR_INTERNAL, "AlterOpLayout: node '%s' changed its output type", n->name);
+    pre[2 * i] = r;
+    pre[2 * i + 1] = t;
+    changed = true;
+  }
+  if (!changed) return MLC_OK;
+  /* topological order: the packing nodes right before their conv */
+  int total = g->nodes.n;
+  Node **order = arena_alloc(g->arena, (size_t)total * sizeof(Node *));
+  int k = 0;
+  for (int i = 0; i < n0; i++) {
+    if (pre[2 * i]) {
+      order[k++] = pre[2 * i];
+      order[k++] = pre[2 * i + 1];
+    }
+    order[k++] = g->nodes.v[i];
+  }
+  if (k != total) return diag_set(d, MLC_ERR_INTERNAL, "AlterOpLayout: lost track of %d nodes", total - k);
+  memcpy(g->nodes.v, order, (size_t)total * sizeof(Node *));
+  return MLC_OK;
+}

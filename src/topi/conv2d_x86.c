@@ -1,0 +1,276 @@
+/* conv2d_x86: the x86 direct 2-D convolution with pre-packed weights and a register-blocked accumulator
+ * (after TVM's topi/x86/conv2d_avx_common.py and conv2d_avx_1x1.py, NCHW[x]c with the data kept NCHW).
+ *
+ * Op nn.conv2d_packed(data[N, C, H, W], weight[OC/ocb, C, KH, KW, ocb]) -> [N, OC, OH, OW], attributes as
+ * nn.conv2d (strides, dilation, padding [top, left, bottom, right]); groups must be 1. AlterOpLayout
+ * (passes/graph/alter_op_layout.c) rewrites nn.conv2d into it, packing the constant weight with a reshape
+ * and a transpose that FoldConstant evaluates at compile time.
+ *
+ * Compute: data_pad (a separate stage when there is padding, so the inner loop has no bounds test) ->
+ * conv2d_packed[n, occ, oh, ow, ocb] = sum_{ic, kh, kw} pad[n, ic, oh*s + kh*d, ow*s + kw*d] *
+ * weight[occ, ic, kh, kw, ocb] (NCHWc blocked output: one block of ocb output channels is one vector) ->
+ * the NCHW result, an injective copy that is inlined into the fused epilogue (bias, relu, residual add).
+ *
+ * Schedule "conv2d_packed.x86" (knobs tile_ow = reg_n, tile_ic): the group output is tiled n, oc.o, oh,
+ * ow.o | ow.i (unrolled), oc.i (vectorized) with n x oc.o x oh fused into the parallel loop; the packed
+ * conv is attached at ow.o (compute_at), so per tile it computes a reg_n x ocb block whose loops are
+ * ic.o, kh, kw, ic.i | ocb (vectorized), ow.i (unrolled): reg_n vector accumulators in registers, one
+ * weight vector load and reg_n broadcast FMAs per step; the epilogue is applied once per tile at the store.
+ * The fallback takes reg_n = the largest divisor of OW that fits the register file (AVX-512: 32 registers,
+ * AVX2: 16; reg_n * ocb/lanes accumulators plus the weight vectors and a broadcast) and the whole input
+ * channel range per reduction (ic, kh, kw walk the packed weight contiguously). */
+#include <string.h>
+#include "topi/topi.h"
+
+/* ---------------------------------------------------------------- attributes and type relation */
+
+typedef struct PackedConv {
+  int64_t n, c, h, w, occ, ocb, kh, kw, oh, ow;
+  int64_t strides[2], dil[2], pad[4]; /* pad: top, left, bottom, right */
+} PackedConv;
+
+static mlc_status read_pair(const Node *n, const char *name, int64_t *out, Diag *d) {
+  int64_t v[4];
+  int cnt = ir_attr_ints(n, name, v, 4);
+  out[0] = out[1] = 1;
+  if (cnt == 0) return MLC_OK;
+  if (cnt != 2) return diag_set(d, MLC_ERR_INVALID, "attribute '%s' has %d values, expected 2", name, cnt);
+  if (v[0] < 1 || v[1] < 1) return diag_set(d, MLC_ERR_INVALID, "attribute '%s' must be >= 1", name);
+  out[0] = v[0];
+  out[1] = v[1];
+  return MLC_OK;
+}
+
+static mlc_status packed_conv_of(const Node *n, PackedConv *p, Diag *d) {
+  const TensorType *x = &n->inputs[0]->type, *k = &n->inputs[1]->type;
+  memset(p, 0, sizeof *p);
+  if (x->ndim != 4 || k->ndim != 5)
+    return diag_set(d, MLC_ERR_INVALID, "nn.conv2d_packed expects rank-4 data and rank-5 weight, got %d and %d",
+                    x->ndim, k->ndim);
+  if (x->dtype != MLC_F32 || k->dtype != MLC_F32)
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "nn.conv2d_packed supports float32 only");
+  if (ir_attr_int(n, "groups", 1) != 1) return diag_set(d, MLC_ERR_UNSUPPORTED, "nn.conv2d_packed needs groups 1");
+  mlc_status st;
+  if ((st = read_pair(n, "strides", p->strides, d)) || (st = read_pair(n, "dilation", p->dil, d))) return st;
+  int cnt = ir_attr_ints(n, "padding", p->pad, 4);
+  if (cnt != 0 && cnt != 4) return diag_set(d, MLC_ERR_INVALID, "attribute 'padding' has %d values, expected 4", cnt);
+  for (int i = 0; i < 4; i++)
+    if (p->pad[i] < 0) return diag_set(d, MLC_ERR_INVALID, "pads must be >= 0");
+  p->n = x->dims[0];
+  p->c = x->dims[1];
+  p->h = x->dims[2];
+  p->w = x->dims[3];
+  p->occ = k->dims[0];
+  p->kh = k->dims[2];
+  p->kw = k->dims[3];
+  p->ocb = k->dims[4];
+  if (k->dims[1] != p->c)
+    return diag_set(d, MLC_ERR_INVALID, "weight has %lld input channels, data %lld", (long long)k->dims[1],
+                    (long long)p->c);
+  int64_t sh = (p->kh - 1) * p->dil[0] + 1, sw = (p->kw - 1) * p->dil[1] + 1;
+  int64_t ah = p->h + p->pad[0] + p->pad[2] - sh, aw = p->w + p->pad[1] + p->pad[3] - sw;
+  if (p->kh < 1 || p->kw < 1 || p->ocb < 1 || ah < 0 || aw < 0)
+    return diag_set(d, MLC_ERR_INVALID, "kernel larger than the padded input");
+  p->oh = ah / p->strides[0] + 1;
+  p->ow = aw / p->strides[1] + 1;
+  return MLC_OK;
+}
+
+static mlc_status packed_infer(Node *n, Diag *d) {
+  PackedConv p;
+  mlc_status st = packed_conv_of(n, &p, d);
+  if (st) return st;
+  TensorType o = {.dtype = MLC_F32, .ndim = 4, .dims = {p.n, p.occ * p.ocb, p.oh, p.ow}};
+  n->outputs[0]->type = o;
+  return MLC_OK;
+}
+
+/* ---------------------------------------------------------------- compute */
+
+typedef struct PackedCtx {
+  PackedConv p;
+  TeTensor *data, *pad, *weight, *conv;
+} PackedCtx;
+
+static Expr *pad_body(TeCtx *c, Expr **idx, void *user) {
+  PackedCtx *k = user;
+  Arena *a = c->arena;
+  Expr *ih = tir_sub(a, idx[2], tir_idx(a, k->p.pad[0])), *iw = tir_sub(a, idx[3], tir_idx(a, k->p.pad[1]));
+  Expr *ok = tir_bin(a, E_AND, tir_bin(a, E_GE, ih, tir_idx(a, 0)), tir_bin(a, E_LT, ih, tir_idx(a, k->p.h)));
+  ok = tir_bin(a, E_AND, ok, tir_bin(a, E_GE, iw, tir_idx(a, 0)));
+  ok = tir_bin(a, E_AND, ok, tir_bin(a, E_LT, iw, tir_idx(a, k->p.w)));
+  /* clamped indices keep the read in bounds; the select picks zero outside */
+  Expr *ch = tir_bin(a, E_MIN, tir_bin(a, E_MAX, ih, tir_idx(a, 0)), tir_idx(a, k->p.h - 1));
+  Expr *cw = tir_bin(a, E_MIN, tir_bin(a, E_MAX, iw, tir_idx(a, 0)), tir_idx(a, k->p.w - 1));
+  Expr *ri[4] = {idx[0], idx[1], ch, cw};
+  return tir_select(a, ok, te_read(c, k->data, 4, ri), tir_float(a, MLC_F32, 0));
+}
+
+static Expr *conv_body(TeCtx *c, Expr **idx, void *user) {
+  PackedCtx *k = user;
+  Arena *a = c->arena;
+  IterVar *rc = te_reduce_axis(c, "rc", k->p.c), *ry = te_reduce_axis(c, "ry", k->p.kh),
+          *rx = te_reduce_axis(c, "rx", k->p.kw);
+  Expr *ic = tir_varref(a, rc->var), *kh = tir_varref(a, ry->var), *kw = tir_varref(a, rx->var);
+  Expr *ih = tir_add(a, tir_mul(a, idx[2], tir_idx(a, k->p.strides[0])), tir_mul(a, kh, tir_idx(a, k->p.dil[0])));
+  Expr *iw = tir_add(a, tir_mul(a, idx[3], tir_idx(a, k->p.strides[1])), tir_mul(a, kw, tir_idx(a, k->p.dil[1])));
+  Expr *di[4] = {idx[0], ic, ih, iw}, *wi[5] = {idx[1], ic, kh, kw, idx[4]};
+  Expr *prod = tir_mul(a, te_read(c, k->pad, 4, di), te_read(c, k->weight, 5, wi));
+  IterVar *ax[3] = {rc, ry, rx};
+  return te_reduce(c, RED_SUM, prod, 3, ax, NULL, NULL);
+}
+
+static Expr *unpack_body(TeCtx *c, Expr **idx, void *user) {
+  PackedCtx *k = user;
+  Arena *a = c->arena;
+  Expr *b = tir_idx(a, k->p.ocb);
+  Expr *ri[5] = {idx[0], tir_bin(a, E_FLOORDIV, idx[1], b), idx[2], idx[3], tir_bin(a, E_FLOORMOD, idx[1], b)};
+  return te_read(c, k->conv, 5, ri);
+}
+
+static mlc_status packed_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  PackedCtx *k = arena_alloc(c->arena, sizeof *k);
+  mlc_status st = packed_conv_of(n, &k->p, d);
+  if (st) return st;
+  PackedConv *p = &k->p;
+  k->data = ins[0];
+  k->weight = ins[1];
+  k->pad = ins[0];
+  if (p->pad[0] || p->pad[1] || p->pad[2] || p->pad[3]) {
+    int64_t ps[4] = {p->n, p->c, p->h + p->pad[0] + p->pad[2], p->w + p->pad[1] + p->pad[3]};
+    k->pad = te_compute(c, "data_pad", "conv2d_packed_pad", MLC_F32, 4, ps, pad_body, k);
+  }
+  int64_t cs[5] = {p->n, p->occ, p->oh, p->ow, p->ocb};
+  k->conv = te_compute(c, "conv2d_packed", "conv2d_packed", MLC_F32, 5, cs, conv_body, k);
+  int64_t os[4] = {p->n, p->occ * p->ocb, p->oh, p->ow};
+  outs[0] = te_compute(c, "conv2d_nchw", "conv2d_packed_unpack", MLC_F32, 4, os, unpack_body, k);
+  return MLC_OK;
+}
+
+const OpDef topi_ops_conv2d_x86[] = {
+    /* name               pattern                 in min/max  outs  relation       compute */
+    {"nn.conv2d_packed", PAT_OUT_ELEMWISE_FUSABLE, 2, 2, 1, packed_infer, packed_compute},
+    {NULL},
+};
+
+/* ---------------------------------------------------------------- template */
+
+static int64_t largest_divisor_upto(int64_t n, int64_t max) {
+  for (int64_t f = max < n ? max : n; f > 1; f--)
+    if (n % f == 0) return f;
+  return 1;
+}
+
+/* most output columns per tile: the accumulators, ocb/lanes vectors each, must leave room for the weight
+ * vectors and a broadcast */
+static int64_t reg_n_max(const Target *t, int64_t ocb) {
+  int vb = t && t->vector_bytes > 0 ? t->vector_bytes : 16;
+  int64_t lanes = vb / 4 < 1 ? 1 : vb / 4;
+  int64_t regs = vb >= 64 ? 32 : 16, vecs = (ocb + lanes - 1) / lanes;
+  int64_t m = (regs - vecs - 1) / vecs;
+  if (m > 28) m = 28;
+  return m < 1 ? 1 : m;
+}
+
+/* reg_n: OW itself when it fits; else a divisor of OW in [max/2, max] (no guard), else one register more
+ * than the budget (a divisor max + 1, e.g. 7 of 14 with AVX2), else max with a guarded last tile */
+static int64_t default_reg_n(int64_t ow, int64_t max) {
+  if (ow <= max) return ow;
+  int64_t r = largest_divisor_upto(ow, max);
+  if (r >= (max + 1) / 2) return r;
+  if (ow % (max + 1) == 0) return max + 1;
+  return max;
+}
+
+/* anchor: the packed conv (5-D, 3 reduce axes) */
+static bool anchor_ok(const TeOp *a) { return a->kind == TE_COMPUTE && a->naxes == 5 && a->nreduce == 3; }
+
+void topi_conv2d_packed_space(const Target *t, const TeOp *a, TopiConfigSpace *s) {
+  memset(s, 0, sizeof *s);
+  if (!anchor_ok(a)) return;
+  int64_t ow = a->axes[3]->extent, ic = a->reduce_axes[0]->extent, mx = reg_n_max(t, a->axes[4]->extent);
+  TopiKnob *k = &s->knobs[s->nknobs++];
+  k->name = "tile_ow";
+  for (int64_t f = 1; f <= ow && f <= mx + 1 && k->nchoices < TOPI_MAX_CHOICES; f++)
+    if ((ow % f == 0 && f <= mx) || f == default_reg_n(ow, mx)) k->choices[k->nchoices++] = f;
+  k = &s->knobs[s->nknobs++];
+  k->name = "tile_ic";
+  for (int64_t f = 1; f <= ic && k->nchoices < TOPI_MAX_CHOICES; f++)
+    if (ic % f == 0) k->choices[k->nchoices++] = f;
+}
+
+void topi_conv2d_packed_fallback(const Target *t, const TeOp *a, TopiConfig *cfg) {
+  memset(cfg, 0, sizeof *cfg);
+  if (!anchor_ok(a)) return;
+  cfg->names[0] = "tile_ow";
+  cfg->values[0] = default_reg_n(a->axes[3]->extent, reg_n_max(t, a->axes[4]->extent));
+  cfg->names[1] = "tile_ic";
+  cfg->values[1] = a->reduce_axes[0]->extent;
+  cfg->nknobs = 2;
+}
+
+static void split(TeStage *st, IterVar *iv, int64_t f, IterVar **o, IterVar **i) {
+  if (f < 1) f = 1;
+  if (f > iv->extent) f = iv->extent;
+  te_split(st, iv, f, o, i);
+}
+
+/* the padding stage: rows in parallel, the width innermost */
+static void schedule_pad(TeStage *st) {
+  TeOp *op = st->op;
+  st->attach = ATTACH_ROOT; /* the group schedule inlined it: the conv must read plain memory */
+  IterVar *f = te_fuse(st, op->axes[0], op->axes[1]);
+  f = te_fuse(st, f, op->axes[2]);
+  if (f->extent * op->axes[3]->extent >= 16384) te_parallel(st, f);
+}
+
+void topi_conv2d_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, const TopiConfig *cfg) {
+  TeStage *cs = te_stage(s, a->outputs[0]);
+  if (!cs || !anchor_ok(a)) return;
+  for (int i = 0; i < s->nstages; i++)
+    if (s->stages[i]->op->tag && !strcmp(s->stages[i]->op->tag, "conv2d_packed_pad")) schedule_pad(s->stages[i]);
+  int64_t ocb = a->axes[4]->extent;
+  TeStage *os = out ? te_stage(s, out) : NULL;
+  bool tiled_out = os && os->op->kind == TE_COMPUTE && os->op->nreduce == 0 && out->ndim == 4 &&
+                   os->nleaf == 4 && os->attach == ATTACH_ROOT && out->shape[0] == a->axes[0]->extent &&
+                   out->shape[1] == a->axes[1]->extent * ocb && out->shape[2] == a->axes[2]->extent &&
+                   out->shape[3] == a->axes[3]->extent;
+  int64_t mx = reg_n_max(c->target, ocb);
+  int64_t reg_n = topi_config_get(cfg, "tile_ow", default_reg_n(a->axes[3]->extent, mx));
+  int64_t tic = topi_config_get(cfg, "tile_ic", a->reduce_axes[0]->extent);
+  /* the packed conv: n, occ, oh, ow.o, ic.o, kh, kw, ic.i, ocb (vector), ow.i (unrolled); with the whole
+   * channel range in one block: ic, kh, kw, which walks the packed weight contiguously */
+  IterVar *owo, *owi, *ico = NULL, *ici = NULL;
+  split(cs, a->axes[3], reg_n, &owo, &owi);
+  if (tic < a->reduce_axes[0]->extent) split(cs, a->reduce_axes[0], tic, &ico, &ici);
+  IterVar *order[10] = {a->axes[0], a->axes[1], a->axes[2], owo};
+  int k = 4;
+  order[k++] = ico ? ico : a->reduce_axes[0];
+  order[k++] = a->reduce_axes[1];
+  order[k++] = a->reduce_axes[2];
+  if (ici) order[k++] = ici;
+  order[k++] = a->axes[4];
+  order[k++] = owi;
+  te_reorder(cs, k, order);
+  te_vectorize(cs, a->axes[4]);
+  te_unroll(cs, owi);
+  if (!tiled_out) { /* the packed conv is materialised whole: parallel over its rows */
+    IterVar *f = te_fuse(cs, a->axes[0], a->axes[1]);
+    f = te_fuse(cs, f, a->axes[2]);
+    if (f->extent > 1) te_parallel(cs, f);
+    return;
+  }
+  /* the output (unpack + epilogue): n, oc.o, oh, ow.o | ow.i (unrolled), oc.i (vector); the conv at ow.o */
+  TeOp *o = os->op;
+  IterVar *oco, *oci, *wo, *wi;
+  split(os, o->axes[1], ocb, &oco, &oci);
+  split(os, o->axes[3], reg_n, &wo, &wi);
+  IterVar *oorder[6] = {o->axes[0], oco, o->axes[2], wo, wi, oci};
+  te_reorder(os, 6, oorder);
+  IterVar *f = te_fuse(os, o->axes[0], oco);
+  f = te_fuse(os, f, o->axes[2]);
+  if (f->extent > 1) te_parallel(os, f);
+  te_unroll(os, wi);
+  te_vectorize(os, oci);
+  te_compute_at(cs, os, wo);
+}
