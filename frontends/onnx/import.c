@@ -636,6 +636,10 @@ mlc_status onnx_import_file(Arena *a, const char *path, const OnnxImportOptions 
   void *buf = NULL;
   size_t size = 0;
   if (file_read(path, &buf, &size, d) != MLC_OK) return d->status;
+  if (onnx_check_nesting(buf, size, &onnx__model_proto__descriptor, ONNX_MAX_NESTING, path, d) != MLC_OK) {
+    free(buf);
+    return d->status;
+  }
   Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, size, buf);
   free(buf);
   if (!m) return diag_set(d, MLC_ERR_INVALID, "%s: not a valid ONNX model (protobuf parse failed)", path);

@@ -45,6 +45,11 @@ mlc_status onnx_tensor_data(const Onnx__TensorProto *t, const TensorType *type, 
                             const char *what, void *dst, Diag *d);
 /* The folder of a file path ("." when it has none), in a. */
 char *onnx_dir_of(Arena *a, const char *path);
+/* nesting.c: refuses (MLC_ERR_INVALID) wire data whose messages nest deeper than max_depth, before
+ * protobuf-c's recursive unpack can overflow the stack on it */
+#define ONNX_MAX_NESTING 256
+mlc_status onnx_check_nesting(const void *buf, size_t size, const ProtobufCMessageDescriptor *desc, int max_depth,
+                              const char *path, Diag *d);
 /* Both, into a new constant of cx's graph named name. */
 Value *onnx_tensor_const(OnnxCtx *cx, const Onnx__TensorProto *t, const char *name, Diag *d);
 
