@@ -3,11 +3,13 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 DEBS = cmake make gcc pkg-config libprotobuf-c-dev protobuf-c-compiler llvm-19-dev libcjson-dev \
-       libxgboost-dev zlib1g-dev python3 python3-numpy python3-onnx gcc-aarch64-linux-gnu libc6-dev-arm64-cross \
+       libxgboost-dev zlib1g-dev python3 python3-numpy python3-onnx clang-19 libclang-rt-19-dev gcc-aarch64-linux-gnu libc6-dev-arm64-cross \
        qemu-user
 MODEL ?= models/cnn_small.onnx
 
-.PHONY: all deps build run test clean
+FUZZ_SECONDS ?= 60
+
+.PHONY: all deps build run test check sanitize fuzz clean
 
 all: build
 
@@ -25,8 +27,27 @@ run: build
 	$(BUILD)/mlc compile $(MODEL) --target llvm --output $(BUILD)/default_model.tar
 	$(BUILD)/mlc run $(BUILD)/default_model.tar --print-time --repeat 10 --print-top 5
 
-test: build
+# `make test` is the CI entry (.ci/run): every ctest, then the sanitizer build and a bounded fuzzing run.
+# `make check` runs the ctests alone.
+test: check sanitize fuzz
+
+check: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# ASan+UBSan build: the unit tests, the CLI's bad/absurd-input tests and every 10th core conformance test.
+sanitize: deps
+	cmake -S . -B $(BUILD)-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMLC_SANITIZE=ON
+	cmake --build $(BUILD)-asan -j $(JOBS)
+	cd $(BUILD)-asan && ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -j $(JOBS) \
+	  -R '^unit\.|^cli\.bad_input$$|^cli\.json$$|^fuzz\.'
+	awk 'NR % 10 == 1' ../shared/onnx-tests/tiers/core.txt > $(BUILD)-asan/sanitize_tier.txt
+	ASAN_OPTIONS=detect_leaks=0 $(BUILD)-asan/mlc-conformance --tier $(BUILD)-asan/sanitize_tier.txt -j $(JOBS)
+
+# libFuzzer on the ONNX reader+importer for FUZZ_SECONDS, seeded from the test models (clang-19).
+fuzz: deps
+	CC=clang-19 cmake -S . -B $(BUILD)-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMLC_FUZZ=ON
+	cmake --build $(BUILD)-fuzz -j $(JOBS) --target fuzz_onnx
+	sh tests/fuzz/run_fuzz.sh $(BUILD)-fuzz/fuzz_onnx $(BUILD)-fuzz $(FUZZ_SECONDS)
 
 clean:
 	rm -rf $(BUILD)
