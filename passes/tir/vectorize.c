@@ -5,7 +5,8 @@
  * with v replaced by Ramp(min, 1, W). Integer + - * of a ramp and a loop-invariant scalar (or of two ramps)
  * stay ramps, so an index like `o * 8 + v` becomes Ramp(o * 8, 1, W), which codegen loads and stores as one
  * contiguous vector; everything else that depends on v is widened with the constructors (a scalar meeting a
- * vector is broadcast), and codegen gathers/scatters lane by lane where an index is not a unit ramp. A let
+ * vector is broadcast). Every access that depends on v must be such a contiguous vector: a gather or scatter
+ * (codegen would emit it lane by lane) is slower than LLVM's loop vectorizer on the original loop. A let
  * whose value becomes a vector makes its variable a vector variable (a W-lane reference to the same Var).
  *
  * The body is rewritten only when the result has the serial loop's meaning:
@@ -89,6 +90,17 @@ static Expr *vbinary(Vectorizer *v, Expr *e) {
   return tir_bin(a, k, x, y);
 }
 
+/* The access is one contiguous vector: the last index is a unit-stride ramp, the others are scalars. Anything
+ * else would be a lane-by-lane gather or scatter, which is slower than what LLVM's loop vectorizer makes of
+ * the original loop (interleaved accesses, or scalar code): such loops are left to it. */
+static bool contiguous(int n, Expr **idx) {
+  for (int i = 0; i < n - 1; i++)
+    if (idx[i]->lanes > 1) return false;
+  int64_t st;
+  Expr *last = n ? idx[n - 1] : NULL;
+  return last && (last->lanes == 1 || (last->kind == E_RAMP && tir_is_const_int(last->op.b, &st) && st == 1));
+}
+
 static Expr **vexprs(Vectorizer *v, int n, Expr **es, bool *changed) {
   Expr **out = arena_alloc(v->a, sizeof(Expr *) * (size_t)(n + 1));
   *changed = false;
@@ -142,6 +154,7 @@ static Expr *vexpr(Vectorizer *v, Expr *e) {
   case E_LOAD: {
     bool ch;
     Expr **idx = vexprs(v, e->load.n, e->load.idx, &ch);
+    if (ch && !contiguous(e->load.n, idx)) v->fail = true;
     Access acc = {e->load.buf, e->load.n, ch ? idx : e->load.idx};
     vec_push(a, &v->loads, acc);
     return ch ? tir_load(a, e->load.buf, e->load.n, idx) : e;
@@ -168,6 +181,7 @@ static Stmt *vstmt(Vectorizer *v, Stmt *s) {
   case S_STORE: {
     bool ch;
     Expr **idx = vexprs(v, s->store.n, s->store.idx, &ch);
+    if (ch && !contiguous(s->store.n, idx)) v->fail = true;
     Expr *val = vexpr(v, s->store.value);
     bool vidx = false;
     for (int i = 0; i < s->store.n; i++) vidx |= idx[i]->lanes > 1;
