@@ -17,6 +17,10 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <pthread.h>
+#include <llvm-c/BitReader.h>
+#include <llvm-c/BitWriter.h>
+#include <llvm-c/Linker.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 #include <time.h>
 #include "codegen/llvm/cg_internal.h"
@@ -44,6 +48,191 @@ void cg_diag_handler(LLVMDiagnosticInfoRef di, void *cgmodule) {
   LLVMDisposeMessage(msg);
 }
 
+/* ---- the optimisation pipeline, over kernel partitions in parallel ----
+ *
+ * Kernels never call each other, so the module is split into CG_PARTS partitions of whole kernels (each
+ * exported kernel with its internal .impl/.parN functions), balanced greedily by instruction count in module
+ * order. Every worker thread parses the module's bitcode into its own LLVMContext, deletes the kernels of other
+ * partitions, runs "globaldce" and the default<On> pipeline with its own target machine, and writes bitcode
+ * back; the main thread links the optimised partitions, in partition order, into a fresh module of the
+ * CgModule's context (the IR linker renames clashing internal symbols deterministically). The partition count
+ * is fixed, not the thread count, so the result does not depend on the machine's core count. */
+
+#define CG_PARTS 4
+
+static void pipeline_options(LLVMPassBuilderOptionsRef opts, int lv) {
+  LLVMPassBuilderOptionsSetLoopVectorization(opts, lv >= 2);
+  LLVMPassBuilderOptionsSetSLPVectorization(opts, lv >= 2);
+  LLVMPassBuilderOptionsSetLoopUnrolling(opts, lv >= 1);
+  LLVMPassBuilderOptionsSetLoopInterleaving(opts, lv >= 2);
+}
+
+typedef struct OptPart {
+  const char *bc;
+  size_t bclen;
+  int nkeep;
+  const char **keep; /* kernel names of this partition */
+  int nall;
+  const char **all;  /* every kernel name */
+  LLVMTargetMachineRef tm;
+  int lv;
+  LLVMMemoryBufferRef out; /* optimised bitcode */
+  char err[512];
+} OptPart;
+
+static void part_diag_handler(LLVMDiagnosticInfoRef di, void *user) {
+  OptPart *p = user;
+  if (LLVMGetDiagInfoSeverity(di) != LLVMDSError || p->err[0]) return;
+  char *msg = LLVMGetDiagInfoDescription(di);
+  snprintf(p->err, sizeof p->err, "%s", msg ? msg : "unknown LLVM error");
+  LLVMDisposeMessage(msg);
+}
+
+static void *opt_part_main(void *arg) {
+  OptPart *p = arg;
+  LLVMContextRef ctx = LLVMContextCreate();
+  LLVMContextSetDiagnosticHandler(ctx, part_diag_handler, p);
+  LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRange(p->bc, p->bclen, "mlc-part", 0);
+  LLVMModuleRef mod = NULL;
+  if (LLVMParseBitcodeInContext2(ctx, mb, &mod)) {
+    if (!p->err[0]) snprintf(p->err, sizeof p->err, "cannot read back the module's bitcode");
+  } else {
+    for (int i = 0; i < p->nall; i++) {
+      bool mine = false;
+      for (int j = 0; j < p->nkeep && !mine; j++) mine = p->keep[j] == p->all[i];
+      LLVMValueRef fn = mine ? NULL : LLVMGetNamedFunction(mod, p->all[i]);
+      if (fn) LLVMDeleteFunction(fn);
+    }
+    LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
+    pipeline_options(opts, p->lv);
+    char pipeline[64];
+    snprintf(pipeline, sizeof pipeline, "globaldce,default<O%d>", p->lv);
+    LLVMErrorRef err = LLVMRunPasses(mod, pipeline, p->tm, opts);
+    LLVMDisposePassBuilderOptions(opts);
+    if (err) {
+      char *msg = LLVMGetErrorMessage(err);
+      if (!p->err[0]) snprintf(p->err, sizeof p->err, "%s", msg ? msg : "unknown LLVM error");
+      LLVMDisposeErrorMessage(msg);
+    }
+    if (!p->err[0]) p->out = LLVMWriteBitcodeToMemoryBuffer(mod);
+    LLVMDisposeModule(mod);
+  }
+  LLVMDisposeMemoryBuffer(mb);
+  LLVMContextDispose(ctx);
+  return NULL;
+}
+
+static int fn_size(LLVMValueRef fn) {
+  int n = 0;
+  for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
+    for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in)) n++;
+  return n;
+}
+
+static int compile_threads(void) {
+  const char *e = getenv("MLC_COMPILE_THREADS");
+  long n = e && *e ? strtol(e, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+  return n < 1 ? 1 : n > CG_PARTS ? CG_PARTS : (int)n;
+}
+
+/* MLC_OK with *done false when the module is not worth splitting (or threads are not available). */
+static mlc_status optimize_partitioned(CgModule *m, int lv, bool *done, Diag *d) {
+  *done = false;
+  int nthreads = compile_threads();
+  if (nthreads < 2) return MLC_OK;
+  /* kernels: defined functions with external linkage, in module order; weight = their call tree's size */
+  VEC(const char *) names = {0};
+  VEC(int) weight = {0};
+  for (LLVMValueRef fn = LLVMGetFirstFunction(m->mod); fn; fn = LLVMGetNextFunction(fn)) {
+    if (LLVMIsDeclaration(fn) || LLVMGetLinkage(fn) != LLVMExternalLinkage) continue;
+    size_t len;
+    vec_push(m->arena, &names, arena_strdup(m->arena, LLVMGetValueName2(fn, &len)));
+    vec_push(m->arena, &weight, 0);
+  }
+  if (names.n < 2) return MLC_OK;
+  for (LLVMValueRef fn = LLVMGetFirstFunction(m->mod); fn; fn = LLVMGetNextFunction(fn)) {
+    if (LLVMIsDeclaration(fn)) continue;
+    size_t len;
+    const char *fname = LLVMGetValueName2(fn, &len);
+    for (int k = 0; k < names.n; k++) {
+      size_t kl = strlen(names.v[k]);
+      if (!strncmp(fname, names.v[k], kl) && (fname[kl] == 0 || fname[kl] == '.')) {
+        weight.v[k] += fn_size(fn);
+        break;
+      }
+    }
+  }
+  int nparts = names.n < CG_PARTS ? names.n : CG_PARTS;
+  OptPart parts[CG_PARTS];
+  memset(parts, 0, sizeof parts);
+  int64_t load[CG_PARTS] = {0};
+  LLVMMemoryBufferRef bc = LLVMWriteBitcodeToMemoryBuffer(m->mod);
+  for (int i = 0; i < nparts; i++) {
+    parts[i].bc = LLVMGetBufferStart(bc);
+    parts[i].bclen = LLVMGetBufferSize(bc);
+    parts[i].keep = arena_alloc(m->arena, sizeof(const char *) * (size_t)names.n);
+    parts[i].nall = names.n;
+    parts[i].all = names.v;
+    parts[i].lv = lv;
+  }
+  /* greedy: heaviest kernel first (ties: module order) onto the lightest partition (ties: lowest index) */
+  bool *placed = arena_alloc(m->arena, (size_t)names.n);
+  for (int r = 0; r < names.n; r++) {
+    int best = -1;
+    for (int k = 0; k < names.n; k++)
+      if (!placed[k] && (best < 0 || weight.v[k] > weight.v[best])) best = k;
+    placed[best] = true;
+    int p = 0;
+    for (int i = 1; i < nparts; i++)
+      if (load[i] < load[p]) p = i;
+    parts[p].keep[parts[p].nkeep++] = names.v[best];
+    load[p] += weight.v[best] + 1;
+  }
+  mlc_status st = MLC_OK;
+  for (int i = 0; i < nparts && !st; i++)
+    if (!(parts[i].tm = cg_create_tm(&m->target, false, d))) st = d->status;
+  /* nthreads workers: partitions i, i + nthreads, ... run in turn on worker i % nthreads */
+  pthread_t tid[CG_PARTS];
+  bool started[CG_PARTS] = {0};
+  for (int base = 0; base < nparts && !st; base += nthreads) {
+    for (int i = base; i < nparts && i < base + nthreads; i++)
+      started[i] = pthread_create(&tid[i], NULL, opt_part_main, &parts[i]) == 0;
+    for (int i = base; i < nparts && i < base + nthreads; i++) {
+      if (started[i]) pthread_join(tid[i], NULL);
+      else opt_part_main(&parts[i]);
+    }
+  }
+  for (int i = 0; i < nparts && !st; i++)
+    if (parts[i].err[0] || !parts[i].out)
+      st = diag_set(d, MLC_ERR_INTERNAL, "internal error: LLVM optimisation failed: %s",
+                    parts[i].err[0] ? parts[i].err : "no output");
+  LLVMModuleRef merged = NULL;
+  for (int i = 0; i < nparts && !st; i++) {
+    LLVMModuleRef pm = NULL;
+    if (LLVMParseBitcodeInContext2(m->ctx, parts[i].out, &pm)) {
+      st = diag_set(d, MLC_ERR_INTERNAL, "internal error: cannot read back an optimised partition");
+      break;
+    }
+    if (!merged) merged = pm;
+    else if (LLVMLinkModules2(merged, pm))
+      st = diag_set(d, MLC_ERR_INTERNAL, "internal error: linking optimised partitions failed: %s",
+                    m->llvm_error[0] ? m->llvm_error : "unknown");
+  }
+  for (int i = 0; i < nparts; i++) {
+    if (parts[i].out) LLVMDisposeMemoryBuffer(parts[i].out);
+    if (parts[i].tm) LLVMDisposeTargetMachine(parts[i].tm);
+  }
+  LLVMDisposeMemoryBuffer(bc);
+  if (st) {
+    if (merged) LLVMDisposeModule(merged);
+    return st;
+  }
+  LLVMDisposeModule(m->mod);
+  m->mod = merged;
+  *done = true;
+  return MLC_OK;
+}
+
 mlc_status cg_optimize(CgModule *m, Diag *d) {
   if (m->optimized) return MLC_OK;
   if (!m->mod) return diag_set(d, MLC_ERR_INTERNAL, "codegen: module already handed to the JIT");
@@ -57,20 +246,22 @@ mlc_status cg_optimize(CgModule *m, Diag *d) {
   int lv = m->target.opt_level;
   if (lv < 0) lv = 0;
   if (lv > 3) lv = 3;
-  char pipeline[32];
-  snprintf(pipeline, sizeof pipeline, "default<O%d>", lv);
-  LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
-  LLVMPassBuilderOptionsSetLoopVectorization(opts, lv >= 2);
-  LLVMPassBuilderOptionsSetSLPVectorization(opts, lv >= 2);
-  LLVMPassBuilderOptionsSetLoopUnrolling(opts, lv >= 1);
-  LLVMPassBuilderOptionsSetLoopInterleaving(opts, lv >= 2);
   double t0 = tnow();
-  LLVMErrorRef err = LLVMRunPasses(m->mod, pipeline, m->tm, opts);
-  if (getenv("MLC_TIME_PHASES")) fprintf(stderr, "[time] llvm opt %.3f s\n", tnow() - t0);
-  LLVMDisposePassBuilderOptions(opts);
-  if (!err && m->llvm_error[0])
-    return diag_set(d, MLC_ERR_INTERNAL, "internal error: LLVM optimisation failed: %s", m->llvm_error);
-  if (err) return cg_error_to_diag(err, d, MLC_ERR_INTERNAL, "internal error: LLVM optimisation failed");
+  bool done = false;
+  mlc_status st = optimize_partitioned(m, lv, &done, d);
+  if (st) return st;
+  if (!done) {
+    char pipeline[32];
+    snprintf(pipeline, sizeof pipeline, "default<O%d>", lv);
+    LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
+    pipeline_options(opts, lv);
+    LLVMErrorRef err = LLVMRunPasses(m->mod, pipeline, m->tm, opts);
+    LLVMDisposePassBuilderOptions(opts);
+    if (!err && m->llvm_error[0])
+      return diag_set(d, MLC_ERR_INTERNAL, "internal error: LLVM optimisation failed: %s", m->llvm_error);
+    if (err) return cg_error_to_diag(err, d, MLC_ERR_INTERNAL, "internal error: LLVM optimisation failed");
+  }
+  if (getenv("MLC_TIME_PHASES")) fprintf(stderr, "[time] llvm opt %.3f s%s\n", tnow() - t0, done ? " (partitioned)" : "");
   m->optimized = true;
   return MLC_OK;
 }
