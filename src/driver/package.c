@@ -188,6 +188,7 @@ static void *jit_lookup(void *h, const char *sym) { return cg_jit_lookup(h, sym)
 
 mlc_status mlc_jit_executor(Compiled *c, mlc_pool *pool, rt_executor **ex, CgJit **jit, Diag *d) {
   rt_plan *plan = calloc(1, sizeof *plan);
+  if (!plan) return diag_set(d, MLC_ERR_INTERNAL, "out of memory");
   if (mlc_build_plan(c, plan, d) != MLC_OK) {
     rt_plan_free(plan);
     free(plan);
@@ -201,7 +202,9 @@ mlc_status mlc_jit_executor(Compiled *c, mlc_pool *pool, rt_executor **ex, CgJit
     return d->status;
   }
   char err[RT_ERRLEN] = "";
-  if (rt_executor_create(plan, jit_lookup, *jit, pool, ex, err) != 0) {
+  int rc = rt_executor_create(plan, jit_lookup, *jit, pool, ex, err);
+  free(plan); /* its contents moved into the executor, on success and failure alike */
+  if (rc != 0) {
     cg_jit_free(*jit);
     *jit = NULL;
     return diag_set(d, MLC_ERR_INTERNAL, "%s", err);
