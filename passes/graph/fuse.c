@@ -3,9 +3,11 @@
  * The rules are TVM's (src/relay/transforms/fuse_ops.cc), decided only from pattern kinds:
  *   - an elementwise/broadcast op fuses into the group of the producer of one of its inputs when that producer's
  *     value has exactly one consumer (this op), is not a graph output, and the group's anchor is elementwise,
- *     broadcast, injective or out-elemwise-fusable (conv2d + bias + relu; dense + add);
+ *     broadcast, injective, a reduction or out-elemwise-fusable (conv2d + bias + relu; dense + add);
  *   - an injective op fuses into a group whose ops are all injective or simpler (reshape/transpose chains);
- *   - reductions and opaque ops start their own group; nothing fuses into an opaque op.
+ *   - a reduction fuses into a group of injective ops (they become its inlined reads), and elementwise ops
+ *     after a reduction join it;
+ *   - opaque ops stay alone; nothing fuses into an opaque op.
  * This is the greedy, single-consumer form of TVM's post-dominator algorithm: a value with several consumers
  * always ends a group, so no computation is duplicated and every group has a tree of internal values. */
 #include <string.h>
@@ -15,8 +17,11 @@ static int group_pattern(const FusedGroup *g) { return g->anchor->op->pattern; }
 
 static bool can_join(const FusedGroup *grp, const Node *n) {
   int np = n->op->pattern, gp = group_pattern(grp);
-  if (np <= PAT_BROADCAST) return gp <= PAT_INJECTIVE || gp == PAT_OUT_ELEMWISE_FUSABLE;
+  /* elementwise epilogues join anything but opaque ops (conv + bias + relu, sum + divide) */
+  if (np <= PAT_BROADCAST) return gp <= PAT_OUT_ELEMWISE_FUSABLE;
   if (np == PAT_INJECTIVE) return gp <= PAT_INJECTIVE;
+  /* a reduction takes its injective producers (transpose + sum), inlined into its reads */
+  if (np == PAT_COMM_REDUCE) return gp <= PAT_INJECTIVE;
   return false;
 }
 

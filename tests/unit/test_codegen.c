@@ -548,15 +548,16 @@ static void test_asm(void) {
 
 static void test_errors(void) {
   Diag d = {0};
-  /* GPU codegen is rejected with a clear status */
+  /* GPU codegen (codegen/llvm/nvptx.c) takes a kernel without thread bindings too: it runs on one thread */
   Target gpu;
   CHECK_OK(cg_target_parse("nvptx -mcpu=sm_90", &gpu, &d), d);
   CgModule *m = cg_module_new(&gpu, "gpu", &d);
   CHECK(m != NULL);
   if (m) {
-    CHECK(cg_add_func(m, vadd_func("g", 8), &d) == MLC_ERR_UNSUPPORTED && strstr(d.msg, "GPU"));
+    CHECK_OK(cg_add_func(m, vadd_func("g", 8), &d), d);
     cg_module_free(m);
   }
+  d = (Diag){0};
   /* an unbound variable fails the function, and the module stays usable */
   d = (Diag){0};
   m = cg_module_new(&host, "err", &d);
