@@ -54,3 +54,10 @@ save("fuse_ops", [
     helper.make_node("Add", ["c2", "r"], ["s"], name="residual"),
     helper.make_node("Relu", ["s"], ["y"], name="relu2")], [xi], [yo],
     [const("w", [8, 3, 3, 3]), const("b", [8]), const("w2", [8, 8, 1, 1])])
+x3 = helper.make_tensor_value_info("x", F, [2, 3, 4])
+y3 = helper.make_tensor_value_info("y", F, [4, 1, 3])
+save("fuse_reduce", [helper.make_node("Transpose", ["x"], ["t"], name="transpose", perm=[2, 1, 0]),
+                     helper.make_node("ReduceSum", ["t", "axes"], ["s"], name="sum", keepdims=1),
+                     helper.make_node("Div", ["s", "two"], ["y"], name="div")], [x3],
+     [helper.make_tensor_value_info("y", F, [4, 3, 1])],
+     [numpy_helper.from_array(np.array([2], np.int64), "axes"), numpy_helper.from_array(np.float32(2.0), "two")])
