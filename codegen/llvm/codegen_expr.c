@@ -30,7 +30,7 @@ static int int_bits(mlc_dtype t) {
 
 static const char *const intrin_names[INTRIN_COUNT] = {
     "exp", "log", "sqrt", "tanh", "sigmoid", "erf", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
-    "asinh", "acosh", "atanh", "fabs", "floor", "ceil", "round", "trunc", "pow", "atan2", "isnan", "isinf", "fma"};
+    "asinh", "acosh", "atanh", "fabs", "floor", "ceil", "round", "trunc", "pow", "atan2", "isnan", "isinf", "fma", "reinterpret"};
 
 static int lanes_of(LLVMValueRef v) {
   LLVMTypeRef t = LLVMTypeOf(v);
@@ -431,6 +431,14 @@ static LLVMValueRef cg_call(CgModule *m, const Expr *e) {
     if (lanes_of(args[i]) > lanes) lanes = lanes_of(args[i]);
   }
   mlc_dtype at = e->call.args[0]->dtype;
+  if (in == INTRIN_REINTERPRET) { /* same-size bit cast, lane by lane */
+    LLVMTypeRef rt = cg_reg_type(m, e->dtype, lanes_of(args[0]));
+    if (!rt || mlc_dtype_size(at) != mlc_dtype_size(e->dtype) || at == MLC_BOOL || e->dtype == MLC_BOOL ||
+        e->dtype == MLC_F16 || e->dtype == MLC_BF16 || at == MLC_F16 || at == MLC_BF16)
+      return fail(m, MLC_ERR_UNSUPPORTED, "codegen: reinterpret of %s as %s", mlc_dtype_name(at),
+                  mlc_dtype_name(e->dtype));
+    return LLVMBuildBitCast(m->b, args[0], rt, "");
+  }
   for (int i = 0; i < n; i++) {
     if (e->call.args[i]->dtype != at && !(args[i] = convert(m, args[i], e->call.args[i]->dtype, at))) return NULL;
     args[i] = cg_splat(m, args[i], lanes);

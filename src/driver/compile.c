@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include "driver/driver.h"
+#include "passes/tir/tir_passes.h"
 #include "te/te.h"
 #include "topi/topi.h"
 
@@ -121,6 +122,7 @@ static TirFunc *schedule_and_lower(TeCtx *tc, const Graph *g, const FusedGroup *
     at_node(g, grp->anchor, &inner, d);
     return NULL;
   }
+  tir_lower_intrinsics_func(tc->arena, f, tc->target); /* vectorizable exp/erf/tanh/..., fma */
   if (tir_dump) {
     tir_print_func(tir_dump, f);
     sb_printf(tir_dump, "\n");

@@ -43,6 +43,7 @@ typedef enum Intrin {
   INTRIN_SINH, INTRIN_COSH, INTRIN_ASINH, INTRIN_ACOSH, INTRIN_ATANH,
   INTRIN_FABS, INTRIN_FLOOR, INTRIN_CEIL, INTRIN_ROUND, /* round half to even */
   INTRIN_TRUNC, INTRIN_POW, INTRIN_ATAN2, INTRIN_ISNAN, INTRIN_ISINF, INTRIN_FMA,
+  INTRIN_REINTERPRET, /* the bits of args[0] read as the call's dtype (same size): LowerIntrinsics' exponent tricks */
   INTRIN_COUNT
 } Intrin;
 
