@@ -10,6 +10,7 @@ static const GraphPass passes[] = {
     {"SimplifyInference",       0, pass_simplify_inference},
     {"EliminateCommonSubexpr",  2, pass_eliminate_common_subexpr},
     {"FoldConstant",            2, pass_fold_constant},
+    {"SimplifyExpr",            1, pass_simplify_expr}, /* pow(x, 2) -> x * x */
     {"FoldScaleAxis",           3, pass_fold_scale_axis},
     {"FoldConstant",            3, pass_fold_constant}, /* the weights FoldScaleAxis scaled */
     {"AlterOpLayout",           2, pass_alter_op_layout},

@@ -49,6 +49,7 @@ mlc_status pass_fold_scale_axis(Graph *g, const PassOptions *opt, Diag *d);     
  * MLC_ERR_UNSUPPORTED, without touching d, when it depends on a graph input. */
 mlc_status pass_evaluate(Graph *g, Value *v, void **data, Diag *d);
 mlc_status pass_dead_code_elim(Graph *g, const PassOptions *opt, Diag *d);           /* dce.c */
+mlc_status pass_simplify_expr(Graph *g, const PassOptions *opt, Diag *d);            /* simplify_expr.c */
 mlc_status pass_alter_op_layout(Graph *g, const PassOptions *opt, Diag *d);          /* alter_op_layout.c */
 
 typedef struct FusedGroup {

@@ -14,8 +14,7 @@
  *   conv{1,2,3}d NCHW  knobs tile_oc, tile_ow, tile_ic, unroll_kw:
  *     n, oc.o, spatial.., ow.o, ic.o, k.., ic.i, oc.i (unrolled), ow.i (vectorized); parallel over the
  *     fused n x oc.o (x the next spatial axis while that has fewer iterations than twice the cores)
- *   dense / batch_matmul  knobs tile_m, tile_n, tile_k, unroll:
- *     batch.., m.o, n.o, k.o, k.i, m.i (unrolled), n.i (vectorized); parallel over fused batch x m.o x n.o
+ *   dense / batch_matmul: dense_x86.c (register-blocked GEMM, knobs tile_m, tile_n, tile_k, par_n)
  *   pool: the innermost output axis split by the lanes and vectorized, reduce window inside, parallel outer
  *   softmax: the output stage as an injective stage; its max / sum reductions as generic reductions.
  * Split factors need not divide: the lowering guards the last outer iteration. */
@@ -176,7 +175,9 @@ static void schedule_reduce(TeCtx *c, TeStage *st) {
   if (op_work(op) >= PARALLEL_MIN_WORK && f->extent > 1) te_parallel(st, f);
 }
 
-static void schedule_stage(TeCtx *c, TeStage *st) {
+static void schedule_stage(TeCtx *c, TeStage *st) { topi_schedule_stage_generic(c, st); }
+
+void topi_schedule_stage_generic(TeCtx *c, TeStage *st) {
   if (st->op->kind != TE_COMPUTE || st->attach != ATTACH_ROOT) return;
   if (st->op->nreduce > 0)
     schedule_reduce(c, st);
@@ -259,71 +260,6 @@ static void conv_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, const
   }
 }
 
-/* ---------------------------------------------------------------- dense / matmul / batch_matmul */
-
-static void dense_space(const Target *t, const TeOp *a, TopiConfigSpace *s) {
-  memset(s, 0, sizeof *s);
-  if (a->naxes == 0 || a->nreduce != 1) return;
-  int lanes = vector_lanes(t, a->outputs[0]->dtype);
-  int64_t nn = a->axes[a->naxes - 1]->extent, m = a->naxes >= 2 ? a->axes[a->naxes - 2]->extent : 1;
-  int64_t k = a->reduce_axes[0]->extent;
-  int64_t vx[3] = {lanes, 2 * lanes, 4 * lanes};
-  knob_split(s, "tile_n", nn, 4 * lanes, 3, vx);
-  knob_split(s, "tile_m", m, 16, 0, NULL);
-  knob_split(s, "tile_k", k, k > 1024 ? 1024 : k, 0, NULL);
-  knob_onoff(s, "unroll");
-}
-
-static void dense_fallback(const Target *t, const TeOp *a, TopiConfig *cfg) {
-  memset(cfg, 0, sizeof *cfg);
-  if (a->naxes == 0 || a->nreduce != 1) return;
-  int lanes = vector_lanes(t, a->outputs[0]->dtype);
-  int64_t nn = a->axes[a->naxes - 1]->extent, m = a->naxes >= 2 ? a->axes[a->naxes - 2]->extent : 1;
-  int64_t k = a->reduce_axes[0]->extent;
-  static const int64_t m_cands[] = {4, 2};
-  cfg_set(cfg, "tile_n", vector_tile(nn, lanes, true));
-  cfg_set(cfg, "tile_m", first_divisor_of(m, 2, m_cands));
-  cfg_set(cfg, "tile_k", k > 256 ? largest_divisor(k, 256) : k);
-  cfg_set(cfg, "unroll", 1);
-}
-
-static void dense_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, const TopiConfig *cfg) {
-  TeStage *st = te_stage(s, a->outputs[0]);
-  if (!st || a->naxes == 0 || a->nreduce != 1 || st->nleaf != a->naxes + 1) {
-    if (st) schedule_stage(c, st);
-    return;
-  }
-  int nb = a->naxes >= 2 ? a->naxes - 2 : 0;
-  IterVar *nv = a->axes[a->naxes - 1], *mv = a->naxes >= 2 ? a->axes[a->naxes - 2] : NULL, *kv = a->reduce_axes[0];
-  IterVar *no, *ni, *mo = NULL, *mi = NULL, *ko, *ki;
-  split(st, nv, topi_config_get(cfg, "tile_n", 1), &no, &ni);
-  if (mv) split(st, mv, topi_config_get(cfg, "tile_m", 1), &mo, &mi);
-  split(st, kv, topi_config_get(cfg, "tile_k", kv->extent), &ko, &ki);
-  IterVar *order[MLC_MAX_DIMS + 8];
-  int k = 0;
-  for (int i = 0; i < nb; i++) order[k++] = a->axes[i];
-  if (mo) order[k++] = mo;
-  order[k++] = no;
-  order[k++] = ko;
-  order[k++] = ki;
-  if (mi) order[k++] = mi;
-  order[k++] = ni;
-  te_reorder(st, k, order);
-  IterVar *par[MLC_MAX_DIMS + 2];
-  int np = 0;
-  for (int i = 0; i < nb; i++) par[np++] = a->axes[i];
-  if (mo) par[np++] = mo;
-  par[np++] = no;
-  IterVar *f = fuse_range(st, par, np);
-  if (op_work(a) >= PARALLEL_MIN_WORK && f->extent > 1) te_parallel(st, f);
-  if (mi && mi->extent > 1 && topi_config_get(cfg, "unroll", 0)) te_unroll(st, mi);
-  if (ni->extent > 1) te_vectorize(st, ni);
-  if (out && out->op != a) {
-    TeStage *os = te_stage(s, out);
-    if (os) schedule_stage(c, os);
-  }
-}
-
 /* ---------------------------------------------------------------- pooling */
 
 static void pool_space(const Target *t, const TeOp *a, TopiConfigSpace *s) { memset(s, 0, sizeof *s); }
@@ -386,8 +322,8 @@ static const TopiTemplate templates[] = {
     {"conv2d_nchw.x86", conv_space, conv_fallback, conv_schedule},
     {"conv2d_packed.x86", topi_conv2d_packed_space, topi_conv2d_packed_fallback, topi_conv2d_packed_schedule},
     {"conv3d_ncdhw.x86", conv_space, conv_fallback, conv_schedule},
-    {"dense.x86", dense_space, dense_fallback, dense_schedule},
-    {"batch_matmul.x86", dense_space, dense_fallback, dense_schedule},
+    {"dense.x86", topi_dense_x86_space, topi_dense_x86_fallback, topi_dense_x86_schedule},
+    {"batch_matmul.x86", topi_dense_x86_space, topi_dense_x86_fallback, topi_dense_x86_schedule},
     {"pool.x86", pool_space, pool_fallback, pool_schedule},
     {"softmax.x86", softmax_space, softmax_fallback, softmax_schedule},
 };
@@ -442,7 +378,19 @@ TeSchedule *topi_schedule_group(TeCtx *c, int nout, TeTensor **outs, const TopiC
         if (cfg->names[i]) cfg_set(&merged, cfg->names[i], cfg->values[i]);
     /* the epilogue the template schedules: the first output that is not the anchor itself */
     TeTensor *out = outs[0];
+    int before = s->nstages;
+    TeOp **old_ops = arena_alloc(c->arena, sizeof(TeOp *) * (size_t)(before + 1));
+    for (int i = 0; i < before; i++) old_ops[i] = s->stages[i]->op;
     tmpl->schedule(c, s, anchor, out, &merged);
+    if (s->nstages != before) { /* the template added stages (cache_write) and scheduled them itself */
+      bool *d2 = arena_alloc(c->arena, (size_t)s->nstages + 1);
+      for (int i = 0; i < s->nstages; i++) {
+        d2[i] = true;
+        for (int j = 0; j < before; j++)
+          if (old_ops[j] == s->stages[i]->op) d2[i] = done[j];
+      }
+      done = d2;
+    }
     for (int i = 0; i < s->nstages; i++)
       if (s->stages[i]->op == anchor || s->stages[i]->op == out->op) done[i] = true;
   }

@@ -57,6 +57,15 @@ TeSchedule *topi_schedule_group(TeCtx *c, int nout, TeTensor **outs, const TopiC
  * the threads per block and bound to blockIdx.x / threadIdx.x; reduce axes serial inside the thread. */
 TeSchedule *topi_schedule_gpu(TeCtx *c, int nout, TeTensor **outs, Diag *d);
 
+/* The generic schedule of a root stage that no template owns (schedule.c): injective stages fuse outer axes,
+ * parallel, vectorize the innermost; reductions parallel over their spatial axes. */
+void topi_schedule_stage_generic(TeCtx *c, TeStage *st);
+
+/* ---- dense_x86.c: the dense / matmul / batch_matmul template ---- */
+void topi_dense_x86_space(const Target *t, const TeOp *anchor, TopiConfigSpace *space);
+void topi_dense_x86_fallback(const Target *t, const TeOp *anchor, TopiConfig *cfg);
+void topi_dense_x86_schedule(TeCtx *c, TeSchedule *s, TeOp *anchor, TeTensor *out, const TopiConfig *cfg);
+
 /* ---- helpers shared by op families (common.c) ---- */
 /* numpy broadcasting of input shapes -> output type (dtype of a) */
 mlc_status topi_broadcast_shape(const TensorType *a, const TensorType *b, TensorType *out);
