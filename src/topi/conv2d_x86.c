@@ -18,7 +18,10 @@
  * weight vector load and reg_n broadcast FMAs per step; the epilogue is applied once per tile at the store.
  * The fallback takes reg_n = the largest divisor of OW that fits the register file (AVX-512: 32 registers,
  * AVX2: 16; reg_n * ocb/lanes accumulators plus the weight vectors and a broadcast) and the whole input
- * channel range per reduction (ic, kh, kw walk the packed weight contiguously). */
+ * channel range per reduction (ic, kh, kw walk the packed weight contiguously). When that tile would not
+ * divide OW or would hold too few accumulators to hide the FMA latency (squeezenet's 27, 13, 111), the packed
+ * conv is computed over a width padded up to a multiple of a better tile (padded_width), reading a padding
+ * stage widened with zeros; only the NCHW store of the last tile is guarded. */
 #include <string.h>
 #include "topi/topi.h"
 
@@ -26,6 +29,7 @@
 
 typedef struct PackedConv {
   int64_t n, c, h, w, occ, ocb, kh, kw, oh, ow;
+  int64_t owp; /* the packed conv's width: ow rounded up to a multiple of the register tile (packed_compute) */
   int64_t strides[2], dil[2], pad[4]; /* pad: top, left, bottom, right */
 } PackedConv;
 
@@ -87,6 +91,28 @@ static mlc_status packed_infer(Node *n, Diag *d) {
 
 /* ---------------------------------------------------------------- compute */
 
+static int64_t reg_n_max(const Target *t, int64_t ocb);
+static int64_t default_reg_n(int64_t ow, int64_t max);
+
+/* The packed conv's width. When the fallback tile divides OW and holds enough accumulators to cover the FMA
+ * latency (8 vectors in flight: 2 FMA pipes x 4 cycles), OW itself; else OW rounded up to a multiple of the
+ * tile r in [8/vecs, max] that wastes the fewest columns (ties: the larger r). The extra columns read the
+ * zero-extended padding stage and are never stored: the NCHW output's last tile is guarded at the store,
+ * outside the reduction, instead of a narrow tile (27 -> 3 columns) or a guard in the hot loop (13). */
+static int64_t padded_width(const Target *t, int64_t ow, int64_t ocb) {
+  int vb = t && t->vector_bytes > 0 ? t->vector_bytes : 16;
+  int64_t lanes = vb / 4 < 1 ? 1 : vb / 4, vecs = (ocb + lanes - 1) / lanes;
+  int64_t mx = reg_n_max(t, ocb), r0 = default_reg_n(ow, mx), rmin = (8 + vecs - 1) / vecs;
+  if (rmin > mx) rmin = mx;
+  if (ow % r0 == 0 && (r0 >= rmin || r0 == ow)) return ow;
+  int64_t best = ow, best_r = 0;
+  for (int64_t r = rmin; r <= mx; r++) {
+    int64_t w = (ow + r - 1) / r * r;
+    if (!best_r || w < best || (w == best && r > best_r)) best = w, best_r = r;
+  }
+  return best_r ? best : ow;
+}
+
 typedef struct PackedCtx {
   PackedConv p;
   TeTensor *data, *pad, *weight, *conv;
@@ -136,11 +162,15 @@ static mlc_status packed_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **o
   k->data = ins[0];
   k->weight = ins[1];
   k->pad = ins[0];
-  if (p->pad[0] || p->pad[1] || p->pad[2] || p->pad[3]) {
-    int64_t ps[4] = {p->n, p->c, p->h + p->pad[0] + p->pad[2], p->w + p->pad[1] + p->pad[3]};
+  p->owp = padded_width(c->target, p->ow, p->ocb);
+  /* the padded input must cover the extra columns: (owp - 1) * stride + the dilated kernel width */
+  int64_t wneed = (p->owp - 1) * p->strides[1] + (p->kw - 1) * p->dil[1] + 1, wpad = p->w + p->pad[1] + p->pad[3];
+  if (wneed > wpad) wpad = wneed;
+  if (p->pad[0] || p->pad[1] || p->pad[2] || p->pad[3] || wpad > p->w) {
+    int64_t ps[4] = {p->n, p->c, p->h + p->pad[0] + p->pad[2], wpad};
     k->pad = te_compute(c, "data_pad", "conv2d_packed_pad", MLC_F32, 4, ps, pad_body, k);
   }
-  int64_t cs[5] = {p->n, p->occ, p->oh, p->ow, p->ocb};
+  int64_t cs[5] = {p->n, p->occ, p->oh, p->owp, p->ocb};
   k->conv = te_compute(c, "conv2d_packed", "conv2d_packed", MLC_F32, 5, cs, conv_body, k);
   int64_t os[4] = {p->n, p->occ * p->ocb, p->oh, p->ow};
   outs[0] = te_compute(c, "conv2d_nchw", "conv2d_packed_unpack", MLC_F32, 4, os, unpack_body, k);
@@ -234,7 +264,7 @@ void topi_conv2d_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out
   bool tiled_out = os && os->op->kind == TE_COMPUTE && os->op->nreduce == 0 && out->ndim == 4 &&
                    os->nleaf == 4 && os->attach == ATTACH_ROOT && out->shape[0] == a->axes[0]->extent &&
                    out->shape[1] == a->axes[1]->extent * ocb && out->shape[2] == a->axes[2]->extent &&
-                   out->shape[3] == a->axes[3]->extent;
+                   out->shape[3] <= a->axes[3]->extent;
   int64_t mx = reg_n_max(c->target, ocb);
   int64_t reg_n = topi_config_get(cfg, "tile_ow", default_reg_n(a->axes[3]->extent, mx));
   int64_t tic = topi_config_get(cfg, "tile_ic", a->reduce_axes[0]->extent);

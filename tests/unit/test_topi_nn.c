@@ -211,6 +211,38 @@ static void test_conv(const char *name, int nsp, const int64_t *xs, const int64_
   free(data[1]);
 }
 
+/* nn.conv2d_packed (src/topi/conv2d_x86.c): the weight packed [OC/ocb][IC][KH][KW][ocb] here, the result
+ * against the plain conv reference; widths the register tile does not divide (13, 27, 11 with stride 2, no
+ * padding) take the padded-width path, whose extra columns must never reach the output */
+static void test_conv_packed(const char *name, const int64_t *xs, const int64_t *ws, int64_t ocb, int64_t stride,
+                             const int64_t *pads) {
+  conv_p.nsp = 2;
+  for (int i = 0; i < 2; i++) conv_p.strides[i] = stride, conv_p.dil[i] = 1;
+  memcpy(conv_p.pads, pads, sizeof(int64_t) * 4);
+  conv_p.groups = 1;
+  TensorType tin[2] = {tt(4, xs), tt(4, ws)};
+  float *data[2] = {rand_tensor(&tin[0], 3), rand_tensor(&tin[1], 4)};
+  int64_t OC = ws[0], IC = ws[1], KH = ws[2], KW = ws[3];
+  int64_t pd[5] = {OC / ocb, IC, KH, KW, ocb};
+  TensorType pin[2] = {tin[0], tt(5, pd)};
+  float *packed = malloc(sizeof(float) * (size_t)tt_numel(&tin[1]));
+  for (int64_t o = 0; o < OC; o++)
+    for (int64_t i = 0; i < IC * KH * KW; i++) packed[((o / ocb) * IC * KH * KW + i) * ocb + o % ocb] = data[1][o * IC * KH * KW + i];
+  float *pdata[2] = {data[0], packed};
+  TensorType ot;
+  float *got = run_op(name, "nn.conv2d_packed", 2, pin, pdata, conv_set, NULL, &ot);
+  if (got) {
+    float *want = calloc((size_t)tt_numel(&ot), sizeof(float));
+    conv_ref(&tin[0], data[0], &tin[1], data[1], &ot, want);
+    compare(name, got, want, tt_numel(&ot), 1e-4);
+    free(want);
+    free(got);
+  }
+  free(packed);
+  free(data[0]);
+  free(data[1]);
+}
+
 /* ---------------------------------------------------------------- pooling */
 
 static struct {
@@ -446,6 +478,18 @@ int main(void) {
   {
     int64_t xs[4] = {1, 8, 10, 16}, ws[4] = {8, 1, 3, 3}, s[2] = {1, 1}, dl[2] = {1, 1}, p[4] = {1, 1, 1, 1};
     test_conv("conv2d depthwise", 2, xs, ws, s, dl, p, 8);
+  }
+  {
+    int64_t xs[4] = {1, 5, 13, 13}, ws[4] = {32, 5, 3, 3}, p[4] = {1, 1, 1, 1};
+    test_conv_packed("conv2d_packed width 13", xs, ws, 16, 1, p);
+    int64_t xs2[4] = {1, 3, 6, 27}, ws2[4] = {16, 3, 3, 3};
+    test_conv_packed("conv2d_packed width 27", xs2, ws2, 16, 1, p);
+    int64_t xs3[4] = {1, 3, 9, 23}, p3[4] = {0, 0, 0, 0};
+    test_conv_packed("conv2d_packed stride 2 no pad", xs3, ws2, 8, 2, p3);
+    int64_t xs4[4] = {1, 4, 5, 13}, ws4[4] = {16, 4, 1, 1};
+    test_conv_packed("conv2d_packed 1x1 width 13", xs4, ws4, 16, 1, p3);
+    int64_t xs5[4] = {1, 4, 5, 14}, ws5[4] = {16, 4, 3, 3};
+    test_conv_packed("conv2d_packed width 14", xs5, ws5, 16, 1, p);
   }
   {
     int64_t xs[3] = {1, 2, 11}, ws[3] = {3, 2, 4}, s[1] = {2}, dl[1] = {1}, p[2] = {1, 3};
