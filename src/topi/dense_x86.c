@@ -174,7 +174,7 @@ void topi_dense_x86_fallback(const Target *t, const TeOp *a, TopiConfig *cfg) {
   int maxacc = t && t->vector_bytes >= 64 ? 24 : 12;
   int64_t tn = 0, tm = 1;
   double best = -1;
-  for (int nv = 4; nv >= 1; nv--) {
+  for (int nv = 1; nv <= 4; nv *= 2) { /* whole power-of-two vector groups: <3 x vector> code is poor */
     if (g.n % (nv * lanes) != 0) continue;
     for (int64_t m = 1; m <= 12 && m <= g.m; m++) {
       if (g.m % m != 0 || m * nv > maxacc) continue;
