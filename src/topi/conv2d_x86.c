@@ -239,12 +239,6 @@ void topi_conv2d_packed_fallback(const Target *t, const TeOp *a, TopiConfig *cfg
   cfg->nknobs = 2;
 }
 
-static void split(TeStage *st, IterVar *iv, int64_t f, IterVar **o, IterVar **i) {
-  if (f < 1) f = 1;
-  if (f > iv->extent) f = iv->extent;
-  te_split(st, iv, f, o, i);
-}
-
 /* the padding stage: rows in parallel, the width innermost */
 static void schedule_pad(TeStage *st) {
   TeOp *op = st->op;
@@ -271,8 +265,8 @@ void topi_conv2d_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out
   /* the packed conv: n, occ, oh, ow.o, ic.o, kh, kw, ic.i, ocb (vector), ow.i (unrolled); with the whole
    * channel range in one block: ic, kh, kw, which walks the packed weight contiguously */
   IterVar *owo, *owi, *ico = NULL, *ici = NULL;
-  split(cs, a->axes[3], reg_n, &owo, &owi);
-  if (tic < a->reduce_axes[0]->extent) split(cs, a->reduce_axes[0], tic, &ico, &ici);
+  topi_split(cs, a->axes[3], reg_n, &owo, &owi);
+  if (tic < a->reduce_axes[0]->extent) topi_split(cs, a->reduce_axes[0], tic, &ico, &ici);
   IterVar *order[10] = {a->axes[0], a->axes[1], a->axes[2], owo};
   int k = 4;
   order[k++] = ico ? ico : a->reduce_axes[0];
@@ -293,8 +287,8 @@ void topi_conv2d_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out
   /* the output (unpack + epilogue): n, oc.o, oh, ow.o | ow.i (unrolled), oc.i (vector); the conv at ow.o */
   TeOp *o = os->op;
   IterVar *oco, *oci, *wo, *wi;
-  split(os, o->axes[1], ocb, &oco, &oci);
-  split(os, o->axes[3], reg_n, &wo, &wi);
+  topi_split(os, o->axes[1], ocb, &oco, &oci);
+  topi_split(os, o->axes[3], reg_n, &wo, &wi);
   IterVar *oorder[6] = {o->axes[0], oco, o->axes[2], wo, wi, oci};
   te_reorder(os, 6, oorder);
   IterVar *f = te_fuse(os, o->axes[0], oco);

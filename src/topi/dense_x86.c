@@ -17,62 +17,6 @@
 
 #define PARALLEL_MIN_WORK 65536 /* multiply-adds below which a parallel launch costs more than it saves */
 
-static void cfg_set(TopiConfig *c, const char *name, int64_t v) {
-  for (int i = 0; i < c->nknobs; i++)
-    if (strcmp(c->names[i], name) == 0) {
-      c->values[i] = v;
-      return;
-    }
-  if (c->nknobs < TOPI_MAX_KNOBS) {
-    c->names[c->nknobs] = name;
-    c->values[c->nknobs++] = v;
-  }
-}
-
-static TopiKnob *knob_add(TopiConfigSpace *s, const char *name) {
-  if (s->nknobs >= TOPI_MAX_KNOBS) return NULL;
-  TopiKnob *k = &s->knobs[s->nknobs++];
-  memset(k, 0, sizeof *k);
-  k->name = name;
-  return k;
-}
-
-static void knob_choice(TopiKnob *k, int64_t v) {
-  if (!k || k->nchoices >= TOPI_MAX_CHOICES) return;
-  for (int i = 0; i < k->nchoices; i++)
-    if (k->choices[i] == v) return;
-  k->choices[k->nchoices++] = v;
-}
-
-static int vector_lanes(const Target *t, mlc_dtype dt) {
-  int vb = t && t->vector_bytes > 0 ? t->vector_bytes : 16;
-  int es = mlc_dtype_size(dt);
-  if (dt == MLC_BOOL || es <= 0) return 1;
-  int l = vb / es;
-  return l < 1 ? 1 : l;
-}
-
-static int num_cores(const Target *t) { return t && t->num_cores > 0 ? t->num_cores : 1; }
-
-static int64_t largest_divisor(int64_t n, int64_t max) {
-  if (n < 1) return 1;
-  for (int64_t f = max < n ? max : n; f > 1; f--)
-    if (n % f == 0) return f;
-  return 1;
-}
-
-static IterVar *fuse_range(TeStage *st, IterVar **ivs, int n) {
-  IterVar *f = ivs[0];
-  for (int i = 1; i < n; i++) f = te_fuse(st, f, ivs[i]);
-  return f;
-}
-
-static void split(TeStage *st, IterVar *iv, int64_t factor, IterVar **o, IterVar **i) {
-  if (factor < 1) factor = 1;
-  if (factor > iv->extent) factor = iv->extent;
-  te_split(st, iv, factor, o, i);
-}
-
 /* ---------------------------------------------------------------- workload */
 
 /* The GEMM view of a matmul anchor: nb leading axes that stay batch axes, then the row axes (fused into
@@ -144,30 +88,30 @@ void topi_dense_x86_space(const Target *t, const TeOp *a, TopiConfigSpace *s) {
   memset(s, 0, sizeof *s);
   Gemm g;
   if (!gemm_view(a, &g)) return;
-  int lanes = vector_lanes(t, a->outputs[0]->dtype);
-  TopiKnob *kn = knob_add(s, "tile_n");
+  int lanes = topi_vector_lanes(t, a->outputs[0]->dtype);
+  TopiKnob *kn = topi_knob_add(s, "tile_n");
   for (int v = 1; v <= 4; v++)
-    if (g.n % (v * lanes) == 0) knob_choice(kn, v * lanes);
+    if (g.n % (v * lanes) == 0) topi_knob_choice(kn, v * lanes);
   for (int64_t f = 1; f <= lanes && f <= g.n; f++)
-    if (g.n % f == 0) knob_choice(kn, f);
-  TopiKnob *km = knob_add(s, "tile_m");
+    if (g.n % f == 0) topi_knob_choice(kn, f);
+  TopiKnob *km = topi_knob_add(s, "tile_m");
   for (int64_t f = 1; f <= 12 && f <= g.m; f++)
-    if (g.m % f == 0) knob_choice(km, f);
-  TopiKnob *kk = knob_add(s, "tile_k");
+    if (g.m % f == 0) topi_knob_choice(km, f);
+  TopiKnob *kk = topi_knob_add(s, "tile_k");
   static const int64_t kc[] = {64, 128, 256, 512, 1024};
-  knob_choice(kk, g.k);
+  topi_knob_choice(kk, g.k);
   for (int i = 0; i < 5; i++)
-    if (kc[i] < g.k && g.k % kc[i] == 0) knob_choice(kk, kc[i]);
-  TopiKnob *kp = knob_add(s, "par_n");
-  knob_choice(kp, 0);
-  knob_choice(kp, 1);
+    if (kc[i] < g.k && g.k % kc[i] == 0) topi_knob_choice(kk, kc[i]);
+  TopiKnob *kp = topi_knob_add(s, "par_n");
+  topi_knob_choice(kp, 0);
+  topi_knob_choice(kp, 1);
 }
 
 void topi_dense_x86_fallback(const Target *t, const TeOp *a, TopiConfig *cfg) {
   memset(cfg, 0, sizeof *cfg);
   Gemm g;
   if (!gemm_view(a, &g)) return;
-  int lanes = vector_lanes(t, a->outputs[0]->dtype);
+  int lanes = topi_vector_lanes(t, a->outputs[0]->dtype);
   /* the register tile tm x tn (tn a multiple of the lanes): the most FMAs per load, tm * tn/lanes
    * accumulators within the vector registers (16 with AVX2: 12 accumulators, the B vectors and a broadcast;
    * 32 with AVX-512: 24), tm dividing M and tn dividing N so the tile needs no guard */
@@ -187,7 +131,7 @@ void topi_dense_x86_fallback(const Target *t, const TeOp *a, TopiConfig *cfg) {
     }
   }
   if (tn == 0) { /* N not a multiple of the lanes: one partial vector, rows from M */
-    tn = largest_divisor(g.n, lanes);
+    tn = topi_largest_divisor(g.n, lanes);
     static const int64_t m_cands[] = {8, 6, 4, 7, 5, 3, 2};
     for (int i = 0; i < 7; i++)
       if (g.m % m_cands[i] == 0) {
@@ -197,11 +141,11 @@ void topi_dense_x86_fallback(const Target *t, const TeOp *a, TopiConfig *cfg) {
   }
   /* tile_k: a block of A rows (tm x tile_k) and of the B panel (tile_k x tn) that stays in L1 */
   int64_t tk = g.k;
-  if (g.k > 512) tk = largest_divisor(g.k, 512);
-  cfg_set(cfg, "tile_n", tn);
-  cfg_set(cfg, "tile_m", tm);
-  cfg_set(cfg, "tile_k", tk);
-  cfg_set(cfg, "par_n", 0);
+  if (g.k > 512) tk = topi_largest_divisor(g.k, 512);
+  topi_cfg_set(cfg, "tile_n", tn);
+  topi_cfg_set(cfg, "tile_m", tm);
+  topi_cfg_set(cfg, "tile_k", tk);
+  topi_cfg_set(cfg, "par_n", 0);
 }
 
 /* Whether the cache_write form applies: at most one row axis longer than 1 (so the accumulator tile maps to
@@ -231,9 +175,9 @@ static IterVar *tile_gemm_stage(TeStage *st, IterVar **axes, int naxes, IterVar 
                                 int64_t tm, int64_t tn, int64_t tk, IterVar **mo_out, IterVar **mi_out,
                                 IterVar **ni_out) {
   IterVar *no, *ni, *mo = NULL, *mi = NULL, *ko = NULL, *ki = NULL;
-  split(st, axes[naxes - 1], tn, &no, &ni);
-  if (mrow >= 0) split(st, axes[mrow], tm, &mo, &mi);
-  if (kv) split(st, kv, tk, &ko, &ki);
+  topi_split(st, axes[naxes - 1], tn, &no, &ni);
+  if (mrow >= 0) topi_split(st, axes[mrow], tm, &mo, &mi);
+  if (kv) topi_split(st, kv, tk, &ko, &ki);
   IterVar *order[MLC_MAX_DIMS + 8];
   int k = 0;
   for (int i = 0; i < naxes - 1; i++)
@@ -289,9 +233,9 @@ void topi_dense_x86_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, co
       par[np++] = omo;
       ext *= omo->extent;
     }
-    bool with_n = topi_config_get(cfg, "par_n", 0) || ext < 2 * num_cores(c->target) || np == 0;
+    bool with_n = topi_config_get(cfg, "par_n", 0) || ext < 2 * topi_num_cores(c->target) || np == 0;
     if (with_n) par[np++] = ono;
-    IterVar *f = fuse_range(os, par, np);
+    IterVar *f = topi_fuse_range(os, par, np);
     if (work >= PARALLEL_MIN_WORK && f->extent > 1) te_parallel(os, f);
     if (omi && omi->extent > 1) te_unroll(os, omi);
     if (oni->extent > 1) te_vectorize(os, oni);
@@ -306,12 +250,12 @@ void topi_dense_x86_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, co
   if (g.nrow > 0) {
     IterVar *rows[MLC_MAX_DIMS];
     for (int i = 0; i < g.nrow; i++) rows[i] = a->axes[g.nb + i];
-    mv = fuse_range(st, rows, g.nrow);
+    mv = topi_fuse_range(st, rows, g.nrow);
   }
   IterVar *no, *ni, *mo = NULL, *mi = NULL, *ko, *ki;
-  split(st, nv, tn, &no, &ni);
-  if (mv) split(st, mv, tm, &mo, &mi);
-  split(st, kv, tk, &ko, &ki);
+  topi_split(st, nv, tn, &no, &ni);
+  if (mv) topi_split(st, mv, tm, &mo, &mi);
+  topi_split(st, kv, tk, &ko, &ki);
   IterVar *order[MLC_MAX_DIMS + 8];
   int k = 0;
   for (int i = 0; i < g.nb; i++) order[k++] = a->axes[i];
@@ -334,8 +278,8 @@ void topi_dense_x86_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, co
     par[np++] = mo;
     ext *= mo->extent;
   }
-  if (topi_config_get(cfg, "par_n", 0) || ext < 2 * num_cores(c->target) || np == 0) par[np++] = no;
-  IterVar *f = fuse_range(st, par, np);
+  if (topi_config_get(cfg, "par_n", 0) || ext < 2 * topi_num_cores(c->target) || np == 0) par[np++] = no;
+  IterVar *f = topi_fuse_range(st, par, np);
   if (work >= PARALLEL_MIN_WORK && f->extent > 1) te_parallel(st, f);
   if (mi && mi->extent > 1) te_unroll(st, mi);
   if (ni->extent > 1) te_vectorize(st, ni);

@@ -32,7 +32,7 @@ int64_t topi_config_get(const TopiConfig *c, const char *name, int64_t dflt) {
   return dflt;
 }
 
-static void cfg_set(TopiConfig *c, const char *name, int64_t v) {
+void topi_cfg_set(TopiConfig *c, const char *name, int64_t v) {
   for (int i = 0; i < c->nknobs; i++)
     if (strcmp(c->names[i], name) == 0) {
       c->values[i] = v;
@@ -44,7 +44,7 @@ static void cfg_set(TopiConfig *c, const char *name, int64_t v) {
   }
 }
 
-static TopiKnob *knob_add(TopiConfigSpace *s, const char *name) {
+TopiKnob *topi_knob_add(TopiConfigSpace *s, const char *name) {
   if (s->nknobs >= TOPI_MAX_KNOBS) return NULL;
   TopiKnob *k = &s->knobs[s->nknobs++];
   memset(k, 0, sizeof *k);
@@ -52,7 +52,7 @@ static TopiKnob *knob_add(TopiConfigSpace *s, const char *name) {
   return k;
 }
 
-static void knob_choice(TopiKnob *k, int64_t v) {
+void topi_knob_choice(TopiKnob *k, int64_t v) {
   if (!k || k->nchoices >= TOPI_MAX_CHOICES) return;
   for (int i = 0; i < k->nchoices; i++)
     if (k->choices[i] == v) return;
@@ -62,21 +62,21 @@ static void knob_choice(TopiKnob *k, int64_t v) {
 /* a split knob: the divisors of extent up to max (always including 1), plus the extra candidates given */
 static void knob_split(TopiConfigSpace *s, const char *name, int64_t extent, int64_t max, int nextra,
                        const int64_t *extra) {
-  TopiKnob *k = knob_add(s, name);
+  TopiKnob *k = topi_knob_add(s, name);
   if (extent < 1) extent = 1;
   for (int64_t f = 1; f <= extent && f <= max; f++)
-    if (extent % f == 0) knob_choice(k, f);
+    if (extent % f == 0) topi_knob_choice(k, f);
   for (int i = 0; i < nextra; i++)
-    if (extra[i] >= 1 && extra[i] <= extent) knob_choice(k, extra[i]);
+    if (extra[i] >= 1 && extra[i] <= extent) topi_knob_choice(k, extra[i]);
 }
 
 static void knob_onoff(TopiConfigSpace *s, const char *name) {
-  TopiKnob *k = knob_add(s, name);
-  knob_choice(k, 0);
-  knob_choice(k, 1);
+  TopiKnob *k = topi_knob_add(s, name);
+  topi_knob_choice(k, 0);
+  topi_knob_choice(k, 1);
 }
 
-static int vector_lanes(const Target *t, mlc_dtype dt) {
+int topi_vector_lanes(const Target *t, mlc_dtype dt) {
   int vb = t && t->vector_bytes > 0 ? t->vector_bytes : 16;
   int es = mlc_dtype_size(dt);
   if (dt == MLC_BOOL || es <= 0) return 1;
@@ -84,10 +84,10 @@ static int vector_lanes(const Target *t, mlc_dtype dt) {
   return l < 1 ? 1 : l;
 }
 
-static int num_cores(const Target *t) { return t && t->num_cores > 0 ? t->num_cores : 1; }
+int topi_num_cores(const Target *t) { return t && t->num_cores > 0 ? t->num_cores : 1; }
 
 /* the largest divisor of n that is <= max */
-static int64_t largest_divisor(int64_t n, int64_t max) {
+int64_t topi_largest_divisor(int64_t n, int64_t max) {
   if (n < 1) return 1;
   for (int64_t f = max < n ? max : n; f > 1; f--)
     if (n % f == 0) return f;
@@ -99,7 +99,7 @@ static int64_t largest_divisor(int64_t n, int64_t max) {
 static int64_t vector_tile(int64_t n, int lanes, bool allow_double) {
   if (allow_double && n % (2 * lanes) == 0) return 2 * lanes;
   if (n % lanes == 0) return lanes;
-  return largest_divisor(n, lanes);
+  return topi_largest_divisor(n, lanes);
 }
 
 static int64_t first_divisor_of(int64_t n, int cnt, const int64_t *cands) {
@@ -121,13 +121,13 @@ static int64_t op_work(const TeOp *op) {
 }
 
 /* fuses the adjacent leaves ivs[0..n) of st into one and returns it (ivs must not alias st->leaf) */
-static IterVar *fuse_range(TeStage *st, IterVar **ivs, int n) {
+IterVar *topi_fuse_range(TeStage *st, IterVar **ivs, int n) {
   IterVar *f = ivs[0];
   for (int i = 1; i < n; i++) f = te_fuse(st, f, ivs[i]);
   return f;
 }
 
-static void split(TeStage *st, IterVar *iv, int64_t factor, IterVar **o, IterVar **i) {
+void topi_split(TeStage *st, IterVar *iv, int64_t factor, IterVar **o, IterVar **i) {
   if (factor < 1) factor = 1;
   if (factor > iv->extent) factor = iv->extent;
   te_split(st, iv, factor, o, i);
@@ -141,15 +141,15 @@ static void schedule_injective(TeCtx *c, TeStage *st) {
   TeOp *op = st->op;
   int nd = op->naxes;
   if (op->kind != TE_COMPUTE || nd == 0 || st->nleaf != nd) return;
-  int lanes = vector_lanes(c->target, op->outputs[0]->dtype);
+  int lanes = topi_vector_lanes(c->target, op->outputs[0]->dtype);
   int64_t numel = op_numel(op);
   IterVar *ivs[MLC_MAX_DIMS + 1];
   memcpy(ivs, st->leaf, sizeof(IterVar *) * (size_t)nd);
   IterVar *last = ivs[nd - 1], *vec = NULL, *lo = NULL;
   if (lanes > 1 && last->extent >= lanes && last->extent % lanes == 0) {
-    split(st, last, lanes, &lo, &vec);
+    topi_split(st, last, lanes, &lo, &vec);
   } else if (nd == 1 && numel >= PARALLEL_MIN_WORK) {
-    split(st, last, 256, &lo, NULL); /* a 1-D tensor: chunks of 256 to share out */
+    topi_split(st, last, 256, &lo, NULL); /* a 1-D tensor: chunks of 256 to share out */
     last = NULL;
   } else {
     lo = NULL;
@@ -157,9 +157,9 @@ static void schedule_injective(TeCtx *c, TeStage *st) {
   int nouter = nd - 1;
   int64_t outer_ext = 1;
   for (int i = 0; i < nouter; i++) outer_ext *= ivs[i]->extent;
-  if (lo && (nouter == 0 || outer_ext < 2 * num_cores(c->target))) ivs[nouter++] = lo;
+  if (lo && (nouter == 0 || outer_ext < 2 * topi_num_cores(c->target))) ivs[nouter++] = lo;
   if (nouter > 0) {
-    IterVar *f = fuse_range(st, ivs, nouter);
+    IterVar *f = topi_fuse_range(st, ivs, nouter);
     if (numel >= PARALLEL_MIN_WORK && f->extent > 1) te_parallel(st, f);
   }
   if (vec) te_vectorize(st, vec);
@@ -171,7 +171,7 @@ static void schedule_reduce(TeCtx *c, TeStage *st) {
   if (op->kind != TE_COMPUTE || op->naxes == 0 || st->nleaf != op->naxes + op->nreduce) return;
   IterVar *ivs[MLC_MAX_DIMS];
   memcpy(ivs, st->leaf, sizeof(IterVar *) * (size_t)op->naxes);
-  IterVar *f = fuse_range(st, ivs, op->naxes);
+  IterVar *f = topi_fuse_range(st, ivs, op->naxes);
   if (op_work(op) >= PARALLEL_MIN_WORK && f->extent > 1) te_parallel(st, f);
 }
 
@@ -189,7 +189,7 @@ void topi_schedule_stage_generic(TeCtx *c, TeStage *st) {
 
 static void conv_space(const Target *t, const TeOp *a, TopiConfigSpace *s) {
   memset(s, 0, sizeof *s);
-  int lanes = vector_lanes(t, a->outputs[0]->dtype);
+  int lanes = topi_vector_lanes(t, a->outputs[0]->dtype);
   int64_t oc = a->axes[1]->extent, ow = a->axes[a->naxes - 1]->extent, ic = a->reduce_axes[0]->extent;
   int64_t vx[2] = {lanes, 2 * lanes};
   knob_split(s, "tile_oc", oc, 64, 0, NULL);
@@ -200,18 +200,18 @@ static void conv_space(const Target *t, const TeOp *a, TopiConfigSpace *s) {
 
 static void conv_fallback(const Target *t, const TeOp *a, TopiConfig *cfg) {
   memset(cfg, 0, sizeof *cfg);
-  int lanes = vector_lanes(t, a->outputs[0]->dtype);
+  int lanes = topi_vector_lanes(t, a->outputs[0]->dtype);
   int64_t oc = a->axes[1]->extent, ow = a->axes[a->naxes - 1]->extent, ic = a->reduce_axes[0]->extent;
   int64_t kw = a->nreduce > 1 ? a->reduce_axes[a->nreduce - 1]->extent : 1;
   static const int64_t oc_cands[] = {8, 4, 2};
   int64_t tow = vector_tile(ow, lanes, false);
-  cfg_set(cfg, "tile_oc", first_divisor_of(oc, 3, oc_cands));
-  cfg_set(cfg, "tile_ow", tow);
+  topi_cfg_set(cfg, "tile_oc", first_divisor_of(oc, 3, oc_cands));
+  topi_cfg_set(cfg, "tile_ow", tow);
   /* split the input channels so that one block of input rows stays in L1 */
   int64_t tic = ic;
-  if (ic > 64) tic = largest_divisor(ic, 64);
-  cfg_set(cfg, "tile_ic", tic);
-  cfg_set(cfg, "unroll_kw", kw <= 7);
+  if (ic > 64) tic = topi_largest_divisor(ic, 64);
+  topi_cfg_set(cfg, "tile_ic", tic);
+  topi_cfg_set(cfg, "unroll_kw", kw <= 7);
 }
 
 static void conv_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, const TopiConfig *cfg) {
@@ -223,9 +223,9 @@ static void conv_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, const
   int nsp = a->naxes - 2;
   IterVar *n = a->axes[0], *oc = a->axes[1], *ow = a->axes[a->naxes - 1], *ic = a->reduce_axes[0];
   IterVar *oco, *oci, *owo, *owi, *ico, *ici;
-  split(st, oc, topi_config_get(cfg, "tile_oc", 1), &oco, &oci);
-  split(st, ow, topi_config_get(cfg, "tile_ow", 1), &owo, &owi);
-  split(st, ic, topi_config_get(cfg, "tile_ic", ic->extent), &ico, &ici);
+  topi_split(st, oc, topi_config_get(cfg, "tile_oc", 1), &oco, &oci);
+  topi_split(st, ow, topi_config_get(cfg, "tile_ow", 1), &owo, &owi);
+  topi_split(st, ic, topi_config_get(cfg, "tile_ic", ic->extent), &ico, &ici);
   IterVar *order[2 * MLC_MAX_DIMS + 8];
   int k = 0;
   order[k++] = n;
@@ -244,11 +244,11 @@ static void conv_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, const
   par[np++] = n;
   par[np++] = oco;
   int64_t ext = n->extent * oco->extent;
-  for (int i = 0; i < nsp - 1 && ext < 2 * num_cores(c->target); i++) {
+  for (int i = 0; i < nsp - 1 && ext < 2 * topi_num_cores(c->target); i++) {
     par[np++] = a->axes[2 + i];
     ext *= a->axes[2 + i]->extent;
   }
-  IterVar *f = fuse_range(st, par, np);
+  IterVar *f = topi_fuse_range(st, par, np);
   if (op_work(a) >= PARALLEL_MIN_WORK && f->extent > 1) te_parallel(st, f);
   if (oci->extent > 1) te_unroll(st, oci);
   if (topi_config_get(cfg, "unroll_kw", 0) && a->nreduce > 1 && a->reduce_axes[a->nreduce - 1]->extent > 1)
@@ -272,13 +272,13 @@ static void pool_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, const
   if (a->naxes < 2 || st->nleaf != a->naxes + a->nreduce) {
     schedule_stage(c, st);
   } else {
-    int lanes = vector_lanes(c->target, a->outputs[0]->dtype);
+    int lanes = topi_vector_lanes(c->target, a->outputs[0]->dtype);
     IterVar *last = a->axes[a->naxes - 1], *lo = NULL, *li = NULL;
     IterVar *par[MLC_MAX_DIMS + 1];
     int np = 0;
     for (int i = 0; i < a->naxes - 1; i++) par[np++] = a->axes[i];
     if (lanes > 1 && last->extent % lanes == 0) {
-      split(st, last, lanes, &lo, &li);
+      topi_split(st, last, lanes, &lo, &li);
       IterVar *order[2 * MLC_MAX_DIMS + 2];
       int k = 0;
       for (int i = 0; i < a->naxes - 1; i++) order[k++] = a->axes[i];
@@ -289,7 +289,7 @@ static void pool_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, const
     } else {
       par[np++] = last;
     }
-    IterVar *f = fuse_range(st, par, np);
+    IterVar *f = topi_fuse_range(st, par, np);
     if (op_work(a) >= PARALLEL_MIN_WORK && f->extent > 1) te_parallel(st, f);
     if (li) te_vectorize(st, li);
   }
@@ -375,7 +375,7 @@ TeSchedule *topi_schedule_group(TeCtx *c, int nout, TeTensor **outs, const TopiC
     tmpl->fallback(c->target, anchor, &merged);
     if (cfg)
       for (int i = 0; i < cfg->nknobs; i++)
-        if (cfg->names[i]) cfg_set(&merged, cfg->names[i], cfg->values[i]);
+        if (cfg->names[i]) topi_cfg_set(&merged, cfg->names[i], cfg->values[i]);
     /* the epilogue the template schedules: the first output that is not the anchor itself */
     TeTensor *out = outs[0];
     int before = s->nstages;

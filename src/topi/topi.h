@@ -45,6 +45,16 @@ typedef struct TopiTemplate {
 } TopiTemplate;
 
 const TopiTemplate *topi_template_find(const char *tag);
+
+/* Helpers the templates share (schedule.c). */
+void topi_cfg_set(TopiConfig *c, const char *name, int64_t v);
+TopiKnob *topi_knob_add(TopiConfigSpace *s, const char *name);
+void topi_knob_choice(TopiKnob *k, int64_t v);
+int topi_vector_lanes(const Target *t, mlc_dtype dt); /* elements of dt per vector register */
+int topi_num_cores(const Target *t);
+int64_t topi_largest_divisor(int64_t n, int64_t max);  /* the largest divisor of n that is <= max */
+IterVar *topi_fuse_range(TeStage *st, IterVar **ivs, int n);
+void topi_split(TeStage *st, IterVar *iv, int64_t factor, IterVar **outer, IterVar **inner); /* factor clamped */
 /* conv2d_x86.c: the template of nn.conv2d_packed (tag "conv2d_packed") */
 void topi_conv2d_packed_space(const Target *t, const TeOp *a, TopiConfigSpace *s);
 void topi_conv2d_packed_fallback(const Target *t, const TeOp *a, TopiConfig *cfg);
