@@ -47,61 +47,6 @@ static mlc_status emit_reshape(OnnxCtx *cx, const OnnxNode *n, Value *x, int ndi
   return finish(cx, n, nd, out, d);
 }
 
-static uint16_t to_f16(double v) {
-  float f = (float)v;
-  uint32_t x;
-  memcpy(&x, &f, 4);
-  uint32_t sign = (x >> 16) & 0x8000u, mant = x & 0x7fffffu;
-  int32_t exp = (int32_t)((x >> 23) & 0xff);
-  if (exp == 0xff) return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0));
-  int32_t e = exp - 127 + 15;
-  if (e >= 0x1f) return (uint16_t)(sign | 0x7c00u);
-  if (e <= 0) {
-    if (e < -10) return (uint16_t)sign;
-    mant |= 0x800000u;
-    uint32_t shift = (uint32_t)(14 - e), h = mant >> shift, rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (h & 1))) h++;
-    return (uint16_t)(sign | h);
-  }
-  uint32_t h = ((uint32_t)e << 10) | (mant >> 13), rem = mant & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) h++;
-  return (uint16_t)(sign | h);
-}
-
-static uint16_t to_bf16(double v) {
-  float f = (float)v;
-  uint32_t x;
-  memcpy(&x, &f, 4);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40);
-  x += 0x7fffu + ((x >> 16) & 1);
-  return (uint16_t)(x >> 16);
-}
-
-/* a scalar (rank-0) constant of dtype t holding v */
-static Value *scalar_const(OnnxCtx *cx, const OnnxNode *n, const char *what, mlc_dtype t, double v) {
-  union { float f; double d; int8_t i8; int16_t i16; int32_t i32; int64_t i64; uint8_t u8; uint16_t u16;
-          uint32_t u32; uint64_t u64; } u;
-  memset(&u, 0, sizeof u);
-  switch (t) {
-    case MLC_F32: u.f = (float)v; break;
-    case MLC_F64: u.d = v; break;
-    case MLC_F16: u.u16 = to_f16(v); break;
-    case MLC_BF16: u.u16 = to_bf16(v); break;
-    case MLC_I8: u.i8 = (int8_t)v; break;
-    case MLC_I16: u.i16 = (int16_t)v; break;
-    case MLC_I32: u.i32 = (int32_t)v; break;
-    case MLC_I64: u.i64 = (int64_t)v; break;
-    case MLC_U8: case MLC_BOOL: u.u8 = (uint8_t)v; break;
-    case MLC_U16: u.u16 = (uint16_t)v; break;
-    case MLC_U32: u.u32 = (uint32_t)v; break;
-    case MLC_U64: u.u64 = (uint64_t)v; break;
-    default: break;
-  }
-  TensorType tt = {.dtype = t, .ndim = 0};
-  Arena *A = onnx_graph(cx)->arena;
-  return onnx_const(cx, arena_printf(A, "%s_%s", n->name && *n->name ? n->name : n->op_type, what), tt, &u);
-}
-
 /* An attribute of nsp ints (default dflt when absent); error when its length is wrong. */
 static mlc_status spatial_ints(OnnxCtx *cx, const OnnxNode *n, const char *name, int nsp, int64_t dflt,
                                int64_t *out, Diag *d) {
@@ -296,9 +241,9 @@ static mlc_status gemm_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Dia
   }
   if ((st = finish(cx, n, nd, &y, d))) return st;
   mlc_dtype t = a->type.dtype;
-  if (alpha != 1.0 && (st = emit2(cx, n, "multiply", y, scalar_const(cx, n, "alpha", t, alpha), &y, d))) return st;
+  if (alpha != 1.0 && (st = emit2(cx, n, "multiply", y, onnx_scalar(cx, n, "alpha", t, alpha), &y, d))) return st;
   if (c && beta != 0.0) {
-    if (beta != 1.0 && (st = emit2(cx, n, "multiply", c, scalar_const(cx, n, "beta", t, beta), &c, d))) return st;
+    if (beta != 1.0 && (st = emit2(cx, n, "multiply", c, onnx_scalar(cx, n, "beta", t, beta), &c, d))) return st;
     if ((st = emit2(cx, n, "add", y, c, &y, d))) return st;
   }
   outs[0] = y;
@@ -469,7 +414,7 @@ static mlc_status dropout_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, 
     size_t es = (size_t)mlc_dtype_size(mt.dtype);
     Arena *A = onnx_graph(cx)->arena;
     unsigned char *buf = arena_alloc(A, (size_t)cnt * es + 1);
-    Value *one = scalar_const(cx, n, "one", mt.dtype, 1.0);
+    Value *one = onnx_scalar(cx, n, "one", mt.dtype, 1.0);
     for (int64_t i = 0; i < cnt; i++) memcpy(buf + (size_t)i * es, one->data, es);
     outs[1] = onnx_const(cx, arena_printf(A, "%s_mask", n->name && *n->name ? n->name : "dropout"), mt, buf);
   }
@@ -510,7 +455,7 @@ static mlc_status batchnorm_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs
   }
   double eps = onnx_attr_float(n, "epsilon", 1e-5);
   Value *v, *scale, *shift, *m;
-  if ((st = emit2(cx, n, "add", p[3], scalar_const(cx, n, "epsilon", t, eps), &v, d))) return st;
+  if ((st = emit2(cx, n, "add", p[3], onnx_scalar(cx, n, "epsilon", t, eps), &v, d))) return st;
   if ((st = emit2(cx, n, "sqrt", v, NULL, &v, d))) return st;
   if ((st = emit2(cx, n, "divide", p[0], v, &scale, d))) return st;
   if ((st = emit2(cx, n, "multiply", p[2], scale, &m, d))) return st;
