@@ -19,30 +19,6 @@
 
 #define ALIGN64(x) (((x) + 63) & ~(int64_t)63)
 
-static const char *arch_name(TargetArch a) {
-  switch (a) {
-  case ARCH_X86_64: return "x86_64";
-  case ARCH_AARCH64: return "aarch64";
-  case ARCH_NVPTX: return "nvptx";
-  }
-  return "unknown";
-}
-
-static void remove_dir(const char *dir) {
-  DIR *dp = opendir(dir);
-  if (dp) {
-    struct dirent *e;
-    while ((e = readdir(dp))) {
-      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-      char p[4096];
-      snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-      unlink(p);
-    }
-    closedir(dp);
-  }
-  rmdir(dir);
-}
-
 bool mlc_c_identifier_ok(const char *s) {
   if (!s || !*s || strlen(s) > 64) return false;
   if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_')) return false;
@@ -66,7 +42,7 @@ mlc_status mlc_write_shared(Compiled *c, const char *path, Diag *d) {
   char *json = NULL, *meta = NULL, *kinfo = mlc_kernels_json(c);
   if (cg_emit_object(c->cg, kobj, d) == MLC_OK && mlc_build_plan(c, &plan, d) == MLC_OK) {
     json = rt_plan_to_json(&plan);
-    meta = rt_meta_to_json(&plan, c->target.str, arch_name(c->target.arch));
+    meta = rt_meta_to_json(&plan, c->target.str, mlc_arch_name(c->target.arch));
     if (!json || !meta || !kinfo || rt_params_serialize(&plan, &params, &params_size) != 0)
       diag_set(d, MLC_ERR_INTERNAL, "cannot serialise the plan and parameters");
     else {
@@ -86,7 +62,7 @@ mlc_status mlc_write_shared(Compiled *c, const char *path, Diag *d) {
   free(meta);
   free(kinfo);
   rt_plan_free(&plan);
-  remove_dir(dir);
+  mlc_remove_dir(dir);
   return d->status;
 }
 
@@ -254,6 +230,6 @@ done:
   free(out_src);
   free(out_bytes);
   rt_plan_free(&plan);
-  remove_dir(dir);
+  mlc_remove_dir(dir);
   return d->status;
 }

@@ -68,5 +68,8 @@ char *mlc_kernels_json(const Compiled *c);
 /* a C identifier of at most 64 characters */
 bool mlc_c_identifier_ok(const char *s);
 void mlc_compiled_free(Compiled *c);
+/* package.c helpers shared with bundle.c: the arch name in meta.json; removing a temporary directory */
+const char *mlc_arch_name(TargetArch a);
+void mlc_remove_dir(const char *dir);
 
 #endif

@@ -84,7 +84,7 @@ mlc_status mlc_build_plan(const Compiled *c, rt_plan *p, Diag *d) {
   return MLC_OK;
 }
 
-static const char *arch_name(TargetArch a) {
+const char *mlc_arch_name(TargetArch a) {
   switch (a) {
   case ARCH_X86_64: return "x86_64";
   case ARCH_AARCH64: return "aarch64";
@@ -93,7 +93,7 @@ static const char *arch_name(TargetArch a) {
   return "unknown";
 }
 
-static void remove_dir(const char *dir) {
+void mlc_remove_dir(const char *dir) {
   DIR *dp = opendir(dir);
   if (dp) {
     struct dirent *e;
@@ -120,7 +120,7 @@ static mlc_status write_gpu_package(Compiled *c, const char *path, Diag *d) {
   if ((ptx = cg_print_asm(c->cg, d)) && mlc_build_plan(c, &plan, d) == MLC_OK) {
     launches = cg_gpu_launches_json(c->cg);
     json = rt_plan_to_json(&plan);
-    meta = rt_meta_to_json(&plan, c->target.str, arch_name(c->target.arch));
+    meta = rt_meta_to_json(&plan, c->target.str, mlc_arch_name(c->target.arch));
     if (rt_params_serialize(&plan, &params, &params_size) != 0)
       diag_set(d, MLC_ERR_INTERNAL, "cannot serialise parameters");
     else {
@@ -159,7 +159,7 @@ mlc_status mlc_write_package(Compiled *c, const char *path, Diag *d) {
   if (cg_emit_object(c->cg, obj, d) == MLC_OK && cg_link_shared(&c->target, 1, objs, so, d) == MLC_OK &&
       file_read(so, &so_data, &so_size, d) == MLC_OK && mlc_build_plan(c, &plan, d) == MLC_OK) {
     json = rt_plan_to_json(&plan);
-    meta = rt_meta_to_json(&plan, c->target.str, arch_name(c->target.arch));
+    meta = rt_meta_to_json(&plan, c->target.str, mlc_arch_name(c->target.arch));
     if (rt_params_serialize(&plan, &params, &params_size) != 0)
       diag_set(d, MLC_ERR_INTERNAL, "cannot serialise parameters");
     else {
@@ -180,7 +180,7 @@ mlc_status mlc_write_package(Compiled *c, const char *path, Diag *d) {
   free(meta);
   free(kinfo);
   rt_plan_free(&plan);
-  remove_dir(dir);
+  mlc_remove_dir(dir);
   return d->status;
 }
 
