@@ -1,27 +1,37 @@
 /* conv2d_x86: the x86 direct 2-D convolution with pre-packed weights and a register-blocked accumulator
- * (after TVM's topi/x86/conv2d_avx_common.py and conv2d_avx_1x1.py, NCHW[x]c with the data kept NCHW).
+ * (after TVM's topi/x86/conv2d_avx_common.py and conv2d_avx_1x1.py, NCHW[x]c).
  *
- * Op nn.conv2d_packed(data[N, C, H, W], weight[OC/ocb, C, KH, KW, ocb]) -> [N, OC, OH, OW], attributes as
- * nn.conv2d (strides, dilation, padding [top, left, bottom, right]); groups must be 1. AlterOpLayout
- * (passes/graph/alter_op_layout.c) rewrites nn.conv2d into it, packing the constant weight with a reshape
- * and a transpose that FoldConstant evaluates at compile time.
+ * Op nn.conv2d_packed(data, weight) with attributes as nn.conv2d (strides, dilation, padding [top, left,
+ * bottom, right]; groups must be 1) plus the activation layouts:
+ *   data_block 0:  data [N, C, H, W],           weight [OC/ocb, C, KH, KW, ocb]
+ *   data_block ib: data [N, C/ib, H, W, ib],    weight [OC/ocb, C/ib, KH, KW, ib, ocb]
+ *   out_block 0:   output [N, OC, OH, OW]
+ *   out_block ocb: output [N, OC/ocb, OH, OW, ocb] (NCHWc, the block of the weight)
+ * AlterOpLayout (passes/graph/alter_op_layout.c) rewrites nn.conv2d into it, packing the constant weight with
+ * a reshape and a transpose that FoldConstant evaluates at compile time; the NCHWc layout pass (passes/graph/
+ * layout_nchwc.c) then sets data_block / out_block where activations flow in NCHWc between convs.
  *
- * Compute: data_pad (a separate stage when there is padding, so the inner loop has no bounds test) ->
- * conv2d_packed[n, occ, oh, ow, ocb] = sum_{ic, kh, kw} pad[n, ic, oh*s + kh*d, ow*s + kw*d] *
- * weight[occ, ic, kh, kw, ocb] (NCHWc blocked output: one block of ocb output channels is one vector) ->
- * the NCHW result, an injective copy that is inlined into the fused epilogue (bias, relu, residual add).
+ * Compute: data_pad (a separate stage when there is padding, in the data's layout, so the inner loop has no
+ * bounds test) -> conv2d_packed[n, occ, oh, ow, ocb] = sum_{ic, kh, kw} pad[n, ic, oh*s + kh*d, ow*s + kw*d] *
+ * weight[occ, ic, kh, kw, ocb] (one block of ocb output channels is one vector; with a blocked input the
+ * channel sum is split into ic.o over C/ib and ic.i over ib, and both the data and the weight are read
+ * pad[n, ic.o, ih, iw, ic.i], weight[occ, ic.o, kh, kw, ic.i, ocb], so the innermost reduction walks both
+ * contiguously) -> the result, an injective copy in the output's layout that is inlined into the fused
+ * epilogue (bias, relu, residual add): a scatter of each ocb vector into NCHW, or with out_block the same
+ * NCHWc block (contiguous vector stores).
  *
  * Schedule "conv2d_packed.x86" (knobs tile_ow = reg_n, tile_ic): the group output is tiled n, oc.o, oh,
- * ow.o | ow.i (unrolled), oc.i (vectorized) with n x oc.o x oh fused into the parallel loop; the packed
- * conv is attached at ow.o (compute_at), so per tile it computes a reg_n x ocb block whose loops are
- * ic.o, kh, kw, ic.i | ocb (vectorized), ow.i (unrolled): reg_n vector accumulators in registers, one
- * weight vector load and reg_n broadcast FMAs per step; the epilogue is applied once per tile at the store.
+ * ow.o | ow.i (unrolled), oc.i (vectorized) with n x oc.o x oh fused into the parallel loop (NCHWc output:
+ * its occ and ocb axes are oc.o and oc.i); the packed conv is attached at ow.o (compute_at), so per tile it
+ * computes a reg_n x ocb block whose loops are ic.o, kh, kw, ic.i | ocb (vectorized), ow.i (unrolled): reg_n
+ * vector accumulators in registers, one weight vector load and reg_n broadcast FMAs per step; the epilogue is
+ * applied once per tile at the store.
  * The fallback takes reg_n = the largest divisor of OW that fits the register file (AVX-512: 32 registers,
  * AVX2: 16; reg_n * ocb/lanes accumulators plus the weight vectors and a broadcast) and the whole input
  * channel range per reduction (ic, kh, kw walk the packed weight contiguously). When that tile would not
  * divide OW or would hold too few accumulators to hide the FMA latency (squeezenet's 27, 13, 111), the packed
  * conv is computed over a width padded up to a multiple of a better tile (padded_width), reading a padding
- * stage widened with zeros; only the NCHW store of the last tile is guarded. */
+ * stage widened with zeros; only the store of the last tile is guarded. */
 #include <string.h>
 #include "topi/topi.h"
 
@@ -29,6 +39,8 @@
 
 typedef struct PackedConv {
   int64_t n, c, h, w, occ, ocb, kh, kw, oh, ow;
+  int64_t ib;        /* data_block: 0 for NCHW data, else the data's channel block (C = cc * ib) */
+  int64_t out_block; /* 0: NCHW output; ocb: NCHWc output */
   int64_t owp; /* the packed conv's width: ow rounded up to a multiple of the register tile (packed_compute) */
   int64_t strides[2], dil[2], pad[4]; /* pad: top, left, bottom, right */
 } PackedConv;
@@ -48,9 +60,14 @@ static mlc_status read_pair(const Node *n, const char *name, int64_t *out, Diag 
 static mlc_status packed_conv_of(const Node *n, PackedConv *p, Diag *d) {
   const TensorType *x = &n->inputs[0]->type, *k = &n->inputs[1]->type;
   memset(p, 0, sizeof *p);
-  if (x->ndim != 4 || k->ndim != 5)
-    return diag_set(d, MLC_ERR_INVALID, "nn.conv2d_packed expects rank-4 data and rank-5 weight, got %d and %d",
-                    x->ndim, k->ndim);
+  p->ib = ir_attr_int(n, "data_block", 0);
+  p->out_block = ir_attr_int(n, "out_block", 0);
+  if (p->ib < 0 || p->out_block < 0) return diag_set(d, MLC_ERR_INVALID, "data_block and out_block must be >= 0");
+  int xr = p->ib ? 5 : 4, kr = p->ib ? 6 : 5;
+  if (x->ndim != xr || k->ndim != kr)
+    return diag_set(d, MLC_ERR_INVALID,
+                    "nn.conv2d_packed with data_block %lld expects rank-%d data and rank-%d weight, got %d and %d",
+                    (long long)p->ib, xr, kr, x->ndim, k->ndim);
   if (x->dtype != MLC_F32 || k->dtype != MLC_F32)
     return diag_set(d, MLC_ERR_UNSUPPORTED, "nn.conv2d_packed supports float32 only");
   if (ir_attr_int(n, "groups", 1) != 1) return diag_set(d, MLC_ERR_UNSUPPORTED, "nn.conv2d_packed needs groups 1");
@@ -61,16 +78,22 @@ static mlc_status packed_conv_of(const Node *n, PackedConv *p, Diag *d) {
   for (int i = 0; i < 4; i++)
     if (p->pad[i] < 0) return diag_set(d, MLC_ERR_INVALID, "pads must be >= 0");
   p->n = x->dims[0];
-  p->c = x->dims[1];
+  p->c = x->dims[1]; /* with data_block: the channel blocks */
   p->h = x->dims[2];
   p->w = x->dims[3];
   p->occ = k->dims[0];
   p->kh = k->dims[2];
   p->kw = k->dims[3];
-  p->ocb = k->dims[4];
+  p->ocb = k->dims[kr - 1];
   if (k->dims[1] != p->c)
-    return diag_set(d, MLC_ERR_INVALID, "weight has %lld input channels, data %lld", (long long)k->dims[1],
+    return diag_set(d, MLC_ERR_INVALID, "weight has %lld input channel (blocks), data %lld", (long long)k->dims[1],
                     (long long)p->c);
+  if (p->ib && (x->dims[4] != p->ib || k->dims[4] != p->ib))
+    return diag_set(d, MLC_ERR_INVALID, "data_block %lld: the data's and the weight's channel block are %lld, %lld",
+                    (long long)p->ib, (long long)x->dims[4], (long long)k->dims[4]);
+  if (p->out_block && p->out_block != p->ocb)
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "nn.conv2d_packed: out_block %lld differs from the weight's block %lld",
+                    (long long)p->out_block, (long long)p->ocb);
   int64_t sh = (p->kh - 1) * p->dil[0] + 1, sw = (p->kw - 1) * p->dil[1] + 1;
   int64_t ah = p->h + p->pad[0] + p->pad[2] - sh, aw = p->w + p->pad[1] + p->pad[3] - sw;
   if (p->kh < 1 || p->kw < 1 || p->ocb < 1 || ah < 0 || aw < 0)
@@ -85,6 +108,7 @@ static mlc_status packed_infer(Node *n, Diag *d) {
   mlc_status st = packed_conv_of(n, &p, d);
   if (st) return st;
   TensorType o = {.dtype = MLC_F32, .ndim = 4, .dims = {p.n, p.occ * p.ocb, p.oh, p.ow}};
+  if (p.out_block) o = (TensorType){.dtype = MLC_F32, .ndim = 5, .dims = {p.n, p.occ, p.oh, p.ow, p.ocb}};
   n->outputs[0]->type = o;
   return MLC_OK;
 }
@@ -128,8 +152,8 @@ static Expr *pad_body(TeCtx *c, Expr **idx, void *user) {
   /* clamped indices keep the read in bounds; the select picks zero outside */
   Expr *ch = tir_bin(a, E_MIN, tir_bin(a, E_MAX, ih, tir_idx(a, 0)), tir_idx(a, k->p.h - 1));
   Expr *cw = tir_bin(a, E_MIN, tir_bin(a, E_MAX, iw, tir_idx(a, 0)), tir_idx(a, k->p.w - 1));
-  Expr *ri[4] = {idx[0], idx[1], ch, cw};
-  return tir_select(a, ok, te_read(c, k->data, 4, ri), tir_float(a, MLC_F32, 0));
+  Expr *ri[5] = {idx[0], idx[1], ch, cw, k->p.ib ? idx[4] : NULL};
+  return tir_select(a, ok, te_read(c, k->data, k->p.ib ? 5 : 4, ri), tir_float(a, MLC_F32, 0));
 }
 
 static Expr *conv_body(TeCtx *c, Expr **idx, void *user) {
@@ -140,6 +164,14 @@ static Expr *conv_body(TeCtx *c, Expr **idx, void *user) {
   Expr *ic = tir_varref(a, rc->var), *kh = tir_varref(a, ry->var), *kw = tir_varref(a, rx->var);
   Expr *ih = tir_add(a, tir_mul(a, idx[2], tir_idx(a, k->p.strides[0])), tir_mul(a, kh, tir_idx(a, k->p.dil[0])));
   Expr *iw = tir_add(a, tir_mul(a, idx[3], tir_idx(a, k->p.strides[1])), tir_mul(a, kw, tir_idx(a, k->p.dil[1])));
+  if (k->p.ib) { /* ic.o = rc over the channel blocks, ic.i over the block */
+    IterVar *rb = te_reduce_axis(c, "rb", k->p.ib);
+    Expr *icb = tir_varref(a, rb->var);
+    Expr *di[5] = {idx[0], ic, ih, iw, icb}, *wi[6] = {idx[1], ic, kh, kw, icb, idx[4]};
+    Expr *prod = tir_mul(a, te_read(c, k->pad, 5, di), te_read(c, k->weight, 6, wi));
+    IterVar *ax[4] = {rc, ry, rx, rb};
+    return te_reduce(c, RED_SUM, prod, 4, ax, NULL, NULL);
+  }
   Expr *di[4] = {idx[0], ic, ih, iw}, *wi[5] = {idx[1], ic, kh, kw, idx[4]};
   Expr *prod = tir_mul(a, te_read(c, k->pad, 4, di), te_read(c, k->weight, 5, wi));
   IterVar *ax[3] = {rc, ry, rx};
@@ -152,6 +184,12 @@ static Expr *unpack_body(TeCtx *c, Expr **idx, void *user) {
   Expr *b = tir_idx(a, k->p.ocb);
   Expr *ri[5] = {idx[0], tir_bin(a, E_FLOORDIV, idx[1], b), idx[2], idx[3], tir_bin(a, E_FLOORMOD, idx[1], b)};
   return te_read(c, k->conv, 5, ri);
+}
+
+/* the NCHWc result: the packed conv's block itself, without the columns padded_width added */
+static Expr *copy_block_body(TeCtx *c, Expr **idx, void *user) {
+  PackedCtx *k = user;
+  return te_read(c, k->conv, 5, idx);
 }
 
 static mlc_status packed_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
@@ -167,13 +205,18 @@ static mlc_status packed_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **o
   int64_t wneed = (p->owp - 1) * p->strides[1] + (p->kw - 1) * p->dil[1] + 1, wpad = p->w + p->pad[1] + p->pad[3];
   if (wneed > wpad) wpad = wneed;
   if (p->pad[0] || p->pad[1] || p->pad[2] || p->pad[3] || wpad > p->w) {
-    int64_t ps[4] = {p->n, p->c, p->h + p->pad[0] + p->pad[2], wpad};
-    k->pad = te_compute(c, "data_pad", "conv2d_packed_pad", MLC_F32, 4, ps, pad_body, k);
+    int64_t ps[5] = {p->n, p->c, p->h + p->pad[0] + p->pad[2], wpad, p->ib};
+    k->pad = te_compute(c, "data_pad", "conv2d_packed_pad", MLC_F32, p->ib ? 5 : 4, ps, pad_body, k);
   }
   int64_t cs[5] = {p->n, p->occ, p->oh, p->owp, p->ocb};
   k->conv = te_compute(c, "conv2d_packed", "conv2d_packed", MLC_F32, 5, cs, conv_body, k);
-  int64_t os[4] = {p->n, p->occ * p->ocb, p->oh, p->ow};
-  outs[0] = te_compute(c, "conv2d_nchw", "conv2d_packed_unpack", MLC_F32, 4, os, unpack_body, k);
+  if (p->out_block) {
+    int64_t os[5] = {p->n, p->occ, p->oh, p->ow, p->ocb};
+    outs[0] = te_compute(c, "conv2d_nchwc", "conv2d_packed_output", MLC_F32, 5, os, copy_block_body, k);
+  } else {
+    int64_t os[4] = {p->n, p->occ * p->ocb, p->oh, p->ow};
+    outs[0] = te_compute(c, "conv2d_nchw", "conv2d_packed_unpack", MLC_F32, 4, os, unpack_body, k);
+  }
   return MLC_OK;
 }
 
@@ -212,8 +255,10 @@ static int64_t default_reg_n(int64_t ow, int64_t max) {
   return max;
 }
 
-/* anchor: the packed conv (5-D, 3 reduce axes) */
-static bool anchor_ok(const TeOp *a) { return a->kind == TE_COMPUTE && a->naxes == 5 && a->nreduce == 3; }
+/* anchor: the packed conv (5-D; reduce axes ic, kh, kw, and ic.i with a blocked input) */
+static bool anchor_ok(const TeOp *a) {
+  return a->kind == TE_COMPUTE && a->naxes == 5 && (a->nreduce == 3 || a->nreduce == 4);
+}
 
 void topi_conv2d_packed_space(const Target *t, const TeOp *a, TopiConfigSpace *s) {
   memset(s, 0, sizeof *s);
@@ -239,13 +284,15 @@ void topi_conv2d_packed_fallback(const Target *t, const TeOp *a, TopiConfig *cfg
   cfg->nknobs = 2;
 }
 
-/* the padding stage: rows in parallel, the width innermost */
+/* the padding stage: rows in parallel, the width innermost (then the channel block, one vector) */
 static void schedule_pad(TeStage *st) {
   TeOp *op = st->op;
   st->attach = ATTACH_ROOT; /* the group schedule inlined it: the conv must read plain memory */
   IterVar *f = te_fuse(st, op->axes[0], op->axes[1]);
   f = te_fuse(st, f, op->axes[2]);
-  if (f->extent * op->axes[3]->extent >= 16384) te_parallel(st, f);
+  int64_t inner = op->axes[3]->extent * (op->naxes == 5 ? op->axes[4]->extent : 1);
+  if (f->extent * inner >= 16384) te_parallel(st, f);
+  if (op->naxes == 5) te_vectorize(st, op->axes[4]);
 }
 
 void topi_conv2d_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, const TopiConfig *cfg) {
@@ -255,10 +302,15 @@ void topi_conv2d_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out
     if (s->stages[i]->op->tag && !strcmp(s->stages[i]->op->tag, "conv2d_packed_pad")) schedule_pad(s->stages[i]);
   int64_t ocb = a->axes[4]->extent;
   TeStage *os = out ? te_stage(s, out) : NULL;
-  bool tiled_out = os && os->op->kind == TE_COMPUTE && os->op->nreduce == 0 && out->ndim == 4 &&
-                   os->nleaf == 4 && os->attach == ATTACH_ROOT && out->shape[0] == a->axes[0]->extent &&
-                   out->shape[1] == a->axes[1]->extent * ocb && out->shape[2] == a->axes[2]->extent &&
-                   out->shape[3] <= a->axes[3]->extent;
+  /* the group output tiles the conv: NCHW [N, OC, OH, OW] or NCHWc [N, OC/ocb, OH, OW, ocb] */
+  bool tiled_out = os && os->op != a && os->op->kind == TE_COMPUTE && os->op->nreduce == 0 &&
+                   os->nleaf == out->ndim && os->attach == ATTACH_ROOT && out->shape[0] == a->axes[0]->extent &&
+                   out->shape[2] == a->axes[2]->extent && out->shape[3] <= a->axes[3]->extent;
+  bool nchwc_out = out && out->ndim == 5;
+  if (nchwc_out)
+    tiled_out = tiled_out && out->shape[1] == a->axes[1]->extent && out->shape[4] == ocb;
+  else
+    tiled_out = tiled_out && out && out->ndim == 4 && out->shape[1] == a->axes[1]->extent * ocb;
   int64_t mx = reg_n_max(c->target, ocb);
   int64_t reg_n = topi_config_get(cfg, "tile_ow", default_reg_n(a->axes[3]->extent, mx));
   int64_t tic = topi_config_get(cfg, "tile_ic", a->reduce_axes[0]->extent);
@@ -267,12 +319,13 @@ void topi_conv2d_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out
   IterVar *owo, *owi, *ico = NULL, *ici = NULL;
   topi_split(cs, a->axes[3], reg_n, &owo, &owi);
   if (tic < a->reduce_axes[0]->extent) topi_split(cs, a->reduce_axes[0], tic, &ico, &ici);
-  IterVar *order[10] = {a->axes[0], a->axes[1], a->axes[2], owo};
+  IterVar *order[11] = {a->axes[0], a->axes[1], a->axes[2], owo};
   int k = 4;
   order[k++] = ico ? ico : a->reduce_axes[0];
   order[k++] = a->reduce_axes[1];
   order[k++] = a->reduce_axes[2];
   if (ici) order[k++] = ici;
+  if (a->nreduce == 4) order[k++] = a->reduce_axes[3]; /* ic.i: the input channel block */
   order[k++] = a->axes[4];
   order[k++] = owi;
   te_reorder(cs, k, order);
@@ -287,7 +340,12 @@ void topi_conv2d_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out
   /* the output (unpack + epilogue): n, oc.o, oh, ow.o | ow.i (unrolled), oc.i (vector); the conv at ow.o */
   TeOp *o = os->op;
   IterVar *oco, *oci, *wo, *wi;
-  topi_split(os, o->axes[1], ocb, &oco, &oci);
+  if (nchwc_out) {
+    oco = o->axes[1];
+    oci = o->axes[4];
+  } else {
+    topi_split(os, o->axes[1], ocb, &oco, &oci);
+  }
   topi_split(os, o->axes[3], reg_n, &wo, &wi);
   IterVar *oorder[6] = {o->axes[0], oco, o->axes[2], wo, wi, oci};
   te_reorder(os, 6, oorder);

@@ -243,6 +243,68 @@ static void test_conv_packed(const char *name, const int64_t *xs, const int64_t 
   free(data[1]);
 }
 
+/* nn.conv2d_packed with NCHWc activations: data_block ib reads data [N, C/ib, H, W, ib] with the weight
+ * [OC/ocb][IC/ib][KH][KW][ib][ocb]; out_block writes [N, OC/ocb, OH, OW, ocb]. The data is blocked and the
+ * result unblocked here, then compared with the plain conv reference (every combination of the two). */
+static int64_t nchwc_attrs[2]; /* data_block, out_block */
+
+static void conv_nchwc_set(Graph *g, Node *n) {
+  conv_set(g, n);
+  ir_set_int(g, n, "data_block", nchwc_attrs[0]);
+  ir_set_int(g, n, "out_block", nchwc_attrs[1]);
+}
+
+static void test_conv_packed_nchwc(const char *name, const int64_t *xs, const int64_t *ws, int64_t ocb, int64_t ib,
+                                   int64_t out_block, int64_t stride, const int64_t *pads) {
+  conv_p.nsp = 2;
+  for (int i = 0; i < 2; i++) conv_p.strides[i] = stride, conv_p.dil[i] = 1;
+  memcpy(conv_p.pads, pads, sizeof(int64_t) * 4);
+  conv_p.groups = 1;
+  nchwc_attrs[0] = ib;
+  nchwc_attrs[1] = out_block;
+  TensorType tin[2] = {tt(4, xs), tt(4, ws)};
+  float *data[2] = {rand_tensor(&tin[0], 5), rand_tensor(&tin[1], 6)};
+  int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], OC = ws[0], KH = ws[2], KW = ws[3], b = ib ? ib : C;
+  int64_t xd[5] = {N, C / b, H, W, b}, wd[6] = {OC / ocb, C / b, KH, KW, b, ocb}, wd5[5] = {OC / ocb, C, KH, KW, ocb};
+  TensorType pin[2] = {ib ? tt(5, xd) : tin[0], ib ? tt(6, wd) : tt(5, wd5)};
+  float *px = malloc(sizeof(float) * (size_t)tt_numel(&tin[0])), *pw = malloc(sizeof(float) * (size_t)tt_numel(&tin[1]));
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t c = 0; c < C; c++)
+      for (int64_t hw = 0; hw < H * W; hw++)
+        px[ib ? ((n * (C / b) + c / b) * H * W + hw) * b + c % b : (n * C + c) * H * W + hw] =
+            data[0][(n * C + c) * H * W + hw];
+  for (int64_t o = 0; o < OC; o++)
+    for (int64_t c = 0; c < C; c++)
+      for (int64_t k = 0; k < KH * KW; k++)
+        pw[(ib ? (((o / ocb) * (C / b) + c / b) * KH * KW + k) * b + c % b : ((o / ocb) * C + c) * KH * KW + k) * ocb +
+           o % ocb] = data[1][(o * C + c) * KH * KW + k];
+  float *pdata[2] = {ib ? px : data[0], pw};
+  TensorType ot;
+  float *got = run_op(name, "nn.conv2d_packed", 2, pin, pdata, conv_nchwc_set, NULL, &ot);
+  if (got) {
+    TensorType rt = ot;
+    if (out_block) rt = (TensorType){.dtype = MLC_F32, .ndim = 4, .dims = {N, OC, ot.dims[2], ot.dims[3]}};
+    if (out_block ? !(ot.ndim == 5 && ot.dims[1] == OC / ocb && ot.dims[4] == ocb) : ot.ndim != 4)
+      FAIL("%s: output of rank %d", name, ot.ndim);
+    float *want = calloc((size_t)tt_numel(&rt), sizeof(float)), *flat = malloc(sizeof(float) * (size_t)tt_numel(&rt));
+    conv_ref(&tin[0], data[0], &tin[1], data[1], &rt, want);
+    int64_t OHW = rt.dims[2] * rt.dims[3];
+    for (int64_t n = 0; n < N; n++)
+      for (int64_t o = 0; o < OC; o++)
+        for (int64_t hw = 0; hw < OHW; hw++)
+          flat[(n * OC + o) * OHW + hw] =
+              got[out_block ? ((n * (OC / ocb) + o / ocb) * OHW + hw) * ocb + o % ocb : (n * OC + o) * OHW + hw];
+    compare(name, flat, want, tt_numel(&rt), 1e-4);
+    free(flat);
+    free(want);
+    free(got);
+  }
+  free(px);
+  free(pw);
+  free(data[0]);
+  free(data[1]);
+}
+
 /* ---------------------------------------------------------------- pooling */
 
 static struct {
@@ -490,6 +552,17 @@ int main(void) {
     test_conv_packed("conv2d_packed 1x1 width 13", xs4, ws4, 16, 1, p3);
     int64_t xs5[4] = {1, 4, 5, 14}, ws5[4] = {16, 4, 3, 3};
     test_conv_packed("conv2d_packed width 14", xs5, ws5, 16, 1, p);
+  }
+  {
+    int64_t xs[4] = {1, 16, 6, 14}, ws[4] = {32, 16, 3, 3}, p[4] = {1, 1, 1, 1}, p0[4] = {0, 0, 0, 0};
+    test_conv_packed_nchwc("conv2d_packed NCHW in, NCHWc out", xs, ws, 16, 0, 16, 1, p);
+    test_conv_packed_nchwc("conv2d_packed NCHWc in, NCHW out", xs, ws, 16, 8, 0, 1, p);
+    test_conv_packed_nchwc("conv2d_packed NCHWc in and out", xs, ws, 8, 16, 8, 1, p);
+    test_conv_packed_nchwc("conv2d_packed NCHWc stride 2", xs, ws, 16, 16, 16, 2, p);
+    int64_t xs2[4] = {2, 8, 5, 13}, ws2[4] = {16, 8, 1, 1};
+    test_conv_packed_nchwc("conv2d_packed NCHWc 1x1 width 13", xs2, ws2, 16, 8, 16, 1, p0);
+    int64_t xs3[4] = {1, 16, 7, 27};
+    test_conv_packed_nchwc("conv2d_packed NCHWc width 27", xs3, ws, 16, 16, 16, 1, p);
   }
   {
     int64_t xs[3] = {1, 2, 11}, ws[3] = {3, 2, 4}, s[1] = {2}, dl[1] = {1}, p[2] = {1, 3};
