@@ -14,6 +14,7 @@ static const GraphPass passes[] = {
     {"FoldScaleAxis",           3, pass_fold_scale_axis},
     {"FoldConstant",            3, pass_fold_constant}, /* the weights FoldScaleAxis scaled */
     {"AlterOpLayout",           2, pass_alter_op_layout},
+    {"ConvertLayoutNCHWc",      2, pass_convert_layout_nchwc}, /* activations NCHWc between packed convs */
     {"FoldConstant",            2, pass_fold_constant}, /* packs the weights AlterOpLayout blocked */
     {"DeadCodeElim",            0, pass_dead_code_elim},
 };

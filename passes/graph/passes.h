@@ -21,7 +21,8 @@ typedef struct PassOptions {
 /* The pass-config keys, with their defaults: the CLI checks --pass-config against this list. */
 #define PASS_CONFIG_KEYS(X)                                                                                 \
   X("FuseOps.max_depth", 256)             /* most ops in one fused group */                                 \
-  X("FoldConstant.max_bytes", 64ll << 20) /* larger results are computed at run time, not stored */
+  X("FoldConstant.max_bytes", 64ll << 20) /* larger results are computed at run time, not stored */          \
+  X("AlterOpLayout.winograd", 1)          /* Winograd 3x3 convs: 0 off, 1 where faster, 2 all eligible */
 bool pass_config_known(const char *key);
 int64_t pass_config_int(const PassOptions *opt, const char *key);
 
@@ -51,6 +52,7 @@ mlc_status pass_evaluate(Graph *g, Value *v, void **data, Diag *d);
 mlc_status pass_dead_code_elim(Graph *g, const PassOptions *opt, Diag *d);           /* dce.c */
 mlc_status pass_simplify_expr(Graph *g, const PassOptions *opt, Diag *d);            /* simplify_expr.c */
 mlc_status pass_alter_op_layout(Graph *g, const PassOptions *opt, Diag *d);          /* alter_op_layout.c */
+mlc_status pass_convert_layout_nchwc(Graph *g, const PassOptions *opt, Diag *d);     /* layout_nchwc.c */
 
 typedef struct FusedGroup {
   int id;

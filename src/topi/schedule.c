@@ -321,6 +321,7 @@ static const TopiTemplate templates[] = {
     {"conv1d_ncw.x86", conv_space, conv_fallback, conv_schedule},
     {"conv2d_nchw.x86", conv_space, conv_fallback, conv_schedule},
     {"conv2d_packed.x86", topi_conv2d_packed_space, topi_conv2d_packed_fallback, topi_conv2d_packed_schedule},
+    {"conv2d_winograd.x86", topi_conv2d_winograd_space, topi_conv2d_winograd_fallback, topi_conv2d_winograd_schedule},
     {"conv3d_ncdhw.x86", conv_space, conv_fallback, conv_schedule},
     {"dense.x86", topi_dense_x86_space, topi_dense_x86_fallback, topi_dense_x86_schedule},
     {"batch_matmul.x86", topi_dense_x86_space, topi_dense_x86_fallback, topi_dense_x86_schedule},

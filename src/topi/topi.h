@@ -59,6 +59,10 @@ void topi_split(TeStage *st, IterVar *iv, int64_t factor, IterVar **outer, IterV
 void topi_conv2d_packed_space(const Target *t, const TeOp *a, TopiConfigSpace *s);
 void topi_conv2d_packed_fallback(const Target *t, const TeOp *a, TopiConfig *cfg);
 void topi_conv2d_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, const TopiConfig *cfg);
+/* winograd_x86.c: the template of nn.conv2d_winograd (tag "conv2d_winograd": its batched GEMM stage) */
+void topi_conv2d_winograd_space(const Target *t, const TeOp *a, TopiConfigSpace *s);
+void topi_conv2d_winograd_fallback(const Target *t, const TeOp *a, TopiConfig *cfg);
+void topi_conv2d_winograd_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, const TopiConfig *cfg);
 /* The schedule of one fused group whose outputs are outs: inlines injective stages, finds the anchor
  * (the non-injective op), applies its template with cfg (the fallback when cfg is NULL), and gives every
  * remaining root stage the generic schedule (fuse outer axes, parallel, vectorize the innermost). */

@@ -1,0 +1,278 @@
+/* ConvertLayoutNCHWc: activations flow between the packed convs in NCHW[x]c, with layout transforms only at
+ * the graph's edges and around ops that need NCHW (after TVM's relay AlterOpLayout / ConvertLayout, which
+ * carry a layout per value through the ops that can take any layout).
+ *
+ * It runs right after AlterOpLayout, which turned the float32 convs into nn.conv2d_packed with the output
+ * channel block ocb chosen for the target (src/topi/conv2d_x86.c). One walk in topological order keeps the
+ * layout of each value: NCHW, or NCHWc with block b (the value's type is then [N, C/b, H, W, b]).
+ *   - nn.conv2d_packed writes NCHWc with its own block (out_block = ocb); it reads an NCHWc input directly
+ *     (data_block = b, its weight re-blocked to [OC/ocb][IC/b][KH][KW][b][ocb] by graph ops on the constant).
+ *   - An elementwise or broadcast op (pattern kind) on float32 whose output is 4-D and that has an NCHWc input
+ *     of its full output shape keeps NCHWc: its other inputs are converted to the same block, scalars left
+ *     alone, per-channel or other broadcast shapes ([C,1,1], [1,C,1,1], [1,1,H,W]) reshaped and transposed
+ *     to [d0, C/b, d2, d3, b] or [d0, 1, d2, d3, 1]. For constants those nodes are folded by the
+ *     FoldConstant that follows; for activations they are injective ops placed right after their producer,
+ *     so the consumer can still join the conv's fused group as its epilogue.
+ *   - Every other op, and every graph output, reads the NCHW form: a transpose (0, 1, 4, 2, 3) and a reshape
+ *     to [N, C, H, W], made once per value right before its first such consumer (FuseOps fuses it into that
+ *     consumer or its neighbours). So a model's outputs and every op that is not layout-aware see exactly
+ *     the NCHW values they saw before.
+ * Different blocks on adjacent convs need no transform: data_block follows the producer, out_block the
+ * consumer's own weight. */
+#include <string.h>
+#include "passes/graph/passes.h"
+
+typedef struct Slot {
+  Node *node;
+  VEC(Node *) after; /* transforms placed right after this node */
+} Slot;
+
+typedef struct LayoutCtx {
+  Graph *g;
+  Diag *d;
+  const OpDef *reshape, *transpose;
+  int cap;            /* entries of the per-value arrays */
+  int64_t *block;     /* by value id: 0 NCHW, b NCHWc */
+  Value **nchw;       /* by value id: the NCHW form of an NCHWc value, once made */
+  Value **blocked;    /* by value id: the NCHWc form of an NCHW value, once made */
+  int *slot_of;       /* by value id: the slot of its producer, -1 for graph inputs and constants */
+  VEC(Slot *) slots;  /* the new node order */
+  VEC(Node *) front;  /* transforms of graph inputs and constants, placed first */
+} LayoutCtx;
+
+static void grow(LayoutCtx *c) {
+  int need = c->g->values.n + 1;
+  if (need <= c->cap) return;
+  int cap = need * 2;
+  int64_t *block = arena_alloc(c->g->arena, sizeof(int64_t) * (size_t)cap);
+  Value **nchw = arena_alloc(c->g->arena, sizeof(Value *) * (size_t)cap);
+  Value **blocked = arena_alloc(c->g->arena, sizeof(Value *) * (size_t)cap);
+  int *slot_of = arena_alloc(c->g->arena, sizeof(int) * (size_t)cap);
+  memset(block, 0, sizeof(int64_t) * (size_t)cap);
+  memset(nchw, 0, sizeof(Value *) * (size_t)cap);
+  memset(blocked, 0, sizeof(Value *) * (size_t)cap);
+  for (int i = 0; i < cap; i++) slot_of[i] = -1;
+  if (c->cap) {
+    memcpy(block, c->block, sizeof(int64_t) * (size_t)c->cap);
+    memcpy(nchw, c->nchw, sizeof(Value *) * (size_t)c->cap);
+    memcpy(blocked, c->blocked, sizeof(Value *) * (size_t)c->cap);
+    memcpy(slot_of, c->slot_of, sizeof(int) * (size_t)c->cap);
+  }
+  c->block = block, c->nchw = nchw, c->blocked = blocked, c->slot_of = slot_of, c->cap = cap;
+}
+
+static int64_t block_of(const LayoutCtx *c, const Value *v) { return v && v->id < c->cap ? c->block[v->id] : 0; }
+
+static int add_slot(LayoutCtx *c, Node *n) {
+  Slot *s = arena_alloc(c->g->arena, sizeof *s);
+  memset(s, 0, sizeof *s);
+  s->node = n;
+  vec_push(c->g->arena, &c->slots, s);
+  return c->slots.n - 1;
+}
+
+/* a reshape or transpose node of `like` (its ONNX name and op type, for messages) */
+static Node *shape_op(LayoutCtx *c, const OpDef *op, const char *attr, const int64_t *v, int nv, Value *in,
+                      const Node *like, const char *base, const char *suffix) {
+  Node *n = ir_node_new(c->g, op, arena_printf(c->g->arena, "%s_%s", base, suffix), like->op_type, like->opset,
+                        &in, 1, 1);
+  ir_set_ints(c->g, n, attr, v, nv);
+  if (ir_infer_node(c->g, n, c->d)) return NULL;
+  return n;
+}
+
+/* the NCHW form of an NCHWc value: transpose to [N, C/b, b, H, W], reshape to [N, C, H, W]; placed in `into` */
+static Value *to_nchw(LayoutCtx *c, Value *v, const Node *like, void *into) {
+  VEC(Node *) *list = into;
+  grow(c);
+  if (c->nchw[v->id]) return c->nchw[v->id];
+  const int64_t *d = v->type.dims;
+  int64_t perm[5] = {0, 1, 4, 2, 3}, shape[4] = {d[0], d[1] * d[4], d[2], d[3]};
+  Node *t = shape_op(c, c->transpose, "axes", perm, 5, v, like, v->name, "to_nchw_t");
+  if (!t) return NULL;
+  Node *r = shape_op(c, c->reshape, "newshape", shape, 4, t->outputs[0], like, v->name, "to_nchw");
+  if (!r) return NULL;
+  vec_push(c->g->arena, list, t);
+  vec_push(c->g->arena, list, r);
+  grow(c);
+  c->nchw[v->id] = r->outputs[0];
+  return r->outputs[0];
+}
+
+/* v (NCHW, rank <= 4, broadcasting to an [N, C, H, W] output) in block b: [d0, C/b, d2, d3, b], or
+ * [d0, 1, d2, d3, 1] when it does not vary along C; a value of all ones is left alone (it broadcasts
+ * as it is). Placed after v's producer, or first for graph inputs and constants. */
+static Value *to_blocked(LayoutCtx *c, Value *v, int64_t b, int64_t C, const Node *like) {
+  const TensorType *t = &v->type;
+  bool ones = true;
+  for (int i = 0; i < t->ndim; i++) ones &= t->dims[i] == 1;
+  if (ones) return v;
+  grow(c);
+  if (c->blocked[v->id] && c->block[c->blocked[v->id]->id] == b) return c->blocked[v->id];
+  int64_t d[4] = {1, 1, 1, 1};
+  for (int i = 0; i < t->ndim; i++) d[4 - t->ndim + i] = t->dims[i];
+  int slot = v->producer && v->id < c->cap ? c->slot_of[v->id] : -1;
+  void *list = slot >= 0 ? (void *)&c->slots.v[slot]->after : (void *)&c->front;
+  Node *last;
+  if (d[1] == 1) {
+    int64_t shape[5] = {d[0], 1, d[2], d[3], 1};
+    last = shape_op(c, c->reshape, "newshape", shape, 5, v, like, v->name, "to_nchwc");
+    if (!last) return NULL;
+    vec_push(c->g->arena, (VEC(Node *) *)list, last);
+  } else {
+    if (d[1] != C || C % b) return NULL;
+    int64_t shape[5] = {d[0], C / b, b, d[2], d[3]}, perm[5] = {0, 1, 3, 4, 2};
+    Node *r = shape_op(c, c->reshape, "newshape", shape, 5, v, like, v->name, "to_nchwc_r");
+    if (!r) return NULL;
+    last = shape_op(c, c->transpose, "axes", perm, 5, r->outputs[0], like, v->name, "to_nchwc");
+    if (!last) return NULL;
+    vec_push(c->g->arena, (VEC(Node *) *)list, r);
+    vec_push(c->g->arena, (VEC(Node *) *)list, last);
+  }
+  grow(c);
+  c->block[last->outputs[0]->id] = b;
+  c->blocked[v->id] = last->outputs[0];
+  return last->outputs[0];
+}
+
+/* The block an elementwise/broadcast node can keep, or 0: float32 throughout, a 4-D output, one NCHWc input
+ * of the full output shape, every NCHWc input in the same block, every other input of rank <= 4. Ops that
+ * take their output shape from an attribute (broadcast_to, full) are not layout-agnostic. */
+static int64_t elementwise_block(const LayoutCtx *c, const Node *n) {
+  if (n->op->pattern > PAT_BROADCAST || n->noutputs != 1 || ir_attr(n, "shape")) return 0;
+  const TensorType *o = &n->outputs[0]->type;
+  if (o->dtype != MLC_F32 || o->ndim != 4) return 0;
+  int64_t b = 0;
+  bool full = false;
+  for (int k = 0; k < n->ninputs; k++) {
+    const Value *v = n->inputs[k];
+    if (!v || v->type.dtype != MLC_F32) return 0;
+    int64_t vb = block_of(c, v);
+    if (!vb) {
+      if (v->type.ndim > 4) return 0;
+      continue;
+    }
+    if (b && vb != b) return 0;
+    b = vb;
+    full |= v->type.dims[0] == o->dims[0] && v->type.dims[1] * vb == o->dims[1] && v->type.dims[2] == o->dims[2] &&
+            v->type.dims[3] == o->dims[3];
+  }
+  return full && o->dims[1] % b == 0 ? b : 0;
+}
+
+/* nn.conv2d_packed reading v in block b: its weight [OC/ocb, C, KH, KW, ocb] re-blocked to
+ * [OC/ocb, C/b, KH, KW, b, ocb] (reshape + transpose of the constant) */
+static mlc_status read_blocked(LayoutCtx *c, Node *n, int64_t b) {
+  Value *w = n->inputs[1];
+  const int64_t *d = w->type.dims;
+  if (w->type.ndim != 5 || d[1] % b)
+    return diag_set(c->d, MLC_ERR_INTERNAL, "ConvertLayoutNCHWc: weight of '%s' is not [OC/ocb, C, KH, KW, ocb]",
+                    n->name);
+  int64_t shape[6] = {d[0], d[1] / b, b, d[2], d[3], d[4]}, perm[6] = {0, 1, 3, 4, 2, 5};
+  Node *r = shape_op(c, c->reshape, "newshape", shape, 6, w, n, n->name, "weight_block_ic");
+  if (!r) return c->d->status;
+  Node *t = shape_op(c, c->transpose, "axes", perm, 6, r->outputs[0], n, n->name, "weight_pack_ic");
+  if (!t) return c->d->status;
+  add_slot(c, r);
+  add_slot(c, t);
+  n->inputs[1] = t->outputs[0];
+  ir_set_int(c->g, n, "data_block", b);
+  return MLC_OK;
+}
+
+static mlc_status convert_node(LayoutCtx *c, Node *n) {
+  Diag *d = c->d;
+  if (!strcmp(n->op->name, "nn.conv2d_packed") && n->ninputs == 2 && n->inputs[1]->type.ndim == 5 &&
+      !ir_attr(n, "data_block") && !ir_attr(n, "out_block")) {
+    int64_t b = block_of(c, n->inputs[0]);
+    if (b && read_blocked(c, n, b)) return d->status;
+    ir_set_int(c->g, n, "out_block", n->inputs[1]->type.dims[n->inputs[1]->type.ndim - 1]);
+    if (ir_infer_node(c->g, n, d)) return d->status;
+    grow(c);
+    c->block[n->outputs[0]->id] = n->outputs[0]->type.dims[4];
+    return MLC_OK;
+  }
+  int64_t b = elementwise_block(c, n);
+  if (b) {
+    int64_t C = n->outputs[0]->type.dims[1];
+    Value **ins = arena_alloc(c->g->arena, sizeof(Value *) * (size_t)n->ninputs);
+    for (int k = 0; k < n->ninputs; k++) {
+      ins[k] = n->inputs[k];
+      if (!block_of(c, ins[k]) && !(ins[k] = to_blocked(c, n->inputs[k], b, C, n))) {
+        if (d->status) return d->status;
+        b = 0; /* a shape that does not broadcast along C in blocks: keep the node NCHW */
+        break;
+      }
+    }
+    if (b) {
+      TensorType before = n->outputs[0]->type;
+      memcpy(n->inputs, ins, sizeof(Value *) * (size_t)n->ninputs);
+      if (ir_infer_node(c->g, n, d)) return d->status;
+      const TensorType *o = &n->outputs[0]->type;
+      if (o->ndim != 5 || o->dims[0] != before.dims[0] || o->dims[1] * b != before.dims[1] || o->dims[4] != b)
+        return diag_set(d, MLC_ERR_INTERNAL, "ConvertLayoutNCHWc: node '%s' did not keep the NCHWc layout", n->name);
+      grow(c);
+      c->block[n->outputs[0]->id] = b;
+      return MLC_OK;
+    }
+  }
+  /* needs NCHW: the NCHW form of every NCHWc input, right before the node */
+  for (int k = 0; k < n->ninputs; k++) {
+    Value *v = n->inputs[k];
+    if (!block_of(c, v)) continue;
+    VEC(Node *) pre = {0};
+    Value *x = to_nchw(c, v, n, &pre);
+    if (!x) return d->status;
+    for (int i = 0; i < pre.n; i++) add_slot(c, pre.v[i]);
+    n->inputs[k] = x;
+  }
+  return MLC_OK;
+}
+
+mlc_status pass_convert_layout_nchwc(Graph *g, const PassOptions *opt, Diag *d) {
+  (void)opt;
+  bool any = false;
+  for (int i = 0; i < g->nodes.n && !any; i++) any = !strcmp(g->nodes.v[i]->op->name, "nn.conv2d_packed");
+  if (!any) return MLC_OK;
+  LayoutCtx c = {.g = g, .d = d, .reshape = ir_op_find("reshape"), .transpose = ir_op_find("transpose")};
+  if (!c.reshape || !c.transpose) return MLC_OK;
+  grow(&c);
+  int n0 = g->nodes.n;
+  Node **nodes = arena_alloc(g->arena, sizeof(Node *) * (size_t)(n0 + 1));
+  memcpy(nodes, g->nodes.v, sizeof(Node *) * (size_t)n0);
+  for (int i = 0; i < n0; i++) {
+    Node *n = nodes[i];
+    if (convert_node(&c, n)) return d->status;
+    int s = add_slot(&c, n);
+    grow(&c);
+    for (int k = 0; k < n->noutputs; k++)
+      if (n->outputs[k]) c.slot_of[n->outputs[k]->id] = s;
+  }
+  /* graph outputs in NCHW, under their own names */
+  for (int i = 0; i < g->outputs.n; i++) {
+    Value *v = g->outputs.v[i];
+    if (!block_of(&c, v)) continue;
+    VEC(Node *) post = {0};
+    Value *x = to_nchw(&c, v, v->producer, &post);
+    if (!x) return d->status;
+    for (int k = 0; k < post.n; k++) add_slot(&c, post.v[k]);
+    const char *name = v->name;
+    v->name = arena_printf(g->arena, "%s_nchwc", name);
+    x->name = name;
+    for (int k = 0; k < g->outputs.n; k++)
+      if (g->outputs.v[k] == v) g->outputs.v[k] = x;
+  }
+  /* the new order: transforms of inputs and constants, then each node followed by its placed transforms */
+  int total = c.front.n;
+  for (int i = 0; i < c.slots.n; i++) total += 1 + c.slots.v[i]->after.n;
+  if (total != g->nodes.n)
+    return diag_set(d, MLC_ERR_INTERNAL, "ConvertLayoutNCHWc: placed %d of %d nodes", total, g->nodes.n);
+  int k = 0;
+  for (int i = 0; i < c.front.n; i++) g->nodes.v[k++] = c.front.v[i];
+  for (int i = 0; i < c.slots.n; i++) {
+    Slot *s = c.slots.v[i];
+    g->nodes.v[k++] = s->node;
+    for (int j = 0; j < s->after.n; j++) g->nodes.v[k++] = s->after.v[j];
+  }
+  return MLC_OK;
+}

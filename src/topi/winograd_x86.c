@@ -1,0 +1,475 @@
+/* winograd_x86: Winograd F(m x m, 3 x 3) convolution for x86 (m = 4, alpha = 6, or m = 2, alpha = 4), after
+ * Lavin & Gray, "Fast Algorithms for Convolutional Neural Networks" (2016), and the ideas of TVM's
+ * topi/nn/winograd_util.py and topi/x86 (the code here is written for mlc's TE).
+ *
+ * Each m x m output tile is Y = At [ (G g Gt) .* (Bt d Bt^T) ] A over an alpha x alpha input tile d, so the
+ * 9 m^2 multiplies of a direct 3 x 3 tile become alpha^2 multiplies in the transformed domain (2.25x fewer
+ * for m = 4), shared over input channels as a batched GEMM.
+ *
+ * Ops (AlterOpLayout, passes/graph/alter_op_layout.c, rewrites eligible nn.conv2d into them):
+ *   nn.winograd_weight_transform(weight[K, C, 3, 3], tile = m, block = kb) -> U[alpha^2, K/kb, C, kb]:
+ *     U = G g Gt per (k, c), laid out so the GEMM's inner loop loads kb contiguous output channels. Its input
+ *     is constant, so FoldConstant evaluates it at compile time.
+ *   nn.conv2d_winograd(data[N, C, H, W], U[alpha^2, K/kb, C, kb], padding = [t, l, b, r], tile = m)
+ *     -> [N, K, OH, OW]; stride 1, dilation 1, groups 1 implied.
+ *
+ * Compute stages of nn.conv2d_winograd (P = N * tiles_h * tiles_w tiles, PP = P rounded up to a multiple of
+ * the GEMM's register tile so that tile needs no guard; the extra tiles repeat the last one and are never
+ * stored):
+ *   winograd_pad   D[N, m*th + 2, m*tw + 2, C]   zero-padded input, channels innermost (one transposition)
+ *   winograd_input V[alpha, alpha, PP, C]        Bt d B per tile and channel, vectorized over channels
+ *   conv2d_winograd M[alpha^2, K/kb, PP, kb]     sum_c V[e, p, c] * U[e, k/kb, c, k%kb]  (the anchor)
+ *   winograd_output Y[N, K, OH, OW]              At M A written straight into NCHW; inlined into the fused
+ *                                                epilogue (bias, relu, residual add) or the group output
+ * The transforms multiply by constant matrices. They are written as explicit sums over the non-zero
+ * coefficients (a coefficient of +-1 is an add or a subtract), separably: the row transform values are lets,
+ * the column transform picks its row by a select on the (unrolled) tile coordinate. Once the tile loops are
+ * unrolled every select condition is a constant, so LLVM keeps exactly one arm: no multiply by a zero, no
+ * reduction over a constant matrix.
+ *
+ * Schedule "conv2d_winograd.x86" (knobs tile_p, tile_c): the GEMM runs parallel over alpha^2 x K/kb; inside,
+ * [c.o,] p.o, c.i, p.i (unrolled), kb (vectorized): tile_p x kb accumulators stay in registers over the
+ * channel loop (one U vector load per kb/lanes vectors, tile_p broadcasts of V, tile_p * kb/lanes FMAs).
+ * The input transform runs parallel over tiles, channels split by the lanes (vectorized) with the alpha x
+ * alpha coordinates unrolled inside; the output stage is tiled n, k/kb, h/m (parallel), w/m, h%m, w%m
+ * (unrolled), k%kb (vectorized). The fallback takes the register tile from the target's vector registers. */
+#include <string.h>
+#include "topi/topi.h"
+
+/* ---------------------------------------------------------------- transform matrices */
+
+typedef struct WinoMatrices {
+  int m, alpha;
+  const double *bt; /* alpha x alpha: input transform Bt */
+  const double *g;  /* alpha x 3: weight transform G */
+  const double *at; /* m x alpha: output transform At */
+} WinoMatrices;
+
+/* interpolation points 0, 1, -1, 2, -2 and infinity */
+static const double bt_f4[36] = {4, 0, -5, 0, 1, 0,  0, -4, -4, 1, 1, 0, 0, 4, -4, -1, 1, 0,
+                                 0, -2, -1, 2, 1, 0, 0, 2, -1, -2, 1, 0, 0, 4, 0, -5, 0, 1};
+static const double g_f4[18] = {1.0 / 4,  0,         0,        -1.0 / 6, -1.0 / 6, -1.0 / 6,
+                                -1.0 / 6, 1.0 / 6,   -1.0 / 6, 1.0 / 24, 1.0 / 12, 1.0 / 6,
+                                1.0 / 24, -1.0 / 12, 1.0 / 6,  0,        0,        1};
+static const double at_f4[24] = {1, 1, 1, 1, 1, 0, 0, 1, -1, 2, -2, 0, 0, 1, 1, 4, 4, 0, 0, 1, -1, 8, -8, 1};
+/* interpolation points 0, 1, -1 and infinity */
+static const double bt_f2[16] = {1, 0, -1, 0, 0, 1, 1, 0, 0, -1, 1, 0, 0, 1, 0, -1};
+static const double g_f2[12] = {1, 0, 0, 0.5, 0.5, 0.5, 0.5, -0.5, 0.5, 0, 0, 1};
+static const double at_f2[8] = {1, 1, 1, 0, 0, 1, -1, -1};
+
+static const WinoMatrices wino_f4 = {4, 6, bt_f4, g_f4, at_f4};
+static const WinoMatrices wino_f2 = {2, 4, bt_f2, g_f2, at_f2};
+
+static const WinoMatrices *wino_matrices(int64_t m) { return m == 4 ? &wino_f4 : m == 2 ? &wino_f2 : NULL; }
+
+/* sum_i coef[i * stride] * terms[i] over the non-zero coefficients; +-1 become adds and subtracts */
+static Expr *lin_comb(Arena *a, int n, const double *coef, int stride, Expr **terms) {
+  Expr *acc = NULL;
+  for (int i = 0; i < n; i++) { /* positive unit terms first, so the sum never starts with a negation */
+    double c = coef[i * stride];
+    if (c == 1) acc = acc ? tir_add(a, acc, terms[i]) : terms[i];
+  }
+  for (int i = 0; i < n; i++) {
+    double c = coef[i * stride];
+    if (c == 0 || c == 1) continue;
+    if (c == -1 && acc) {
+      acc = tir_sub(a, acc, terms[i]);
+      continue;
+    }
+    Expr *t = tir_mul(a, tir_float(a, MLC_F32, c), terms[i]);
+    acc = acc ? tir_add(a, acc, t) : t;
+  }
+  return acc ? acc : tir_float(a, MLC_F32, 0);
+}
+
+/* arms[idx] for idx in [0, n): a select chain, folded to one arm once idx is a constant (unrolled loop) */
+static Expr *select_by(Arena *a, Expr *idx, int n, Expr **arms) {
+  Expr *e = arms[n - 1];
+  for (int i = n - 2; i >= 0; i--) e = tir_select(a, tir_bin(a, E_EQ, idx, tir_idx(a, i)), arms[i], e);
+  return e;
+}
+
+/* ---------------------------------------------------------------- weight transform */
+
+typedef struct WinoWeight {
+  const WinoMatrices *w;
+  int64_t k, c, kb;
+  TeTensor *weight;
+} WinoWeight;
+
+static mlc_status weight_of(const Node *n, WinoWeight *p, Diag *d) {
+  const TensorType *t = &n->inputs[0]->type;
+  memset(p, 0, sizeof *p);
+  if (t->ndim != 4 || t->dtype != MLC_F32 || t->dims[2] != 3 || t->dims[3] != 3)
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "nn.winograd_weight_transform needs a float32 [K, C, 3, 3] weight");
+  p->w = wino_matrices(ir_attr_int(n, "tile", 4));
+  p->kb = ir_attr_int(n, "block", 16);
+  p->k = t->dims[0];
+  p->c = t->dims[1];
+  if (!p->w) return diag_set(d, MLC_ERR_UNSUPPORTED, "Winograd output tile must be 2 or 4");
+  if (p->kb < 1 || p->k % p->kb)
+    return diag_set(d, MLC_ERR_INVALID, "Winograd channel block %lld does not divide %lld output channels",
+                    (long long)p->kb, (long long)p->k);
+  return MLC_OK;
+}
+
+static mlc_status weight_infer(Node *n, Diag *d) {
+  WinoWeight p;
+  mlc_status st = weight_of(n, &p, d);
+  if (st) return st;
+  int64_t al = p.w->alpha;
+  TensorType o = {.dtype = MLC_F32, .ndim = 4, .dims = {al * al, p.k / p.kb, p.c, p.kb}};
+  n->outputs[0]->type = o;
+  return MLC_OK;
+}
+
+/* U[e, ko, c, kb] = sum_i G[eh][i] sum_j G[ew][j] g[ko*kb + kb, c, i, j] with eh, ew = e / alpha, e % alpha.
+ * It runs once, at compile time, so the coefficients are select chains of constants. */
+static Expr *weight_body(TeCtx *c, Expr **idx, void *user) {
+  WinoWeight *p = user;
+  Arena *a = c->arena;
+  int al = p->w->alpha;
+  Expr *eh = tir_bin(a, E_FLOORDIV, idx[0], tir_idx(a, al)), *ew = tir_bin(a, E_FLOORMOD, idx[0], tir_idx(a, al));
+  Expr *k = tir_add(a, tir_mul(a, idx[1], tir_idx(a, p->kb)), idx[3]);
+  Expr *arms[6], *rows[3];
+  for (int i = 0; i < 3; i++) {
+    Expr *terms[3];
+    for (int j = 0; j < 3; j++) {
+      Expr *wi[4] = {k, idx[2], tir_idx(a, i), tir_idx(a, j)};
+      terms[j] = te_read(c, p->weight, 4, wi);
+    }
+    for (int b = 0; b < al; b++) arms[b] = lin_comb(a, 3, p->w->g + b * 3, 1, terms);
+    rows[i] = select_by(a, ew, al, arms);
+  }
+  for (int b = 0; b < al; b++) arms[b] = lin_comb(a, 3, p->w->g + b * 3, 1, rows);
+  return select_by(a, eh, al, arms);
+}
+
+static mlc_status weight_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  WinoWeight *p = arena_alloc(c->arena, sizeof *p);
+  mlc_status st = weight_of(n, p, d);
+  if (st) return st;
+  p->weight = ins[0];
+  int64_t al = p->w->alpha;
+  int64_t shape[4] = {al * al, p->k / p->kb, p->c, p->kb};
+  outs[0] = te_compute(c, "winograd_weight", "injective", MLC_F32, 4, shape, weight_body, p);
+  return MLC_OK;
+}
+
+/* ---------------------------------------------------------------- the convolution */
+
+typedef struct WinoConv {
+  const WinoMatrices *w;
+  int64_t n, c, h, wd, k, kb, oh, ow;
+  int64_t pad[4];  /* top, left, bottom, right */
+  int64_t th, tw;  /* tiles along the output height and width */
+  int64_t tiles;   /* P = n * th * tw */
+  int64_t ptiles;  /* PP: P rounded up to a multiple of the GEMM's register tile */
+  TeTensor *data, *u, *dpad, *v, *mprod;
+} WinoConv;
+
+static mlc_status conv_of(const Node *n, WinoConv *p, Diag *d) {
+  const TensorType *x = &n->inputs[0]->type, *u = &n->inputs[1]->type;
+  memset(p, 0, sizeof *p);
+  if (x->ndim != 4 || u->ndim != 4 || x->dtype != MLC_F32 || u->dtype != MLC_F32)
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "nn.conv2d_winograd needs float32 rank-4 data and transformed weight");
+  p->w = wino_matrices(ir_attr_int(n, "tile", 4));
+  if (!p->w) return diag_set(d, MLC_ERR_UNSUPPORTED, "Winograd output tile must be 2 or 4");
+  int64_t al = p->w->alpha;
+  int cnt = ir_attr_ints(n, "padding", p->pad, 4);
+  if (cnt != 0 && cnt != 4) return diag_set(d, MLC_ERR_INVALID, "attribute 'padding' has %d values, expected 4", cnt);
+  for (int i = 0; i < 4; i++)
+    if (p->pad[i] < 0) return diag_set(d, MLC_ERR_INVALID, "pads must be >= 0");
+  p->n = x->dims[0];
+  p->c = x->dims[1];
+  p->h = x->dims[2];
+  p->wd = x->dims[3];
+  p->kb = u->dims[3];
+  p->k = u->dims[1] * p->kb;
+  if (u->dims[0] != al * al || u->dims[2] != p->c)
+    return diag_set(d, MLC_ERR_INVALID, "transformed weight [%lld, %lld, %lld, %lld] does not match F(%d, 3) over %lld "
+                    "input channels", (long long)u->dims[0], (long long)u->dims[1], (long long)u->dims[2],
+                    (long long)u->dims[3], p->w->m, (long long)p->c);
+  p->oh = p->h + p->pad[0] + p->pad[2] - 2;
+  p->ow = p->wd + p->pad[1] + p->pad[3] - 2;
+  if (p->oh < 1 || p->ow < 1) return diag_set(d, MLC_ERR_INVALID, "kernel larger than the padded input");
+  p->th = (p->oh + p->w->m - 1) / p->w->m;
+  p->tw = (p->ow + p->w->m - 1) / p->w->m;
+  p->tiles = p->n * p->th * p->tw;
+  p->ptiles = p->tiles;
+  return MLC_OK;
+}
+
+static mlc_status conv_infer(Node *n, Diag *d) {
+  WinoConv p;
+  mlc_status st = conv_of(n, &p, d);
+  if (st) return st;
+  TensorType o = {.dtype = MLC_F32, .ndim = 4, .dims = {p.n, p.k, p.oh, p.ow}};
+  n->outputs[0]->type = o;
+  return MLC_OK;
+}
+
+/* vector registers of the target and float lanes per register */
+static int vector_regs(const Target *t) { return t && t->vector_bytes >= 64 ? 32 : 16; }
+
+/* the most GEMM rows (tiles) per register tile: tp * kb/lanes accumulators, the U vectors and a broadcast */
+static int64_t tile_p_max(const Target *t, int64_t kb) {
+  int lanes = topi_vector_lanes(t, MLC_F32);
+  int64_t vecs = (kb + lanes - 1) / lanes, m = (vector_regs(t) - vecs - 1) / vecs;
+  if (m > 12) m = 12;
+  return m < 1 ? 1 : m;
+}
+
+/* The register tile along the tiles: the largest tp <= tile_p_max whose rounding of P wastes at most 1/16 of
+ * the work; else the tp in [max/2, max] that wastes the least (ties: the larger). */
+static int64_t default_tile_p(const Target *t, int64_t tiles, int64_t kb) {
+  int64_t mx = tile_p_max(t, kb);
+  if (tiles <= mx) return tiles;
+  for (int64_t tp = mx; tp >= 1; tp--) {
+    int64_t waste = (tiles + tp - 1) / tp * tp - tiles;
+    if (waste * 16 <= tiles) return tp;
+  }
+  int64_t best = mx, best_w = -1;
+  for (int64_t tp = mx; tp >= (mx + 1) / 2; tp--) {
+    int64_t w = (tiles + tp - 1) / tp * tp;
+    if (best_w < 0 || w < best_w) best = tp, best_w = w;
+  }
+  return best;
+}
+
+/* D[n, y, x, c] = data[n, c, y - top, x - left], zero outside */
+static Expr *pad_body(TeCtx *c, Expr **idx, void *user) {
+  WinoConv *p = user;
+  Arena *a = c->arena;
+  Expr *ih = tir_sub(a, idx[1], tir_idx(a, p->pad[0])), *iw = tir_sub(a, idx[2], tir_idx(a, p->pad[1]));
+  Expr *ok = tir_bin(a, E_AND, tir_bin(a, E_GE, ih, tir_idx(a, 0)), tir_bin(a, E_LT, ih, tir_idx(a, p->h)));
+  ok = tir_bin(a, E_AND, ok, tir_bin(a, E_GE, iw, tir_idx(a, 0)));
+  ok = tir_bin(a, E_AND, ok, tir_bin(a, E_LT, iw, tir_idx(a, p->wd)));
+  /* clamped indices keep the read in bounds; the select picks zero outside */
+  Expr *ch = tir_bin(a, E_MIN, tir_bin(a, E_MAX, ih, tir_idx(a, 0)), tir_idx(a, p->h - 1));
+  Expr *cw = tir_bin(a, E_MIN, tir_bin(a, E_MAX, iw, tir_idx(a, 0)), tir_idx(a, p->wd - 1));
+  Expr *ri[4] = {idx[0], idx[3], ch, cw};
+  return tir_select(a, ok, te_read(c, p->data, 4, ri), tir_float(a, MLC_F32, 0));
+}
+
+/* V[eh, ew, p, c] = sum_i Bt[eh][i] (sum_j Bt[ew][j] d[i][j]) over the tile p (clamped to the last real one) */
+static Expr *input_body(TeCtx *c, Expr **idx, void *user) {
+  WinoConv *p = user;
+  Arena *a = c->arena;
+  int al = p->w->alpha;
+  const double *bt = p->w->bt;
+  Expr *t = tir_bin(a, E_MIN, idx[2], tir_idx(a, p->tiles - 1));
+  Expr *per_img = tir_idx(a, p->th * p->tw);
+  Expr *img = tir_bin(a, E_FLOORDIV, t, per_img), *r = tir_bin(a, E_FLOORMOD, t, per_img);
+  Expr *y0 = tir_mul(a, tir_bin(a, E_FLOORDIV, r, tir_idx(a, p->tw)), tir_idx(a, p->w->m));
+  Expr *x0 = tir_mul(a, tir_bin(a, E_FLOORMOD, r, tir_idx(a, p->tw)), tir_idx(a, p->w->m));
+  Var *rowv[6];
+  Expr *rows[6], *vals[6], *arms[6];
+  for (int i = 0; i < al; i++) {
+    Expr *d[6];
+    for (int j = 0; j < al; j++) {
+      Expr *ri[4] = {img, tir_add(a, y0, tir_idx(a, i)), tir_add(a, x0, tir_idx(a, j)), idx[3]};
+      d[j] = te_read(c, p->dpad, 4, ri);
+    }
+    for (int b = 0; b < al; b++) arms[b] = lin_comb(a, al, bt + b * al, 1, d);
+    vals[i] = select_by(a, idx[1], al, arms);
+    rowv[i] = tir_var(a, arena_printf(a, "wino_row%d", i), MLC_F32);
+    rows[i] = tir_varref(a, rowv[i]);
+  }
+  for (int b = 0; b < al; b++) arms[b] = lin_comb(a, al, bt + b * al, 1, rows);
+  Expr *e = select_by(a, idx[0], al, arms);
+  for (int i = al - 1; i >= 0; i--) e = tir_let(a, rowv[i], vals[i], e);
+  return e;
+}
+
+/* M[e, ko, p, kb] = sum_c V[e / alpha, e % alpha, p, c] * U[e, ko, c, kb] */
+static Expr *gemm_body(TeCtx *c, Expr **idx, void *user) {
+  WinoConv *p = user;
+  Arena *a = c->arena;
+  IterVar *rc = te_reduce_axis(c, "rc", p->c);
+  Expr *ic = tir_varref(a, rc->var), *al = tir_idx(a, p->w->alpha);
+  Expr *vi[4] = {tir_bin(a, E_FLOORDIV, idx[0], al), tir_bin(a, E_FLOORMOD, idx[0], al), idx[2], ic};
+  Expr *ui[4] = {idx[0], idx[1], ic, idx[3]};
+  Expr *prod = tir_mul(a, te_read(c, p->v, 4, vi), te_read(c, p->u, 4, ui));
+  return te_reduce(c, RED_SUM, prod, 1, &rc, NULL, NULL);
+}
+
+/* Y[n, k, h, w] = sum_a At[h % m][a] (sum_b At[w % m][b] M[a * alpha + b, k / kb, tile of (n, h, w), k % kb]) */
+static Expr *output_body(TeCtx *c, Expr **idx, void *user) {
+  WinoConv *p = user;
+  Arena *a = c->arena;
+  int al = p->w->alpha, m = p->w->m;
+  const double *at = p->w->at;
+  Expr *em = tir_idx(a, m), *kb = tir_idx(a, p->kb);
+  Expr *tile = tir_add(a, tir_mul(a, idx[0], tir_idx(a, p->th * p->tw)),
+                       tir_add(a, tir_mul(a, tir_bin(a, E_FLOORDIV, idx[2], em), tir_idx(a, p->tw)),
+                               tir_bin(a, E_FLOORDIV, idx[3], em)));
+  Expr *hi = tir_bin(a, E_FLOORMOD, idx[2], em), *wi = tir_bin(a, E_FLOORMOD, idx[3], em);
+  Expr *ko = tir_bin(a, E_FLOORDIV, idx[1], kb), *ki = tir_bin(a, E_FLOORMOD, idx[1], kb);
+  Var *rowv[6];
+  Expr *rows[6], *vals[6], *arms[6];
+  for (int i = 0; i < al; i++) {
+    Expr *mv[6];
+    for (int j = 0; j < al; j++) {
+      Expr *mi[4] = {tir_idx(a, i * al + j), ko, tile, ki};
+      mv[j] = te_read(c, p->mprod, 4, mi);
+    }
+    for (int b = 0; b < m; b++) arms[b] = lin_comb(a, al, at + b * al, 1, mv);
+    vals[i] = select_by(a, wi, m, arms);
+    rowv[i] = tir_var(a, arena_printf(a, "wino_out%d", i), MLC_F32);
+    rows[i] = tir_varref(a, rowv[i]);
+  }
+  for (int b = 0; b < m; b++) arms[b] = lin_comb(a, al, at + b * al, 1, rows);
+  Expr *e = select_by(a, hi, m, arms);
+  for (int i = al - 1; i >= 0; i--) e = tir_let(a, rowv[i], vals[i], e);
+  return e;
+}
+
+static mlc_status conv_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  WinoConv *p = arena_alloc(c->arena, sizeof *p);
+  mlc_status st = conv_of(n, p, d);
+  if (st) return st;
+  p->data = ins[0];
+  p->u = ins[1];
+  int64_t tp = default_tile_p(c->target, p->tiles, p->kb);
+  p->ptiles = (p->tiles + tp - 1) / tp * tp;
+  int64_t al = p->w->alpha, m = p->w->m;
+  int64_t ds[4] = {p->n, p->th * m + 2, p->tw * m + 2, p->c};
+  p->dpad = te_compute(c, "winograd_pad", "winograd_pad", MLC_F32, 4, ds, pad_body, p);
+  int64_t vs[4] = {al, al, p->ptiles, p->c};
+  p->v = te_compute(c, "winograd_input", "winograd_input", MLC_F32, 4, vs, input_body, p);
+  int64_t ms[4] = {al * al, p->k / p->kb, p->ptiles, p->kb};
+  p->mprod = te_compute(c, "winograd_gemm", "conv2d_winograd", MLC_F32, 4, ms, gemm_body, p);
+  int64_t os[4] = {p->n, p->k, p->oh, p->ow};
+  outs[0] = te_compute(c, "conv2d_winograd", "winograd_output", MLC_F32, 4, os, output_body, p);
+  return MLC_OK;
+}
+
+const OpDef topi_ops_winograd_x86[] = {
+    /* name                          pattern                 in min/max  outs  relation       compute */
+    {"nn.winograd_weight_transform", PAT_INJECTIVE, 1, 1, 1, weight_infer, weight_compute},
+    {"nn.conv2d_winograd", PAT_OUT_ELEMWISE_FUSABLE, 2, 2, 1, conv_infer, conv_compute},
+    {NULL},
+};
+
+/* ---------------------------------------------------------------- template */
+
+/* anchor: the batched GEMM M[alpha^2, K/kb, PP, kb] with its one reduce axis (the input channels) */
+static bool anchor_ok(const TeOp *a) { return a->kind == TE_COMPUTE && a->naxes == 4 && a->nreduce == 1; }
+
+void topi_conv2d_winograd_space(const Target *t, const TeOp *a, TopiConfigSpace *s) {
+  memset(s, 0, sizeof *s);
+  if (!anchor_ok(a)) return;
+  int64_t pp = a->axes[2]->extent, kb = a->axes[3]->extent, ch = a->reduce_axes[0]->extent;
+  int64_t mx = tile_p_max(t, kb);
+  TopiKnob *k = topi_knob_add(s, "tile_p");
+  for (int64_t f = 1; f <= pp && f <= mx + 2; f++)
+    if (pp % f == 0) topi_knob_choice(k, f);
+  k = topi_knob_add(s, "tile_c");
+  for (int64_t f = 1; f <= ch; f++)
+    if (ch % f == 0 && (f >= 16 || f == ch)) topi_knob_choice(k, f);
+}
+
+void topi_conv2d_winograd_fallback(const Target *t, const TeOp *a, TopiConfig *cfg) {
+  memset(cfg, 0, sizeof *cfg);
+  if (!anchor_ok(a)) return;
+  /* the compute padded the tiles to a multiple of the default register tile (conv_compute): the largest
+   * divisor within the register budget is that tile or a larger one */
+  int64_t tp = topi_largest_divisor(a->axes[2]->extent, tile_p_max(t, a->axes[3]->extent));
+  topi_cfg_set(cfg, "tile_p", tp);
+  topi_cfg_set(cfg, "tile_c", a->reduce_axes[0]->extent);
+}
+
+static TeStage *stage_tagged(TeSchedule *s, const char *tag) {
+  for (int i = 0; i < s->nstages; i++)
+    if (s->stages[i]->op->tag && !strcmp(s->stages[i]->op->tag, tag)) return s->stages[i];
+  return NULL;
+}
+
+/* D[n, y, x, c]: rows in parallel, channels innermost (vectorized where the lanes divide them) */
+static void schedule_pad(TeCtx *c, TeStage *st) {
+  TeOp *op = st->op;
+  st->attach = ATTACH_ROOT; /* the group schedule inlined it: the transform must read plain memory */
+  int lanes = topi_vector_lanes(c->target, MLC_F32);
+  IterVar *f = te_fuse(st, op->axes[0], op->axes[1]);
+  if (f->extent > 1) te_parallel(st, f);
+  if (op->axes[3]->extent % lanes == 0) {
+    IterVar *co, *ci;
+    topi_split(st, op->axes[3], lanes, &co, &ci);
+    te_vectorize(st, ci);
+  }
+}
+
+/* V[eh, ew, p, c]: p (parallel), c.o, eh, ew (unrolled), c.i (vectorized) */
+static void schedule_input(TeCtx *c, TeStage *st) {
+  TeOp *op = st->op;
+  st->attach = ATTACH_ROOT;
+  int lanes = topi_vector_lanes(c->target, MLC_F32);
+  IterVar *co, *ci;
+  topi_split(st, op->axes[3], topi_largest_divisor(op->axes[3]->extent, lanes), &co, &ci);
+  IterVar *order[5] = {op->axes[2], co, op->axes[0], op->axes[1], ci};
+  te_reorder(st, 5, order);
+  if (op->axes[2]->extent > 1) te_parallel(st, op->axes[2]);
+  te_unroll(st, op->axes[0]);
+  te_unroll(st, op->axes[1]);
+  if (ci->extent > 1) te_vectorize(st, ci);
+}
+
+/* whether out is the NCHW result [N, K, OH, OW] computed elementwise from the output transform */
+static bool output_ok(const TeStage *os, const TeStage *ys) {
+  if (!os || !ys || os->op->kind != TE_COMPUTE || os->op->nreduce != 0 || os->attach != ATTACH_ROOT ||
+      os->nleaf != 4 || os->op->naxes != 4)
+    return false;
+  for (int i = 0; i < 4; i++)
+    if (os->op->axes[i]->extent != ys->op->axes[i]->extent) return false;
+  return true;
+}
+
+void topi_conv2d_winograd_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, const TopiConfig *cfg) {
+  TeStage *gs = te_stage(s, a->outputs[0]);
+  if (!gs || !anchor_ok(a)) return;
+  TeStage *ps = stage_tagged(s, "winograd_pad"), *vs = stage_tagged(s, "winograd_input");
+  TeStage *ys = stage_tagged(s, "winograd_output"), *os = out ? te_stage(s, out) : NULL;
+  if (ps) schedule_pad(c, ps);
+  if (vs) schedule_input(c, vs);
+  /* the GEMM: fused (e, ko) parallel, [c.o,] p.o, c.i, p.i (unrolled), kb (vectorized) */
+  int64_t pp = a->axes[2]->extent, ch = a->reduce_axes[0]->extent;
+  int64_t tp = topi_config_get(cfg, "tile_p", 1), tc = topi_config_get(cfg, "tile_c", ch);
+  IterVar *po, *pi, *co = NULL, *ci = a->reduce_axes[0];
+  topi_split(gs, a->axes[2], tp > pp ? pp : tp, &po, &pi);
+  if (tc < ch) topi_split(gs, a->reduce_axes[0], tc, &co, &ci);
+  IterVar *order[7];
+  int k = 0;
+  order[k++] = a->axes[0];
+  order[k++] = a->axes[1];
+  if (co) order[k++] = co;
+  order[k++] = po;
+  order[k++] = ci;
+  order[k++] = pi;
+  order[k++] = a->axes[3];
+  te_reorder(gs, k, order);
+  IterVar *f = te_fuse(gs, a->axes[0], a->axes[1]);
+  te_parallel(gs, f);
+  if (pi->extent > 1) te_unroll(gs, pi);
+  te_vectorize(gs, a->axes[3]);
+  if (!os || !output_ok(os, ys)) {
+    if (os) topi_schedule_stage_generic(c, os);
+    return;
+  }
+  /* the output: n, k.o, h.o (parallel), w.o, h.i, w.i (unrolled), k.i (vectorized); the transform and the
+   * epilogue are computed per element from M */
+  TeOp *o = os->op;
+  int64_t kb = a->axes[3]->extent, tile = a->axes[0]->extent == 36 ? 4 : 2; /* alpha^2 = (m + 2)^2 */
+  IterVar *ko, *ki, *ho, *hi, *wo, *wi;
+  topi_split(os, o->axes[1], kb, &ko, &ki);
+  topi_split(os, o->axes[2], tile, &ho, &hi);
+  topi_split(os, o->axes[3], tile, &wo, &wi);
+  IterVar *oorder[7] = {o->axes[0], ko, ho, wo, hi, wi, ki};
+  te_reorder(os, 7, oorder);
+  IterVar *of = te_fuse(os, o->axes[0], ko);
+  of = te_fuse(os, of, ho);
+  if (of->extent > 1) te_parallel(os, of);
+  te_unroll(os, hi);
+  te_unroll(os, wi);
+  if (ki->extent > 1) te_vectorize(os, ki);
+}

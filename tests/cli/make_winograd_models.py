@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""make_winograd_models.py DIR: small ONNX models whose 3x3 convs AlterOpLayout can rewrite into Winograd
+(nn.conv2d_winograd), each with random inputs (NAME_inputs.npz) and a float64 numpy reference of the direct
+convolution (NAME_ref.npz). They cover output sizes that are not multiples of the 4x4 tile, padding 0 and 1,
+batch 2, channel counts that are not multiples of 16, and fused epilogues (bias + relu, residual add + relu).
+Used by tests/cli/test_winograd.sh."""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+rng = np.random.default_rng(7)
+F = TensorProto.FLOAT
+
+
+def conv_ref(x, w, pad):
+    """direct cross-correlation in float64, NCHW, stride 1, 3x3"""
+    x = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    n, c, h, wd = x.shape
+    oh, ow = h - 2, wd - 2
+    y = np.zeros((n, w.shape[0], oh, ow))
+    for i in range(3):
+        for j in range(3):
+            y += np.einsum("nchw,kc->nkhw", x[:, :, i:i + oh, j:j + ow], w[:, :, i, j].astype(np.float64))
+    return y
+
+
+def save(name, nodes, inputs, outputs, inits, feeds, ref):
+    g = helper.make_graph(nodes, name, inputs, outputs, inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(out, name + ".onnx"))
+    np.savez(os.path.join(out, name + "_inputs.npz"), **feeds)
+    np.savez(os.path.join(out, name + "_ref.npz"), y=ref.astype(np.float32))
+
+
+def arr(shape, scale=1.0):
+    return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+
+def vi(name, shape):
+    return helper.make_tensor_value_info(name, F, shape)
+
+
+# batch 2, 12 -> 24 channels (K a multiple of 8, not of 16), 13 x 13 with padding 1 (13 = 3 tiles + 1), bias, relu
+x, w, b = arr([2, 12, 13, 13]), arr([24, 12, 3, 3], 0.3), arr([24])
+save("wino_bias_relu", [
+    helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+    helper.make_node("Relu", ["c"], ["y"], name="relu")], [vi("x", [2, 12, 13, 13])], [vi("y", [2, 24, 13, 13])],
+    [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")], {"x": x},
+    np.maximum(conv_ref(x, w, 1) + b.reshape(1, -1, 1, 1), 0))
+
+# padding 0: 11 x 10 -> 9 x 8 output (rows not a multiple of 4), 16 -> 32 channels, residual add + relu
+x, w, r = arr([1, 16, 11, 10]), arr([32, 16, 3, 3], 0.25), arr([1, 32, 9, 8])
+save("wino_residual", [
+    helper.make_node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[3, 3]),
+    helper.make_node("Add", ["c", "r"], ["s"], name="residual"),
+    helper.make_node("Relu", ["s"], ["y"], name="relu")], [vi("x", [1, 16, 11, 10]), vi("r", [1, 32, 9, 8])],
+    [vi("y", [1, 32, 9, 8])], [numpy_helper.from_array(w, "w")], {"x": x, "r": r},
+    np.maximum(conv_ref(x, w, 0) + r, 0))
+
+# a ResNet-like block: 64 channels, 14 x 14, two convs (the second reads the first's relu) and the residual
+x, w1, w2 = arr([1, 64, 14, 14]), arr([64, 64, 3, 3], 0.06), arr([64, 64, 3, 3], 0.06)
+b1, b2 = arr([64]), arr([64])
+h = np.maximum(conv_ref(x, w1, 1) + b1.reshape(1, -1, 1, 1), 0)
+save("wino_block", [
+    helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+    helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+    helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], name="conv2", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+    helper.make_node("Add", ["c2", "x"], ["s"], name="residual"),
+    helper.make_node("Relu", ["s"], ["y"], name="relu2")], [vi("x", [1, 64, 14, 14])], [vi("y", [1, 64, 14, 14])],
+    [numpy_helper.from_array(a, n) for a, n in ((w1, "w1"), (b1, "b1"), (w2, "w2"), (b2, "b2"))], {"x": x},
+    np.maximum(conv_ref(h.astype(np.float32), w2, 1) + b2.reshape(1, -1, 1, 1) + x, 0))
