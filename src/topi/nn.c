@@ -4,9 +4,12 @@
  * kind; the schedule templates for the heavy ops ("conv2d_nchw", "dense", "pool", "softmax") live in
  * schedule.c and key on the TeOp tag set here.
  *
- * Padding is never materialised: an out-of-range tap reads the input at a clamped index (so the load is
- * always in bounds, TIR selects evaluate both sides) and a select replaces the value by the pad value
- * (0 for sums, -inf for max). Guards are emitted only on dimensions where a tap can actually fall outside.
+ * Convolutions do not materialise padding: an out-of-range tap reads the input at a clamped index (so the
+ * load is always in bounds, TIR selects evaluate both sides) and a select replaces the value by the pad
+ * value (0 for sums, -inf for max). Guards are emitted only on dimensions where a tap can actually fall
+ * outside. Pools read a padded copy of their input instead (pool_pad_stage; the "pool.x86" template
+ * computes it per channel plane, next to the window loop), so the window loop has no test per tap and the
+ * output row vectorizes.
  * float16/bfloat16 accumulate in float32: the reduction stage is float32 and a cast stage follows.
  *
  * Graph attributes (as the ONNX importer writes them, Relay names):
@@ -359,6 +362,9 @@ typedef struct PoolCtx {
   Window w;
   PoolKind kind;
   TeTensor *data;
+  TeTensor *pad;   /* the padded input (pool_pad_stage), or NULL: the taps read data in range */
+  int64_t pshape[MLC_MAX_DIMS];
+  bool phase_split; /* pad's last spatial dim is [stride, width / stride]: see pool_pad_stage */
   mlc_dtype acc;
   bool count_include_pad;
   double p;
@@ -377,6 +383,69 @@ static Expr *tap_count(TeCtx *c, const Window *w, int i, Expr *o, int64_t lo, in
   return tir_bin(A, E_MAX, tir_sub(A, khi, klo), tir_idx(A, 0));
 }
 
+/* The pad value of a pool: what an out-of-range tap contributes (the identity of its reduction). */
+static Expr *pool_pad_value(TeCtx *c, const PoolCtx *k, mlc_dtype t) {
+  return k->kind == POOL_MAX ? tir_min_value(c->arena, t) : tir_const(c->arena, t, 0);
+}
+
+static Expr *pool_pad_body(TeCtx *c, Expr **idx, void *user) {
+  PoolCtx *k = user;
+  Arena *A = c->arena;
+  int nsp = k->w.nsp;
+  Expr *din[MLC_MAX_DIMS] = {idx[0], idx[1]}, *valid = NULL;
+  for (int i = 0; i < nsp; i++) {
+    Expr *x = idx[2 + i];
+    int64_t ext = k->pshape[2 + i];
+    if (k->phase_split && i == nsp - 1) { /* [.., phase, j]: column j * stride + phase */
+      x = tir_add(A, tir_mul(A, idx[3 + i], tir_idx(A, k->w.strides[i])), idx[2 + i]);
+      ext = k->pshape[3 + i] * k->w.strides[i];
+    }
+    if (k->w.pb[i]) x = tir_sub(A, x, tir_idx(A, k->w.pb[i]));
+    bool lo = k->w.pb[i] > 0, hi = ext - k->w.pb[i] > k->w.in[i];
+    Expr *cond = lo ? tir_bin(A, E_GE, x, tir_idx(A, 0)) : NULL;
+    if (hi) {
+      Expr *h = tir_bin(A, E_LT, x, tir_idx(A, k->w.in[i]));
+      cond = cond ? tir_bin(A, E_AND, cond, h) : h;
+    }
+    if (cond) valid = valid ? tir_bin(A, E_AND, valid, cond) : cond;
+    if (lo) x = tir_bin(A, E_MAX, x, tir_idx(A, 0));
+    if (hi) x = tir_bin(A, E_MIN, x, tir_idx(A, k->w.in[i] - 1));
+    din[2 + i] = x;
+  }
+  Expr *v = te_read(c, k->data, k->data->ndim, din);
+  return valid ? tir_select(A, valid, v, pool_pad_value(c, k, k->data->dtype)) : v;
+}
+
+/* The padded input of a pool, so that the window loop reads every tap unconditionally: the input
+ * surrounded by the pad value (the leading pads, and at the end whatever the last window reaches: the
+ * trailing pads, ceil_mode's extra window). When the last spatial stride s is > 1 that dim is stored phase
+ * split, [s, ceil(width / s)] with column x at [x % s, x / s], so that the taps of consecutive outputs are
+ * consecutive elements and the output row vectorizes with plain vector loads. NULL when no tap can fall
+ * outside the input and the last stride is 1 (the taps read the input directly). */
+static TeTensor *pool_pad_stage(TeCtx *c, PoolCtx *k) {
+  const Window *w = &k->w;
+  int nsp = w->nsp;
+  bool need = w->strides[nsp - 1] > 1;
+  k->pshape[0] = k->data->shape[0];
+  k->pshape[1] = k->data->shape[1];
+  for (int i = 0; i < nsp; i++) {
+    int64_t reach = (w->out[i] - 1) * w->strides[i] + (w->kernel[i] - 1) * w->dil[i] + 1;
+    need |= w->pb[i] > 0 || reach > w->pb[i] + w->in[i];
+    k->pshape[2 + i] = reach;
+  }
+  if (!need) return NULL;
+  int nd = 2 + nsp;
+  int64_t s = w->strides[nsp - 1];
+  k->phase_split = s > 1;
+  if (k->phase_split) {
+    int64_t reach = k->pshape[1 + nsp];
+    k->pshape[1 + nsp] = s;
+    k->pshape[2 + nsp] = (reach + s - 1) / s;
+    nd++;
+  }
+  return te_compute(c, "pool_pad", "pool_pad", k->data->dtype, nd, k->pshape, pool_pad_body, k);
+}
+
 static Expr *pool_body(TeCtx *c, Expr **idx, void *user) {
   PoolCtx *k = user;
   Arena *A = c->arena;
@@ -384,10 +453,23 @@ static Expr *pool_body(TeCtx *c, Expr **idx, void *user) {
   IterVar *rax[3];
   static const char *knames[3] = {"rx", "ry", "rz"};
   for (int i = 0; i < nsp; i++) rax[i] = te_reduce_axis(c, knames[i], k->w.kernel[i]);
-  Expr *din[MLC_MAX_DIMS] = {idx[0], idx[1]};
-  Expr *valid = NULL;
-  for (int i = 0; i < nsp; i++) din[2 + i] = tap_index(c, &k->w, i, idx[2 + i], ivref(c, rax[i]), &valid);
-  Expr *v = read_as(c, k->data, din, k->acc);
+  Expr *din[MLC_MAX_DIMS + 1] = {idx[0], idx[1]};
+  Expr *valid = NULL, *v;
+  if (k->pad) {
+    for (int i = 0; i < nsp; i++) {
+      Expr *tap = tir_mul(A, ivref(c, rax[i]), tir_idx(A, k->w.dil[i])), *s = tir_idx(A, k->w.strides[i]);
+      if (k->phase_split && i == nsp - 1) { /* column o*s + tap: phase tap % s, o + tap / s */
+        din[2 + i] = tir_bin(A, E_FLOORMOD, tap, s);
+        din[3 + i] = tir_add(A, idx[2 + i], tir_bin(A, E_FLOORDIV, tap, s));
+      } else {
+        din[2 + i] = tir_add(A, tir_mul(A, idx[2 + i], s), tap);
+      }
+    }
+    v = read_as(c, k->pad, din, k->acc);
+  } else {
+    for (int i = 0; i < nsp; i++) din[2 + i] = tap_index(c, &k->w, i, idx[2 + i], ivref(c, rax[i]), &valid);
+    v = read_as(c, k->data, din, k->acc);
+  }
   if (k->kind == POOL_MAX) {
     if (valid) v = tir_select(A, valid, v, tir_min_value(A, k->acc));
     return te_reduce(c, RED_MAX, v, nsp, rax, NULL, NULL);
@@ -452,6 +534,7 @@ static mlc_status pool_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **out
   k->acc = acc_dtype(ins[0]->dtype);
   k->count_include_pad = ir_attr_int(n, "count_include_pad", 0) != 0;
   k->p = (double)ir_attr_int(n, "p", 2);
+  k->pad = pool_pad_stage(c, k);
   const TensorType *o = &n->outputs[0]->type;
   TeTensor *t = te_compute(c, n->op->name + 3, "pool", k->acc, o->ndim, o->dims, pool_body, k);
   outs[0] = k->kind == POOL_LP ? lp_root(c, t, k->p, o->dtype) : cast_stage(c, t, o->dtype);

@@ -15,7 +15,8 @@
  *     n, oc.o, spatial.., ow.o, ic.o, k.., ic.i, oc.i (unrolled), ow.i (vectorized); parallel over the
  *     fused n x oc.o (x the next spatial axis while that has fewer iterations than twice the cores)
  *   dense / batch_matmul: dense_x86.c (register-blocked GEMM, knobs tile_m, tile_n, tile_k, par_n)
- *   pool: the innermost output axis split by the lanes and vectorized, reduce window inside, parallel outer
+ *   pool: a padded input computed per channel plane, a vector accumulator of tile_ow output columns per
+ *     tile with the window taps unrolled around it (see the pooling section)
  *   softmax: the output stage as an injective stage; its max / sum reductions as generic reductions.
  * Split factors need not divide: the lowering guards the last outer iteration. */
 #include <string.h>
@@ -262,40 +263,150 @@ static void conv_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, const
 
 /* ---------------------------------------------------------------- pooling */
 
-static void pool_space(const Target *t, const TeOp *a, TopiConfigSpace *s) { memset(s, 0, sizeof *s); }
+/* Window pools (tag "pool" from nn.c's pool_compute, axes n, c, spatial.., ow; one reduce axis per spatial
+ * dim) read the padded input pool_pad (tag "pool_pad", when there is padding or a last stride > 1), which
+ * makes every tap an unconditional load contiguous along ow. Schedule: the output (the epilogue, or the
+ * pool's own copy after cache_write) is tiled n, c, spatial.., ow.o | ow.i (vectorized), with n x c (x the
+ * outer spatial dims while that is too little to share out) fused into the parallel loop; pool_pad is
+ * computed inside that loop (one channel plane or row band at a time, so it stays in cache, and each
+ * thread pads its own part); the window reduction is a local accumulator of tile_ow columns computed at
+ * ow.o, loops taps.. (unrolled) | ow (vectorized), so each tap is one vector load and one max/add per
+ * vector of outputs. Global pools (output spatial extents 1) keep the generic reduction schedule.
+ * Knobs: tile_ow (output columns per tile), unroll_taps. */
 
-static void pool_fallback(const Target *t, const TeOp *a, TopiConfig *cfg) { memset(cfg, 0, sizeof *cfg); }
+static bool pool_anchor_ok(const TeOp *a) {
+  return a->kind == TE_COMPUTE && a->naxes >= 3 && a->nreduce == a->naxes - 2 && a->axes[a->naxes - 1]->extent > 1;
+}
+
+static int64_t pool_taps(const TeOp *a) {
+  int64_t t = 1;
+  for (int i = 0; i < a->nreduce; i++) t *= a->reduce_axes[i]->extent;
+  return t;
+}
+
+/* the whole row when it fits four vectors; else the largest divisor up to four vectors, or one vector with
+ * a guarded last tile when OW has no useful divisor */
+static int64_t pool_default_tile(int64_t ow, int lanes) {
+  if (ow <= 4 * lanes) return ow;
+  int64_t t = topi_largest_divisor(ow, 4 * lanes);
+  return t >= lanes ? t : lanes;
+}
+
+static void pool_space(const Target *t, const TeOp *a, TopiConfigSpace *s) {
+  memset(s, 0, sizeof *s);
+  if (!pool_anchor_ok(a)) return;
+  int lanes = topi_vector_lanes(t, a->outputs[0]->dtype);
+  int64_t ow = a->axes[a->naxes - 1]->extent, extra[2] = {lanes, pool_default_tile(ow, lanes)};
+  knob_split(s, "tile_ow", ow, 4 * lanes, 2, extra);
+  knob_onoff(s, "unroll_taps");
+}
+
+static void pool_fallback(const Target *t, const TeOp *a, TopiConfig *cfg) {
+  memset(cfg, 0, sizeof *cfg);
+  if (!pool_anchor_ok(a)) return;
+  int lanes = topi_vector_lanes(t, a->outputs[0]->dtype);
+  topi_cfg_set(cfg, "tile_ow", pool_default_tile(a->axes[a->naxes - 1]->extent, lanes));
+  topi_cfg_set(cfg, "unroll_taps", pool_taps(a) <= 32);
+}
+
+/* Whether the pool's result can be a local tile computed inside the epilogue's loop: the epilogue has the
+ * pool's shape and no reduction, and the pool itself is not a group output. */
+static bool pool_local_ok(TeSchedule *s, const TeOp *a, const TeTensor *out) {
+  for (int i = 0; i < s->noutputs; i++)
+    if (s->outputs[i]->op == a && out && out->op != a) return false;
+  if (!out || out->op == a) return true;
+  const TeOp *o = out->op;
+  if (o->kind != TE_COMPUTE || o->nreduce != 0 || o->naxes != a->naxes) return false;
+  for (int i = 0; i < a->naxes; i++)
+    if (o->axes[i]->extent != a->axes[i]->extent) return false;
+  return true;
+}
+
+/* Tiles os (axes n, c, spatial.., ow) as n, c, spatial.., ow.o, ow.i with the outer axes fused into the
+ * parallel loop; returns that loop, *owo the ow.o leaf. When taps is set (os is the pool itself), the
+ * reduce axes go between ow.o and ow.i. */
+static IterVar *pool_tile_output(TeCtx *c, TeStage *os, int64_t tile, bool taps, int64_t work, IterVar **owo) {
+  TeOp *o = os->op;
+  int nd = o->naxes;
+  IterVar *wo, *wi;
+  topi_split(os, o->axes[nd - 1], tile, &wo, &wi);
+  IterVar *order[2 * MLC_MAX_DIMS + 2];
+  int k = 0;
+  for (int i = 0; i < nd - 1; i++) order[k++] = o->axes[i];
+  order[k++] = wo;
+  for (int i = 0; taps && i < o->nreduce; i++) order[k++] = o->reduce_axes[i];
+  order[k++] = wi;
+  te_reorder(os, k, order);
+  IterVar *par[MLC_MAX_DIMS];
+  int np = 2;
+  int64_t ext = o->axes[0]->extent * o->axes[1]->extent;
+  par[0] = o->axes[0];
+  par[1] = o->axes[1];
+  while (np < nd - 1 && ext < 2 * topi_num_cores(c->target)) {
+    ext *= o->axes[np]->extent;
+    par[np] = o->axes[np];
+    np++;
+  }
+  IterVar *f = topi_fuse_range(os, par, np);
+  if (work >= PARALLEL_MIN_WORK && f->extent > 1) te_parallel(os, f);
+  if (wi->extent > 1) te_vectorize(os, wi);
+  *owo = wo;
+  return f;
+}
 
 static void pool_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, const TopiConfig *cfg) {
-  TeStage *st = te_stage(s, a->outputs[0]);
+  TeStage *st = te_stage(s, a->outputs[0]), *ps = NULL;
   if (!st) return;
-  if (a->naxes < 2 || st->nleaf != a->naxes + a->nreduce) {
-    schedule_stage(c, st);
-  } else {
-    int lanes = topi_vector_lanes(c->target, a->outputs[0]->dtype);
-    IterVar *last = a->axes[a->naxes - 1], *lo = NULL, *li = NULL;
-    IterVar *par[MLC_MAX_DIMS + 1];
-    int np = 0;
-    for (int i = 0; i < a->naxes - 1; i++) par[np++] = a->axes[i];
-    if (lanes > 1 && last->extent % lanes == 0) {
-      topi_split(st, last, lanes, &lo, &li);
-      IterVar *order[2 * MLC_MAX_DIMS + 2];
-      int k = 0;
-      for (int i = 0; i < a->naxes - 1; i++) order[k++] = a->axes[i];
-      order[k++] = lo;
-      for (int i = 0; i < a->nreduce; i++) order[k++] = a->reduce_axes[i];
-      order[k++] = li;
-      te_reorder(st, k, order);
-    } else {
-      par[np++] = last;
+  for (int i = 0; i < s->nstages; i++)
+    if (s->stages[i]->op->tag && !strcmp(s->stages[i]->op->tag, "pool_pad")) ps = s->stages[i];
+  if (!pool_anchor_ok(a) || st->nleaf != a->naxes + a->nreduce) {
+    schedule_stage(c, st); /* pool_pad stays inlined: the taps test their bounds */
+    if (out && out->op != a) {
+      TeStage *os = te_stage(s, out);
+      if (os) schedule_stage(c, os);
     }
-    IterVar *f = topi_fuse_range(st, par, np);
-    if (op_work(a) >= PARALLEL_MIN_WORK && f->extent > 1) te_parallel(st, f);
-    if (li) te_vectorize(st, li);
+    return;
   }
-  if (out && out->op != a) {
-    TeStage *os = te_stage(s, out);
-    if (os) schedule_stage(c, os);
+  int64_t tile = topi_config_get(cfg, "tile_ow", a->axes[a->naxes - 1]->extent);
+  bool unroll = topi_config_get(cfg, "unroll_taps", 1) != 0;
+  int64_t work = op_work(a);
+  bool epi = out && out->op != a;
+  TeStage *os, *ls = NULL; /* the tiled output, the local accumulator (NULL: os is the pool itself) */
+  IterVar *owo, *par;
+  if (pool_local_ok(s, a, out)) {
+    TeTensor *P = a->outputs[0], *L = te_cache_write(s, P);
+    if (L == P) return;
+    if (epi) te_compute_inline(te_stage(s, P));
+    os = te_stage(s, epi ? out : P);
+    ls = te_stage(s, L);
+    par = pool_tile_output(c, os, tile, false, work, &owo);
+    /* the accumulator: taps.., ow (vectorized; bound inference gives it the tile's tile_ow columns) */
+    TeOp *lo = ls->op;
+    IterVar *order[2 * MLC_MAX_DIMS];
+    int k = 0;
+    for (int i = 0; i < lo->naxes - 1; i++) order[k++] = lo->axes[i];
+    for (int i = 0; i < lo->nreduce; i++) order[k++] = lo->reduce_axes[i];
+    order[k++] = lo->axes[lo->naxes - 1];
+    te_reorder(ls, k, order);
+    te_vectorize(ls, lo->axes[lo->naxes - 1]);
+    for (int i = 0; unroll && i < lo->nreduce; i++)
+      if (lo->reduce_axes[i]->extent > 1) te_unroll(ls, lo->reduce_axes[i]);
+    te_compute_at(ls, os, owo);
+  } else {
+    os = st;
+    par = pool_tile_output(c, os, tile, true, work, &owo);
+    for (int i = 0; unroll && i < a->nreduce; i++)
+      if (a->reduce_axes[i]->extent > 1) te_unroll(os, a->reduce_axes[i]);
+    if (epi) {
+      TeStage *es = te_stage(s, out);
+      if (es) schedule_stage(c, es);
+    }
+  }
+  if (ps) { /* the group schedule inlined it: give it memory, one plane (or row band) per parallel step */
+    TeOp *po = ps->op;
+    ps->attach = ATTACH_ROOT;
+    if (po->axes[po->naxes - 1]->extent > 1) te_vectorize(ps, po->axes[po->naxes - 1]);
+    te_compute_at(ps, os, par);
   }
 }
 
