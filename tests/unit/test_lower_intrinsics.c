@@ -63,8 +63,10 @@ static TirFunc *unary_func(const char *name, Intrin in, mlc_dtype t, int64_t n, 
   return f;
 }
 
-static mlc_kernel_fn jit(TirFunc *f, char **asm_out) {
+/* The kernel, its JIT in *jit_out (the caller frees it after the last call). */
+static mlc_kernel_fn jit(TirFunc *f, char **asm_out, CgJit **jit_out) {
   Diag d = {0};
+  *jit_out = NULL;
   CgModule *m = cg_module_new(&host, f->name, &d);
   if (!m) return NULL;
   if (cg_add_func(m, f, &d) != MLC_OK) {
@@ -73,12 +75,11 @@ static mlc_kernel_fn jit(TirFunc *f, char **asm_out) {
     return NULL;
   }
   if (asm_out) *asm_out = cg_print_asm(m, &d);
-  CgJit *j;
-  if (cg_jit_create(m, &j, &d) != MLC_OK) {
+  if (cg_jit_create(m, jit_out, &d) != MLC_OK) {
     CHECK(0, "jit: %s", d.msg);
     return NULL;
   }
-  return (mlc_kernel_fn)cg_jit_lookup(j, f->name); /* the JIT lives until exit */
+  return (mlc_kernel_fn)cg_jit_lookup(*jit_out, f->name);
 }
 
 static double ref(Intrin in, double x) {
@@ -116,7 +117,8 @@ static void check_intrin(const char *name, Intrin in, double lo, double hi, doub
   CHECK(f->body != before, "%s: nothing lowered", name);
   CHECK(!has_call(f->body->loop.body->store.value, in), "%s: the call is still there", name);
   char *as = NULL;
-  mlc_kernel_fn k = jit(f, &as);
+  CgJit *j;
+  mlc_kernel_fn k = jit(f, &as, &j);
   CHECK(k != NULL, "%s: no kernel", name);
   if (as && host.vector_bytes >= 32) {
     CHECK(strstr(as, "ymm") || strstr(as, "zmm"), "%s: not vectorised", name);
@@ -124,7 +126,10 @@ static void check_intrin(const char *name, Intrin in, double lo, double hi, doub
           "%s: libm call left in the assembly", name);
   }
   free(as);
-  if (!k) return;
+  if (!k) {
+    cg_jit_free(j);
+    return;
+  }
   float *x = malloc(sizeof(float) * (N + NS)), *y = malloc(sizeof(float) * (N + NS));
   for (int i = 0; i < N; i++) x[i] = (float)(lo + (hi - lo) * i / (N - 1));
   const float specials[NS] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e30f, -1e30f, 1e-30f, -1e-30f, 1e-40f,
@@ -149,6 +154,7 @@ static void check_intrin(const char *name, Intrin in, double lo, double hi, doub
   printf("%-8s max error %.2f ulp over [%g, %g] and specials\n", name, worst, lo, hi);
   free(x);
   free(y);
+  cg_jit_free(j);
 }
 
 static void check_fma_and_f64(void) {
