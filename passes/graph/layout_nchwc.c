@@ -3,10 +3,19 @@
  * carry a layout per value through the ops that can take any layout).
  *
  * It runs right after AlterOpLayout, which turned the float32 convs into nn.conv2d_packed with the output
- * channel block ocb chosen for the target (src/topi/conv2d_x86.c). One walk in topological order keeps the
- * layout of each value: NCHW, or NCHWc with block b (the value's type is then [N, C/b, H, W, b]).
- *   - nn.conv2d_packed writes NCHWc with its own block (out_block = ocb); it reads an NCHWc input directly
- *     (data_block = b, its weight re-blocked to [OC/ocb][IC/b][KH][KW][b][ocb] by graph ops on the constant).
+ * channel block ocb chosen for the target (src/topi/conv2d_x86.c).
+ * First it decides which conv outputs are worth blocking. The values joined by elementwise/broadcast ops
+ * (a full-shape activation operand and the result; constants and broadcast operands do not join) form
+ * regions, found with union-find. A region goes NCHWc when every value entering it is written by a packed
+ * conv in one block and every use leaving it is a packed conv reading it as data: then it costs no transform
+ * at all. Any other region stays NCHW, and its convs store NCHW themselves (their epilogue's store is the
+ * transform): a transform kernel would cost a full extra pass over the tensor that most consumers (pools,
+ * Winograd / depthwise convs, graph outputs) cannot fuse.
+ * Then one walk in topological order keeps the layout of each value: NCHW, or NCHWc with block b (the value's
+ * type is then [N, C/b, H, W, b]).
+ *   - nn.conv2d_packed in a blocked region writes NCHWc with its own block (out_block = ocb); it reads an
+ *     NCHWc input directly (data_block = b, its weight re-blocked to [OC/ocb][IC/b][KH][KW][b][ocb] by graph
+ *     ops on the constant).
  *   - An elementwise or broadcast op (pattern kind) on float32 whose output is 4-D and that has an NCHWc input
  *     of its full output shape keeps NCHWc: its other inputs are converted to the same block, scalars left
  *     alone, per-channel or other broadcast shapes ([C,1,1], [1,C,1,1], [1,1,H,W]) reshaped and transposed
@@ -14,9 +23,9 @@
  *     FoldConstant that follows; for activations they are injective ops placed right after their producer,
  *     so the consumer can still join the conv's fused group as its epilogue.
  *   - Every other op, and every graph output, reads the NCHW form: a transpose (0, 1, 4, 2, 3) and a reshape
- *     to [N, C, H, W], made once per value right before its first such consumer (FuseOps fuses it into that
- *     consumer or its neighbours). So a model's outputs and every op that is not layout-aware see exactly
- *     the NCHW values they saw before.
+ *     to [N, C, H, W], made once per value right before its first such consumer (the regions above make this
+ *     a fallback that a blocked region should not need). So a model's outputs and every op that is not
+ *     layout-aware see exactly the NCHW values they saw before.
  * Different blocks on adjacent convs need no transform: data_block follows the producer, out_block the
  * consumer's own weight. */
 #include <string.h>
@@ -38,6 +47,9 @@ typedef struct LayoutCtx {
   int *slot_of;       /* by value id: the slot of its producer, -1 for graph inputs and constants */
   VEC(Slot *) slots;  /* the new node order */
   VEC(Node *) front;  /* transforms of graph inputs and constants, placed first */
+  int *region;        /* by value id (of the original graph): union-find parent */
+  bool *region_ok;    /* by region root: blocked (see the opening note) */
+  int64_t *region_b;  /* by region root: the block of the convs writing into it, -1 when they differ */
 } LayoutCtx;
 
 static void grow(LayoutCtx *c) {
@@ -135,13 +147,93 @@ static Value *to_blocked(LayoutCtx *c, Value *v, int64_t b, int64_t C, const Nod
   return last->outputs[0];
 }
 
+static bool is_packed_conv(const Node *n) {
+  return !strcmp(n->op->name, "nn.conv2d_packed") && n->ninputs == 2 && n->inputs[1]->type.ndim == 5 &&
+         !ir_attr(n, "data_block") && !ir_attr(n, "out_block");
+}
+
+/* an elementwise/broadcast op that could keep NCHWc (float32, one 4-D output, no shape attribute, NCHW
+ * inputs of rank <= 4) */
+static bool layout_agnostic(const LayoutCtx *c, const Node *n) {
+  if (n->op->pattern > PAT_BROADCAST || n->noutputs != 1 || ir_attr(n, "shape")) return false;
+  const TensorType *o = &n->outputs[0]->type;
+  if (o->dtype != MLC_F32 || o->ndim != 4) return false;
+  for (int k = 0; k < n->ninputs; k++)
+    if (!n->inputs[k] || n->inputs[k]->type.dtype != MLC_F32 || (n->inputs[k]->type.ndim > 4 && !block_of(c, n->inputs[k])))
+      return false;
+  return true;
+}
+
+/* an activation operand of the op's full output shape: it joins the op's region */
+static bool joins(const Node *n, const Value *v) {
+  return !v->data && tt_equal(&v->type, &n->outputs[0]->type);
+}
+
+static int find(int *parent, int v) {
+  while (parent[v] != v) v = parent[v] = parent[parent[v]];
+  return v;
+}
+
+static void unite(int *parent, int a, int b) {
+  a = find(parent, a), b = find(parent, b);
+  if (a != b) parent[a] = b;
+}
+
+/* the regions of the opening note: which conv outputs to block */
+static void find_regions(LayoutCtx *c) {
+  Graph *g = c->g;
+  int nv = g->values.n;
+  Arena *a = g->arena;
+  c->region = arena_alloc(a, sizeof(int) * (size_t)(nv + 1));
+  c->region_ok = arena_alloc(a, (size_t)nv + 1);
+  c->region_b = arena_alloc(a, sizeof(int64_t) * (size_t)(nv + 1));
+  bool *member = arena_alloc(a, (size_t)g->nodes.n + 1); /* by position: a layout-agnostic op */
+  for (int i = 0; i < nv; i++) c->region[i] = i, c->region_ok[i] = true, c->region_b[i] = 0;
+  for (int i = 0; i < g->nodes.n; i++) {
+    Node *n = g->nodes.v[i];
+    if (!(member[i] = layout_agnostic(c, n))) continue;
+    for (int k = 0; k < n->ninputs; k++)
+      if (joins(n, n->inputs[k])) unite(c->region, n->inputs[k]->id, n->outputs[0]->id);
+  }
+  for (int i = 0; i < g->nodes.n; i++) {
+    Node *n = g->nodes.v[i];
+    /* what enters a region: a packed conv's output (its block), or anything else (not blocked) */
+    for (int k = 0; k < n->noutputs; k++) {
+      Value *v = n->outputs[k];
+      if (!v || (member[i] && k == 0)) continue;
+      int r = find(c->region, v->id);
+      int64_t b = is_packed_conv(n) ? n->inputs[1]->type.dims[4] : 0;
+      if (!b) c->region_ok[r] = false;
+      c->region_b[r] = c->region_b[r] == 0 || c->region_b[r] == b ? b : -1;
+    }
+    /* what leaves it: a packed conv's data, or a member's joining operand; a member with no joining
+     * operand (a broadcast of smaller values) has nothing blocked to start from */
+    bool any_join = false;
+    for (int k = 0; k < n->ninputs; k++) {
+      Value *v = n->inputs[k];
+      if (!v || v->data) continue;
+      bool inside = member[i] && joins(n, v);
+      any_join |= inside;
+      if (!inside && !(is_packed_conv(n) && k == 0)) c->region_ok[find(c->region, v->id)] = false;
+    }
+    if (member[i] && !any_join) c->region_ok[find(c->region, n->outputs[0]->id)] = false;
+  }
+  for (int i = 0; i < g->inputs.n; i++) c->region_ok[find(c->region, g->inputs.v[i]->id)] = false;
+  for (int i = 0; i < g->outputs.n; i++) c->region_ok[find(c->region, g->outputs.v[i]->id)] = false;
+}
+
+/* the block a packed conv writes: its own, when its output's region is blocked */
+static int64_t out_block_of(const LayoutCtx *c, const Node *n) {
+  int r = find(c->region, n->outputs[0]->id);
+  return c->region_ok[r] && c->region_b[r] > 0 ? c->region_b[r] : 0;
+}
+
 /* The block an elementwise/broadcast node can keep, or 0: float32 throughout, a 4-D output, one NCHWc input
  * of the full output shape, every NCHWc input in the same block, every other input of rank <= 4. Ops that
  * take their output shape from an attribute (broadcast_to, full) are not layout-agnostic. */
 static int64_t elementwise_block(const LayoutCtx *c, const Node *n) {
-  if (n->op->pattern > PAT_BROADCAST || n->noutputs != 1 || ir_attr(n, "shape")) return 0;
+  if (!layout_agnostic(c, n)) return 0;
   const TensorType *o = &n->outputs[0]->type;
-  if (o->dtype != MLC_F32 || o->ndim != 4) return 0;
   int64_t b = 0;
   bool full = false;
   for (int k = 0; k < n->ninputs; k++) {
@@ -182,14 +274,14 @@ static mlc_status read_blocked(LayoutCtx *c, Node *n, int64_t b) {
 
 static mlc_status convert_node(LayoutCtx *c, Node *n) {
   Diag *d = c->d;
-  if (!strcmp(n->op->name, "nn.conv2d_packed") && n->ninputs == 2 && n->inputs[1]->type.ndim == 5 &&
-      !ir_attr(n, "data_block") && !ir_attr(n, "out_block")) {
-    int64_t b = block_of(c, n->inputs[0]);
+  if (is_packed_conv(n)) {
+    int64_t b = block_of(c, n->inputs[0]), ob = out_block_of(c, n);
+    if (!b && !ob) return MLC_OK;
     if (b && read_blocked(c, n, b)) return d->status;
-    ir_set_int(c->g, n, "out_block", n->inputs[1]->type.dims[n->inputs[1]->type.ndim - 1]);
+    if (ob) ir_set_int(c->g, n, "out_block", ob);
     if (ir_infer_node(c->g, n, d)) return d->status;
     grow(c);
-    c->block[n->outputs[0]->id] = n->outputs[0]->type.dims[4];
+    c->block[n->outputs[0]->id] = ob;
     return MLC_OK;
   }
   int64_t b = elementwise_block(c, n);
@@ -236,6 +328,7 @@ mlc_status pass_convert_layout_nchwc(Graph *g, const PassOptions *opt, Diag *d) 
   if (!any) return MLC_OK;
   LayoutCtx c = {.g = g, .d = d, .reshape = ir_op_find("reshape"), .transpose = ir_op_find("transpose")};
   if (!c.reshape || !c.transpose) return MLC_OK;
+  find_regions(&c);
   grow(&c);
   int n0 = g->nodes.n;
   Node **nodes = arena_alloc(g->arena, sizeof(Node *) * (size_t)(n0 + 1));
