@@ -91,6 +91,110 @@ static mlc_status rewrite_winograd(Graph *g, const PassOptions *opt, Diag *d) {
   return MLC_OK;
 }
 
+/* ---- dense: nn.dense / nn.matmul / nn.batch_matmul -> nn.dense_packed (src/topi/dense_x86.c)
+ * A float32 product with a constant 2-D weight: nn.dense(x, W[N, K]), or a matmul A[..., K] x B with B [K, N]
+ * (or [N, K] with transpose_b) and no transpose_a, whose result is the same [..., N] as a dense of A. The
+ * weight is packed [NB][K][bn]: bn = 16 (two AVX2 vectors, one AVX-512 vector) when it divides N, else the
+ * float lanes when they divide N, else the lanes with N padded up to NB * bn by zero columns, so that every
+ * weight block is whole vectors. The packing is graph ops on the constant (nn.pad when N needs padding,
+ * reshape splitting N into [NB, bn], transpose bringing K out of the block) that the FoldConstant after this
+ * pass evaluates; they go right before the product in the node order. */
+
+static int64_t dense_block(int64_t n, int lanes) {
+  if (n % 16 == 0 && lanes <= 16) return 16;
+  return lanes;
+}
+
+static mlc_status pack_dense_weights(Graph *g, int lanes, Diag *d) {
+  const OpDef *packed = ir_op_find("nn.dense_packed"), *pad = ir_op_find("nn.pad"),
+              *reshape = ir_op_find("reshape"), *transpose = ir_op_find("transpose");
+  if (!packed || !pad || !reshape || !transpose) return MLC_OK;
+  int n0 = g->nodes.n;
+  Node **pre = arena_alloc(g->arena, (size_t)(n0 ? n0 : 1) * 3 * sizeof(Node *)); /* up to 3 per node */
+  memset(pre, 0, (size_t)(n0 ? n0 : 1) * 3 * sizeof(Node *));
+  bool changed = false;
+  for (int i = 0; i < n0; i++) {
+    Node *n = g->nodes.v[i];
+    bool dense = !strcmp(n->op->name, "nn.dense");
+    bool matmul = !strcmp(n->op->name, "nn.matmul") || !strcmp(n->op->name, "nn.batch_matmul");
+    if ((!dense && !matmul) || n->ninputs != 2 || !n->inputs[0] || !n->inputs[1]) continue;
+    Value *x = n->inputs[0], *w = n->inputs[1];
+    if (x->type.dtype != MLC_F32 || w->type.dtype != MLC_F32 || !w->data || w->type.ndim != 2 || x->type.ndim < 1)
+      continue;
+    if (matmul && x->type.ndim >= 2 && ir_attr_int(n, "transpose_a", 0)) continue;
+    bool nk = dense || ir_attr_int(n, "transpose_b", 0); /* W is [N, K] (else [K, N]) */
+    int64_t nn = w->type.dims[nk ? 0 : 1], kk = w->type.dims[nk ? 1 : 0];
+    if (nn < 1 || kk < 1 || kk != x->type.dims[x->type.ndim - 1]) continue;
+    int64_t bn = dense_block(nn, lanes), nb = (nn + bn - 1) / bn;
+    Value *cur = w;
+    int np = 0;
+    if (nb * bn != nn) {
+      Node *p = ir_node_new(g, pad, arena_printf(g->arena, "%s_weight_pad", n->name), n->op_type, n->opset, &cur, 1, 1);
+      int64_t pw[4] = {0, 0, nk ? nb * bn - nn : 0, nk ? 0 : nb * bn - nn}; /* befores, then afters */
+      ir_set_ints(g, p, "pad_width", pw, 4);
+      if (ir_infer_node(g, p, d)) return d->status;
+      cur = p->outputs[0];
+      pre[3 * i + np++] = p;
+    }
+    Node *r = ir_node_new(g, reshape, arena_printf(g->arena, "%s_weight_block", n->name), n->op_type, n->opset, &cur,
+                          1, 1);
+    int64_t shp_nk[3] = {nb, bn, kk}, shp_kn[3] = {kk, nb, bn};
+    ir_set_ints(g, r, "newshape", nk ? shp_nk : shp_kn, 3);
+    if (ir_infer_node(g, r, d)) return d->status;
+    cur = r->outputs[0];
+    pre[3 * i + np++] = r;
+    Node *t = ir_node_new(g, transpose, arena_printf(g->arena, "%s_weight_pack", n->name), n->op_type, n->opset,
+                          &cur, 1, 1);
+    int64_t perm_nk[3] = {0, 2, 1}, perm_kn[3] = {1, 0, 2};
+    ir_set_ints(g, t, "axes", nk ? perm_nk : perm_kn, 3);
+    if (ir_infer_node(g, t, d)) return d->status;
+    pre[3 * i + np++] = t;
+    TensorType before = n->outputs[0]->type;
+    n->op = packed;
+    n->inputs[1] = t->outputs[0];
+    n->nattrs = 0; /* transpose_a/_b no longer apply: the packed weight has one layout */
+    ir_set_int(g, n, "units", nn);
+    if (ir_infer_node(g, n, d)) return d->status;
+    if (!tt_equal(&before, &n->outputs[0]->type))
+      return diag_set(d, MLC_ERR_INTERNAL, "AlterOpLayout: node '%s' changed its output type", n->name);
+    changed = true;
+  }
+  if (!changed) return MLC_OK;
+  int total = g->nodes.n, k = 0;
+  Node **order = arena_alloc(g->arena, (size_t)total * sizeof(Node *));
+  for (int i = 0; i < n0; i++) {
+    for (int j = 0; j < 3; j++)
+      if (pre[3 * i + j]) order[k++] = pre[3 * i + j];
+    order[k++] = g->nodes.v[i];
+  }
+  if (k != total) return diag_set(d, MLC_ERR_INTERNAL, "AlterOpLayout: lost track of %d nodes", total - k);
+  memcpy(g->nodes.v, order, (size_t)total * sizeof(Node *));
+  return MLC_OK;
+}
+
+/* ---- depthwise: nn.conv2d with groups = C (one input channel per group, any channel multiplier) ->
+ * nn.depthwise_conv2d (src/topi/depthwise_x86.c), same inputs and attributes: the op owns a compute with a
+ * padding stage and a schedule vectorized along the output row. float32 4-D only; the weight need not be
+ * constant (nothing is packed). */
+static mlc_status rewrite_depthwise(Graph *g, Diag *d) {
+  const OpDef *dw = ir_op_find("nn.depthwise_conv2d");
+  if (!dw) return MLC_OK;
+  for (int i = 0; i < g->nodes.n; i++) {
+    Node *n = g->nodes.v[i];
+    if (strcmp(n->op->name, "nn.conv2d") || n->ninputs != 2 || !n->inputs[0] || !n->inputs[1]) continue;
+    const TensorType *x = &n->inputs[0]->type, *w = &n->inputs[1]->type;
+    if (x->dtype != MLC_F32 || w->dtype != MLC_F32 || x->ndim != 4 || w->ndim != 4) continue;
+    int64_t groups = ir_attr_int(n, "groups", 1);
+    if (groups < 2 || groups != x->dims[1] || w->dims[1] != 1) continue;
+    TensorType before = n->outputs[0]->type;
+    n->op = dw;
+    if (ir_infer_node(g, n, d)) return d->status;
+    if (!tt_equal(&before, &n->outputs[0]->type))
+      return diag_set(d, MLC_ERR_INTERNAL, "AlterOpLayout: node '%s' changed its output type", n->name);
+  }
+  return MLC_OK;
+}
+
 mlc_status pass_alter_op_layout(Graph *g, const PassOptions *opt, Diag *d) {
   if (gpu_target(opt->target)) return MLC_OK;
   Target t;
@@ -98,6 +202,8 @@ mlc_status pass_alter_op_layout(Graph *g, const PassOptions *opt, Diag *d) {
   if (cg_target_parse(opt->target ? opt->target : "llvm", &t, &td) != MLC_OK || t.kind != TARGET_CPU) return MLC_OK;
   if (rewrite_winograd(g, opt, d) != MLC_OK) return d->status;
   int lanes = t.vector_bytes >= 16 ? t.vector_bytes / 4 : 4;
+  mlc_status dst = pack_dense_weights(g, lanes, d);
+  if (dst) return dst;
   const OpDef *packed = ir_op_find("nn.conv2d_packed"), *reshape = ir_op_find("reshape"),
               *transpose = ir_op_find("transpose");
   if (!packed || !reshape || !transpose) return MLC_OK;

@@ -3,7 +3,7 @@
  *   conv (OIHW weight [Cout, Cin/groups, k...]):  numel(out) * (Cin/groups) * prod(kernel) = numel(out) * prod(w[1:])
  *   conv2d_transpose (weight [Cin, Cout/groups, k...]): numel(in) * prod(w[1:]) (each input element meets
  *   Cout/groups * prod(kernel) weights; padding makes the output-side count inexact)
- *   dense / matmul / batch_matmul: numel(out) * K, K the reduced axis of the first input. */
+ *   dense / matmul / batch_matmul / dense_packed: numel(out) * K, K the reduced axis of the first input. */
 #include <stdlib.h>
 #include <string.h>
 #include "ir/ir.h"
@@ -28,6 +28,8 @@ static int64_t node_macs(const Node *n) {
   if (!strcmp(op, "nn.conv1d") || !strcmp(op, "nn.conv2d") || !strcmp(op, "nn.conv3d"))
     return w->ndim >= 2 ? sat_mul(tt_numel(out), prod_from(w, 1)) : 0;
   if (!strcmp(op, "nn.conv2d_transpose")) return w->ndim >= 2 ? sat_mul(tt_numel(x), prod_from(w, 1)) : 0;
+  if (!strcmp(op, "nn.dense_packed")) /* weight [N/bn, K, bn]: K is the data's last axis */
+    return x->ndim >= 1 ? sat_mul(tt_numel(out), x->dims[x->ndim - 1]) : 0;
   if (!strcmp(op, "nn.dense") || !strcmp(op, "nn.matmul") || !strcmp(op, "nn.batch_matmul")) {
     if (x->ndim < 1) return 0;
     int64_t k = x->dims[x->ndim - 1];

@@ -289,3 +289,291 @@ epilogue:
     if (os) topi_schedule_stage_generic(c, os);
   }
 }
+
+/* ================================================================ nn.dense_packed
+ *
+ * Op nn.dense_packed(data[..., K], weight[NB, K, bn]) -> [..., N], attribute units = N (NB * bn >= N, the
+ * columns past N are zero padding). AlterOpLayout (passes/graph/alter_op_layout.c, pack_dense_weights)
+ * rewrites nn.dense, and nn.matmul / nn.batch_matmul with a constant float32 2-D B, into it; the packing
+ * (nn.pad up to NB * bn, reshape, transpose) is folded at compile time. One (k, block) step of the weight is
+ * one contiguous run of bn floats (bn a multiple of the vector lanes), so the inner loop loads the weight as
+ * whole vectors where nn.dense's [N, K] weight would be a strided gather along N.
+ *
+ * Compute: the leading data axes are fused into one row axis M (the data index is decomposed from m), then
+ *     dense_packed[m, nb, b] = sum_k data[m.., k] * weight[nb, k, b]     (shape [M, NB, bn], NB * bn >= N)
+ *     dense_unpack[r.., n]   = dense_packed[fused(r..), n / bn, n % bn] (shape [..., N], inlined into the
+ *                                                                         epilogue: bias, relu, residual add)
+ *
+ * Schedule "dense_packed.x86" (knobs tile_m, tile_n, tile_k, n_outer): the group output is tiled
+ *     rows.., [m.o, n.o] (fused, parallel; n.o first when n_outer) | m.i (unrolled), nb.i (unrolled), b (vector)
+ * and dense_packed is computed at the fused tile loop: a tile_m x tile_n block of accumulators (tile_n =
+ * blocks x bn) over k.o, k.i, m.i, nb.i, b, which LLVM keeps in vector registers: each k step is tile_m
+ * broadcasts of the data and tile_n/lanes contiguous weight vector loads feeding tile_m * tile_n/lanes
+ * independent FMAs. With one row (M = 1, a matrix-vector product, memory-bound on the weight) the tile takes
+ * several blocks so that enough independent FMA chains cover the FMA latency, and the weight is streamed
+ * once, in order, split between the threads by column tiles. The store of the last column tile is guarded
+ * when N is not a multiple of bn; the accumulator tile itself always covers whole blocks. */
+
+typedef struct DensePacked {
+  int64_t m, n, k, nb, bn;
+  int rank;                      /* rank of data and of the output */
+  int64_t rows[MLC_MAX_DIMS];    /* the leading data axes (rank - 1 of them) */
+  TeTensor *data, *weight, *acc;
+} DensePacked;
+
+static mlc_status dense_packed_of(const Node *n, DensePacked *p, Diag *d) {
+  const TensorType *x = &n->inputs[0]->type, *w = &n->inputs[1]->type;
+  memset(p, 0, sizeof *p);
+  if (x->dtype != MLC_F32 || w->dtype != MLC_F32)
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "nn.dense_packed supports float32 only");
+  if (x->ndim < 1 || w->ndim != 3)
+    return diag_set(d, MLC_ERR_INVALID, "nn.dense_packed expects data of rank >= 1 and a rank-3 weight, got %d and %d",
+                    x->ndim, w->ndim);
+  p->rank = x->ndim;
+  p->k = x->dims[x->ndim - 1];
+  p->nb = w->dims[0];
+  p->bn = w->dims[2];
+  p->n = ir_attr_int(n, "units", p->nb * p->bn);
+  if (w->dims[1] != p->k)
+    return diag_set(d, MLC_ERR_INVALID, "nn.dense_packed: weight has K = %lld, data %lld", (long long)w->dims[1],
+                    (long long)p->k);
+  if (p->bn < 1 || p->n < 1 || p->n > p->nb * p->bn || p->n <= (p->nb - 1) * p->bn)
+    return diag_set(d, MLC_ERR_INVALID, "nn.dense_packed: units %lld does not fit %lld blocks of %lld",
+                    (long long)p->n, (long long)p->nb, (long long)p->bn);
+  p->m = 1;
+  for (int i = 0; i < x->ndim - 1; i++) {
+    p->rows[i] = x->dims[i];
+    p->m *= x->dims[i];
+  }
+  return MLC_OK;
+}
+
+static mlc_status dense_packed_infer(Node *n, Diag *d) {
+  DensePacked p;
+  mlc_status st = dense_packed_of(n, &p, d);
+  if (st) return st;
+  TensorType o = n->inputs[0]->type;
+  o.dims[o.ndim - 1] = p.n;
+  n->outputs[0]->type = o;
+  return MLC_OK;
+}
+
+/* data index of fused row m: row axis i is (m / stride_i) % extent_i, unit axes 0 */
+static void data_index(TeCtx *c, const DensePacked *p, Expr *m, Expr *k, Expr **di) {
+  Arena *a = c->arena;
+  int nr = p->rank - 1;
+  int64_t stride = 1;
+  for (int i = nr - 1; i >= 0; i--) {
+    if (p->rows[i] == 1) {
+      di[i] = tir_idx(a, 0);
+      continue;
+    }
+    Expr *e = stride == 1 ? m : tir_bin(a, E_FLOORDIV, m, tir_idx(a, stride));
+    if (stride * p->rows[i] < p->m) e = tir_bin(a, E_FLOORMOD, e, tir_idx(a, p->rows[i]));
+    di[i] = e;
+    stride *= p->rows[i];
+  }
+  di[nr] = k;
+}
+
+static Expr *dense_packed_body(TeCtx *c, Expr **idx, void *user) {
+  DensePacked *p = user;
+  Arena *a = c->arena;
+  IterVar *rk = te_reduce_axis(c, "rk", p->k);
+  Expr *k = tir_varref(a, rk->var);
+  Expr *di[MLC_MAX_DIMS], *wi[3] = {idx[1], k, idx[2]};
+  data_index(c, p, idx[0], k, di);
+  Expr *prod = tir_mul(a, te_read(c, p->data, p->rank, di), te_read(c, p->weight, 3, wi));
+  return te_reduce(c, RED_SUM, prod, 1, &rk, NULL, NULL);
+}
+
+static Expr *dense_unpack_body(TeCtx *c, Expr **idx, void *user) {
+  DensePacked *p = user;
+  Arena *a = c->arena;
+  Expr *m = NULL;
+  for (int i = 0; i < p->rank - 1; i++) {
+    if (p->rows[i] == 1) continue;
+    m = m ? tir_add(a, tir_mul(a, m, tir_idx(a, p->rows[i])), idx[i]) : idx[i];
+  }
+  Expr *n = idx[p->rank - 1], *b = tir_idx(a, p->bn);
+  Expr *ri[3] = {m ? m : tir_idx(a, 0), tir_bin(a, E_FLOORDIV, n, b), tir_bin(a, E_FLOORMOD, n, b)};
+  return te_read(c, p->acc, 3, ri);
+}
+
+static mlc_status dense_packed_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  DensePacked *p = arena_alloc(c->arena, sizeof *p);
+  mlc_status st = dense_packed_of(n, p, d);
+  if (st) return st;
+  p->data = ins[0];
+  p->weight = ins[1];
+  int64_t as[3] = {p->m, p->nb, p->bn};
+  p->acc = te_compute(c, "dense_packed", "dense_packed", MLC_F32, 3, as, dense_packed_body, p);
+  const TensorType *o = &n->outputs[0]->type;
+  outs[0] = te_compute(c, "dense_unpack", "dense_packed_unpack", MLC_F32, o->ndim, o->dims, dense_unpack_body, p);
+  return MLC_OK;
+}
+
+const OpDef topi_ops_dense_x86[] = {
+    /* name              pattern                   in min/max  outs  relation            compute */
+    {"nn.dense_packed", PAT_OUT_ELEMWISE_FUSABLE, 2, 2, 1, dense_packed_infer, dense_packed_compute},
+    {NULL},
+};
+
+/* ---------------------------------------------------------------- dense_packed template */
+
+static bool packed_anchor_ok(const TeOp *a) {
+  return a->kind == TE_COMPUTE && a->naxes == 3 && a->nreduce == 1;
+}
+
+/* the accumulator budget in vector registers: AVX-512 has 32 (24 accumulators), AVX2 16 (12): the rest hold
+ * the weight vectors and a broadcast */
+static int64_t max_accumulators(const Target *t) { return t && t->vector_bytes >= 64 ? 24 : 12; }
+
+void topi_dense_packed_space(const Target *t, const TeOp *a, TopiConfigSpace *s) {
+  memset(s, 0, sizeof *s);
+  if (!packed_anchor_ok(a)) return;
+  int64_t m = a->axes[0]->extent, nb = a->axes[1]->extent, bn = a->axes[2]->extent, k = a->reduce_axes[0]->extent;
+  int lanes = topi_vector_lanes(t, MLC_F32);
+  int64_t vb = (bn + lanes - 1) / lanes, maxacc = max_accumulators(t);
+  TopiKnob *km = topi_knob_add(s, "tile_m");
+  for (int64_t f = 1; f <= 16 && f <= m; f++)
+    if (m % f == 0) topi_knob_choice(km, f);
+  TopiKnob *kn = topi_knob_add(s, "tile_n"); /* columns: a whole number of blocks dividing NB */
+  for (int64_t f = 1; f <= nb && f * vb <= 2 * maxacc; f++)
+    if (nb % f == 0) topi_knob_choice(kn, f * bn);
+  TopiKnob *kk = topi_knob_add(s, "tile_k");
+  static const int64_t kc[] = {64, 128, 256, 512};
+  topi_knob_choice(kk, k);
+  for (int i = 0; i < 4; i++)
+    if (kc[i] < k && k % kc[i] == 0) topi_knob_choice(kk, kc[i]);
+  TopiKnob *ko = topi_knob_add(s, "n_outer");
+  topi_knob_choice(ko, 0);
+  topi_knob_choice(ko, 1);
+}
+
+void topi_dense_packed_fallback(const Target *t, const TeOp *a, TopiConfig *cfg) {
+  memset(cfg, 0, sizeof *cfg);
+  if (!packed_anchor_ok(a)) return;
+  int64_t m = a->axes[0]->extent, nb = a->axes[1]->extent, bn = a->axes[2]->extent, k = a->reduce_axes[0]->extent;
+  int lanes = topi_vector_lanes(t, MLC_F32);
+  int64_t vb = (bn + lanes - 1) / lanes, maxacc = max_accumulators(t);
+  /* the register tile tm x (blocks * bn): the most FMAs per load (tm broadcasts + blocks * vb weight vectors
+   * feed tm * blocks * vb FMAs) within the accumulator budget; ties go to more accumulators (independent FMA
+   * chains: 2 pipes x 4 cycles of latency want 8). tm divides M, blocks divides NB: no partial tiles. */
+  int64_t tm = 1, blocks = 1;
+  double best = -1;
+  for (int64_t bl = 1; bl <= nb; bl++) {
+    if (nb % bl || bl * vb > maxacc) continue;
+    for (int64_t r = 1; r <= m && r * bl * vb <= maxacc; r++) {
+      if (m % r) continue;
+      double acc = (double)(r * bl * vb), score = acc / (double)(r + bl * vb);
+      if (score > best + 1e-9 || (score > best - 1e-9 && acc > (double)(tm * blocks * vb))) {
+        best = score;
+        tm = r;
+        blocks = bl;
+      }
+    }
+  }
+  /* a matrix-vector product is bound by the weight stream: keep at least two column tiles per core when
+   * that still leaves 4 FMA chains, so the threads share the stream */
+  if (m == 1) {
+    while (blocks > 1 && (nb / blocks) < 4 && (blocks / 2) * vb >= 4 && blocks % 2 == 0) blocks /= 2;
+  }
+  topi_cfg_set(cfg, "tile_m", tm);
+  topi_cfg_set(cfg, "tile_n", blocks * bn);
+  topi_cfg_set(cfg, "tile_k", k);
+  /* column tiles outermost when the weight is the larger operand: one K x tile_n weight panel stays in cache
+   * while the rows stream past it (the data, M x K, is re-read from L2 instead of the weight from memory) */
+  topi_cfg_set(cfg, "n_outer", nb * bn >= m);
+}
+
+/* the accumulator stage computed whole at the root (an epilogue that does not tile like the output) */
+static void schedule_packed_root(TeCtx *c, TeStage *st, TeOp *a, int64_t tk) {
+  IterVar *ko = NULL, *ki = a->reduce_axes[0];
+  if (tk < a->reduce_axes[0]->extent) topi_split(st, a->reduce_axes[0], tk, &ko, &ki);
+  IterVar *order[5];
+  int k = 0;
+  order[k++] = a->axes[0];
+  order[k++] = a->axes[1];
+  if (ko) order[k++] = ko;
+  order[k++] = ki;
+  order[k++] = a->axes[2];
+  te_reorder(st, k, order);
+  IterVar *f = te_fuse(st, a->axes[0], a->axes[1]);
+  int64_t work = a->axes[0]->extent * a->axes[1]->extent * a->axes[2]->extent * a->reduce_axes[0]->extent;
+  if (work >= PARALLEL_MIN_WORK && f->extent > 1) te_parallel(st, f);
+  te_vectorize(st, a->axes[2]);
+}
+
+void topi_dense_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, const TopiConfig *cfg) {
+  TeStage *as = te_stage(s, a->outputs[0]);
+  if (!as || !packed_anchor_ok(a)) return;
+  int64_t m = a->axes[0]->extent, nb = a->axes[1]->extent, bn = a->axes[2]->extent, k = a->reduce_axes[0]->extent;
+  int64_t tm = topi_config_get(cfg, "tile_m", 1), tn = topi_config_get(cfg, "tile_n", bn);
+  int64_t tk = topi_config_get(cfg, "tile_k", k);
+  bool n_outer = topi_config_get(cfg, "n_outer", 0);
+  int64_t blocks = tn / bn;
+  if (tm < 1 || m % tm) tm = 1;
+  if (blocks < 1 || tn % bn || nb % blocks) blocks = 1;
+  if (tk < 1 || tk > k) tk = k;
+  TeStage *os = out ? te_stage(s, out) : NULL;
+  /* the output tiles the accumulator when it has the unpacked shape: rows.., N with N <= NB * bn */
+  int rank = out ? out->ndim : 0;
+  bool tiled = os && os->op != a && os->op->kind == TE_COMPUTE && os->op->nreduce == 0 &&
+               os->attach == ATTACH_ROOT && os->nleaf == rank && rank >= 1;
+  int64_t orows = 1, nonunit = 0, mrow = -1;
+  for (int i = 0; tiled && i < rank - 1; i++) {
+    orows *= out->shape[i];
+    if (out->shape[i] > 1) nonunit++, mrow = i;
+  }
+  tiled = tiled && orows == m && out->shape[rank - 1] <= nb * bn && out->shape[rank - 1] > (nb - 1) * bn;
+  if (!tiled) {
+    schedule_packed_root(c, as, a, tk);
+    if (os && os->op != a) topi_schedule_stage_generic(c, os);
+    return;
+  }
+  if (nonunit > 1) { /* several row axes: no row tile (the fused row index is not one loop of the output) */
+    tm = 1;
+    mrow = -1;
+  }
+  /* the output: rows.., m.o, n.o | m.i, nb.i, b */
+  TeOp *o = os->op;
+  IterVar *no, *b, *noo, *noi, *mo = NULL, *mi = NULL;
+  topi_split(os, o->axes[rank - 1], bn, &no, &b);
+  topi_split(os, no, blocks, &noo, &noi);
+  if (mrow >= 0) topi_split(os, o->axes[mrow], tm, &mo, &mi);
+  IterVar *order[MLC_MAX_DIMS + 8];
+  int q = 0;
+  for (int i = 0; i < rank - 1; i++)
+    if (i != mrow) order[q++] = o->axes[i];
+  int nouter = q;
+  if (mo && n_outer) order[q++] = noo;
+  if (mo) order[q++] = mo;
+  if (!mo || !n_outer) order[q++] = noo;
+  nouter = q;
+  if (mi) order[q++] = mi;
+  order[q++] = noi;
+  order[q++] = b;
+  te_reorder(os, q, order);
+  IterVar *f = topi_fuse_range(os, order, nouter);
+  int64_t work = m * nb * bn * k;
+  if (work >= PARALLEL_MIN_WORK && f->extent > 1) te_parallel(os, f);
+  if (mi && mi->extent > 1) te_unroll(os, mi);
+  if (noi->extent > 1) te_unroll(os, noi);
+  te_vectorize(os, b);
+  /* the accumulator tile at the fused tile loop: k.o, k.i, m, nb, b */
+  IterVar *ko = NULL, *ki = a->reduce_axes[0];
+  if (tk < k) topi_split(as, a->reduce_axes[0], tk, &ko, &ki);
+  IterVar *aorder[6];
+  int r = 0;
+  if (ko) aorder[r++] = ko;
+  aorder[r++] = ki;
+  aorder[r++] = a->axes[0];
+  aorder[r++] = a->axes[1];
+  aorder[r++] = a->axes[2];
+  te_reorder(as, r, aorder);
+  if (tm > 1) te_unroll(as, a->axes[0]);
+  if (blocks > 1) te_unroll(as, a->axes[1]);
+  te_vectorize(as, a->axes[2]);
+  te_compute_at(as, os, f);
+}

@@ -437,6 +437,7 @@ static const TopiTemplate templates[] = {
     {"dense.x86", topi_dense_x86_space, topi_dense_x86_fallback, topi_dense_x86_schedule},
     {"batch_matmul.x86", topi_dense_x86_space, topi_dense_x86_fallback, topi_dense_x86_schedule},
     {"pool.x86", pool_space, pool_fallback, pool_schedule},
+    {"dense_packed.x86", topi_dense_packed_space, topi_dense_packed_fallback, topi_dense_packed_schedule},
     {"softmax.x86", softmax_space, softmax_fallback, softmax_schedule},
 };
 

@@ -79,6 +79,10 @@ void topi_schedule_stage_generic(TeCtx *c, TeStage *st);
 void topi_dense_x86_space(const Target *t, const TeOp *anchor, TopiConfigSpace *space);
 void topi_dense_x86_fallback(const Target *t, const TeOp *anchor, TopiConfig *cfg);
 void topi_dense_x86_schedule(TeCtx *c, TeSchedule *s, TeOp *anchor, TeTensor *out, const TopiConfig *cfg);
+/* the template of nn.dense_packed (tag "dense_packed"; weight [N/bn][K][bn] packed by AlterOpLayout) */
+void topi_dense_packed_space(const Target *t, const TeOp *anchor, TopiConfigSpace *space);
+void topi_dense_packed_fallback(const Target *t, const TeOp *anchor, TopiConfig *cfg);
+void topi_dense_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *anchor, TeTensor *out, const TopiConfig *cfg);
 
 /* ---- helpers shared by op families (common.c) ---- */
 /* numpy broadcasting of input shapes -> output type (dtype of a) */

@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""Small ONNX models whose products AlterOpLayout turns into nn.dense_packed (weights packed [N/bn][K][bn]),
+each with inputs and a numpy reference computed here in float64: make_dense_models.py OUT_DIR writes
+NAME.onnx, NAME_inputs.npz and NAME_ref.npz per case and prints the case names. Cases: N a multiple of the
+block (16) and not (10, 19, 37: zero-padded blocks), M = 1 (matrix-vector) and M > 1 (5, 12, 128 rows, and a
+rank-3 input with two row axes), Gemm with transB = 0 and 1, MatMul with a [K, N] weight, and fused epilogues
+(bias + relu, bias + residual add)."""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+rng = np.random.default_rng(7)
+F = TensorProto.FLOAT
+
+
+def save(name, nodes, xs, inits, ref):
+    inputs = [helper.make_tensor_value_info(k, F, list(v.shape)) for k, v in xs.items()]
+    outputs = [helper.make_tensor_value_info("y", F, list(ref.shape))]
+    g = helper.make_graph(nodes, name, inputs, outputs, [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(out, name + ".onnx"))
+    np.savez(os.path.join(out, name + "_inputs.npz"), **xs)
+    np.savez(os.path.join(out, name + "_ref.npz"), y=ref.astype(np.float32))
+    print(name)
+
+
+def f32(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def relu(v):
+    return np.maximum(v, 0)
+
+
+# Gemm + Relu: y = relu(x W^T + b) (transB = 1: W [N, K]) or relu(x W + b) (transB = 0: W [K, N])
+for m, k, n in [(1, 64, 32), (1, 40, 10), (5, 37, 19), (12, 48, 37), (128, 64, 48)]:
+    for tb in (0, 1):
+        x, w, b = f32(m, k), f32(n, k) if tb else f32(k, n), f32(n)
+        wt = w.T if tb else w
+        ref = relu(x.astype(np.float64) @ wt.astype(np.float64) + b)
+        save(f"gemm_relu_m{m}_k{k}_n{n}_tb{tb}",
+             [helper.make_node("Gemm", ["x", "w", "b"], ["g"], name="gemm", transB=tb),
+              helper.make_node("Relu", ["g"], ["y"], name="relu")], {"x": x}, {"w": w, "b": b}, ref)
+
+# MatMul of a rank-3 input with a [K, N] weight + bias + a residual add (two row axes when both are > 1)
+for shape, n in [((1, 16, 32), 32), ((4, 3, 24), 24), ((2, 1, 16), 16)]:
+    k = shape[-1]
+    x, w, b = f32(*shape), f32(k, n), f32(n)
+    ref = x.astype(np.float64) @ w.astype(np.float64) + b + x
+    save("matmul_residual_" + "x".join(map(str, shape)),
+         [helper.make_node("MatMul", ["x", "w"], ["mm"], name="matmul"),
+          helper.make_node("Add", ["mm", "b"], ["mb"], name="bias"),
+          helper.make_node("Add", ["mb", "x"], ["y"], name="residual")], {"x": x}, {"w": w, "b": b}, ref)
+
+# MatMul with a rank-1 input (a vector times a matrix): y[N]
+x, w = f32(40), f32(40, 21)
+save("matmul_vector_k40_n21", [helper.make_node("MatMul", ["x", "w"], ["y"], name="matmul")], {"x": x}, {"w": w},
+     x.astype(np.float64) @ w.astype(np.float64))
