@@ -201,6 +201,7 @@ mlc_status pass_alter_op_layout(Graph *g, const PassOptions *opt, Diag *d) {
   Diag td = {0};
   if (cg_target_parse(opt->target ? opt->target : "llvm", &t, &td) != MLC_OK || t.kind != TARGET_CPU) return MLC_OK;
   if (rewrite_winograd(g, opt, d) != MLC_OK) return d->status;
+  if (rewrite_depthwise(g, d) != MLC_OK) return d->status;
   int lanes = t.vector_bytes >= 16 ? t.vector_bytes / 4 : 4;
   mlc_status dst = pack_dense_weights(g, lanes, d);
   if (dst) return dst;

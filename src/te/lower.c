@@ -458,14 +458,14 @@ static bool interval(Region *r, Expr *e, Expr **lo, Expr **hi) {
       return true;
     }
     if (!interval(r, y, &blo, &bhi) || alo != ahi || blo != bhi) return false;
-    *lo = *hi = e;
+    *lo = *hi = alo == x && blo == y ? e : tir_mul(a, alo, blo);
     return true;
   }
   case E_FLOORDIV:
   case E_FLOORMOD:
     if (!tir_is_const_int(e->op.b, &c) || c <= 0 || !interval(r, e->op.a, &alo, &ahi)) return false;
-    if (alo == ahi) {
-      *lo = *hi = e;
+    if (alo == ahi) { /* a point; alo may be the value of a var ranged over one iteration */
+      *lo = *hi = alo == e->op.a ? e : tir_bin(a, e->kind, alo, e->op.b);
     } else if (e->kind == E_FLOORDIV) {
       *lo = tir_bin(a, E_FLOORDIV, alo, e->op.b);
       *hi = tir_bin(a, E_FLOORDIV, ahi, e->op.b);

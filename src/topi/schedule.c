@@ -434,6 +434,7 @@ static const TopiTemplate templates[] = {
     {"conv2d_packed.x86", topi_conv2d_packed_space, topi_conv2d_packed_fallback, topi_conv2d_packed_schedule},
     {"conv2d_winograd.x86", topi_conv2d_winograd_space, topi_conv2d_winograd_fallback, topi_conv2d_winograd_schedule},
     {"conv3d_ncdhw.x86", conv_space, conv_fallback, conv_schedule},
+    {"depthwise_conv2d.x86", topi_depthwise_x86_space, topi_depthwise_x86_fallback, topi_depthwise_x86_schedule},
     {"dense.x86", topi_dense_x86_space, topi_dense_x86_fallback, topi_dense_x86_schedule},
     {"batch_matmul.x86", topi_dense_x86_space, topi_dense_x86_fallback, topi_dense_x86_schedule},
     {"pool.x86", pool_space, pool_fallback, pool_schedule},

@@ -84,6 +84,10 @@ void topi_dense_packed_space(const Target *t, const TeOp *anchor, TopiConfigSpac
 void topi_dense_packed_fallback(const Target *t, const TeOp *anchor, TopiConfig *cfg);
 void topi_dense_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *anchor, TeTensor *out, const TopiConfig *cfg);
 
+/* ---- depthwise_x86.c: the template of nn.depthwise_conv2d (tag "depthwise_conv2d") ---- */
+void topi_depthwise_x86_space(const Target *t, const TeOp *anchor, TopiConfigSpace *space);
+void topi_depthwise_x86_fallback(const Target *t, const TeOp *anchor, TopiConfig *cfg);
+void topi_depthwise_x86_schedule(TeCtx *c, TeSchedule *s, TeOp *anchor, TeTensor *out, const TopiConfig *cfg);
 /* ---- helpers shared by op families (common.c) ---- */
 /* numpy broadcasting of input shapes -> output type (dtype of a) */
 mlc_status topi_broadcast_shape(const TensorType *a, const TensorType *b, TensorType *out);

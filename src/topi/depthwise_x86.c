@@ -1,0 +1,312 @@
+/* depthwise_x86: the x86 depthwise 2-D convolution, vectorized along the output row (after TVM's
+ * topi/x86/depthwise_conv2d.py, with the data kept NCHW instead of NCHWc so that no layout transform is
+ * needed around it).
+ *
+ * Op nn.depthwise_conv2d(data[N, C, H, W], weight[C*M, 1, KH, KW]) -> [N, C*M, OH, OW]: output channel oc
+ * convolves input channel oc / M (channel multiplier M >= 1) with its own KH x KW filter. Attributes as
+ * nn.conv2d (strides, dilation, padding [top, left, bottom, right], groups = C). AlterOpLayout
+ * (passes/graph/alter_op_layout.c, rewrite_depthwise) turns every float32 nn.conv2d with groups = C into it.
+ *
+ * Compute: dw_pad, the input surrounded by zeros (a separate stage, so that no tap tests its bounds), with
+ * the width phase split by the stride s when s > 1: [N, C, HP, s, ceil(WP / s)] holding column x at
+ * [x % s, x / s], so that tap (kh, kw) of the consecutive outputs ow.. reads consecutive elements
+ * [.., (kw*d) % s, ow + (kw*d) / s] -> dw[n, oc, oh, ow] = sum_{kh, kw} pad[n, oc/M, oh*s + kh*d, ..] *
+ * weight[oc, 0, kh, kw]. The result is NCHW, so the fused epilogue (bias, clip, residual add) is applied
+ * right where the tile is stored.
+ *
+ * Schedule "depthwise_conv2d.x86" (knobs tile_ow, tile_oh, unroll_taps): the output (epilogue) is tiled
+ * n, oc, oh.o, ow.o | oh.i, ow.i (vectorized) with n x oc (x oh.o while that is too little to share out)
+ * fused into the parallel loop; dw_pad is computed inside that loop (one channel plane or row band at a
+ * time: it stays in cache and each thread pads its own part); the convolution is a local accumulator of
+ * tile_oh x tile_ow outputs computed at ow.o, loops kh, kw (unrolled) | oh (unrolled), ow (vectorized):
+ * per tap one broadcast weight and tile_oh vector loads and FMAs, the accumulators in registers. The
+ * fallback picks tile_ow among the divisors of OW that fill the vectors best (whole vectors first, then the
+ * wider) and tile_oh so the accumulators take half of the vector registers. */
+#include <string.h>
+#include "topi/topi.h"
+
+#define PARALLEL_MIN_WORK 16384 /* multiply-adds below which a parallel launch costs more than it saves */
+
+/* ---------------------------------------------------------------- attributes and type relation */
+
+typedef struct Depthwise {
+  int64_t n, c, h, w, m, kh, kw, oh, ow;
+  int64_t strides[2], dil[2], pad[4]; /* pad: top, left, bottom, right */
+  int64_t ph, pw;                     /* rows and columns of the input the windows reach, pads included */
+} Depthwise;
+
+static mlc_status read_pair(const Node *n, const char *name, int64_t *out, Diag *d) {
+  int64_t v[4];
+  int cnt = ir_attr_ints(n, name, v, 4);
+  out[0] = out[1] = 1;
+  if (cnt == 0) return MLC_OK;
+  if (cnt != 2) return diag_set(d, MLC_ERR_INVALID, "attribute '%s' has %d values, expected 2", name, cnt);
+  if (v[0] < 1 || v[1] < 1) return diag_set(d, MLC_ERR_INVALID, "attribute '%s' must be >= 1", name);
+  out[0] = v[0];
+  out[1] = v[1];
+  return MLC_OK;
+}
+
+static mlc_status depthwise_of(const Node *n, Depthwise *p, Diag *d) {
+  const TensorType *x = &n->inputs[0]->type, *k = &n->inputs[1]->type;
+  memset(p, 0, sizeof *p);
+  if (x->ndim != 4 || k->ndim != 4)
+    return diag_set(d, MLC_ERR_INVALID, "nn.depthwise_conv2d expects rank-4 data and weight, got %d and %d",
+                    x->ndim, k->ndim);
+  if (x->dtype != MLC_F32 || k->dtype != MLC_F32)
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "nn.depthwise_conv2d supports float32 only");
+  mlc_status st;
+  if ((st = read_pair(n, "strides", p->strides, d)) || (st = read_pair(n, "dilation", p->dil, d))) return st;
+  int cnt = ir_attr_ints(n, "padding", p->pad, 4);
+  if (cnt != 0 && cnt != 4) return diag_set(d, MLC_ERR_INVALID, "attribute 'padding' has %d values, expected 4", cnt);
+  for (int i = 0; i < 4; i++)
+    if (p->pad[i] < 0) return diag_set(d, MLC_ERR_INVALID, "pads must be >= 0");
+  p->n = x->dims[0];
+  p->c = x->dims[1];
+  p->h = x->dims[2];
+  p->w = x->dims[3];
+  p->kh = k->dims[2];
+  p->kw = k->dims[3];
+  int64_t groups = ir_attr_int(n, "groups", p->c);
+  if (groups != p->c || p->c < 1 || k->dims[1] != 1 || k->dims[0] % p->c)
+    return diag_set(d, MLC_ERR_INVALID,
+                    "nn.depthwise_conv2d: weight [%lld, %lld, ..] and groups %lld do not fit %lld channels",
+                    (long long)k->dims[0], (long long)k->dims[1], (long long)groups, (long long)p->c);
+  p->m = k->dims[0] / p->c;
+  int64_t sh = (p->kh - 1) * p->dil[0] + 1, sw = (p->kw - 1) * p->dil[1] + 1;
+  int64_t ah = p->h + p->pad[0] + p->pad[2] - sh, aw = p->w + p->pad[1] + p->pad[3] - sw;
+  if (p->kh < 1 || p->kw < 1 || p->m < 1 || ah < 0 || aw < 0)
+    return diag_set(d, MLC_ERR_INVALID, "nn.depthwise_conv2d: kernel larger than the padded input");
+  p->oh = ah / p->strides[0] + 1;
+  p->ow = aw / p->strides[1] + 1;
+  p->ph = (p->oh - 1) * p->strides[0] + sh;
+  p->pw = (p->ow - 1) * p->strides[1] + sw;
+  return MLC_OK;
+}
+
+static mlc_status depthwise_infer(Node *n, Diag *d) {
+  Depthwise p;
+  mlc_status st = depthwise_of(n, &p, d);
+  if (st) return st;
+  TensorType o = {.dtype = MLC_F32, .ndim = 4, .dims = {p.n, p.c * p.m, p.oh, p.ow}};
+  n->outputs[0]->type = o;
+  return MLC_OK;
+}
+
+/* ---------------------------------------------------------------- compute */
+
+typedef struct DwCtx {
+  Depthwise p;
+  TeTensor *data, *pad, *weight;
+  bool phase_split; /* pad is [N, C, PH, s, ceil(PW / s)] */
+  int64_t pad_cols;  /* columns the padding stage holds: PW, or s * ceil(PW / s) when phase split */
+} DwCtx;
+
+static Expr *pad_body(TeCtx *c, Expr **idx, void *user) {
+  DwCtx *k = user;
+  Arena *a = c->arena;
+  const Depthwise *p = &k->p;
+  Expr *x = idx[3];
+  int64_t wext = k->pad_cols;
+  if (k->phase_split) /* [.., phase, j]: column j * s + phase */
+    x = tir_add(a, tir_mul(a, idx[4], tir_idx(a, p->strides[1])), idx[3]);
+  Expr *ih = tir_sub(a, idx[2], tir_idx(a, p->pad[0])), *iw = tir_sub(a, x, tir_idx(a, p->pad[1]));
+  Expr *ok = NULL;
+  Expr *conds[4] = {p->pad[0] ? tir_bin(a, E_GE, ih, tir_idx(a, 0)) : NULL,
+                    p->ph - p->pad[0] > p->h ? tir_bin(a, E_LT, ih, tir_idx(a, p->h)) : NULL,
+                    p->pad[1] ? tir_bin(a, E_GE, iw, tir_idx(a, 0)) : NULL,
+                    wext - p->pad[1] > p->w ? tir_bin(a, E_LT, iw, tir_idx(a, p->w)) : NULL};
+  for (int i = 0; i < 4; i++)
+    if (conds[i]) ok = ok ? tir_bin(a, E_AND, ok, conds[i]) : conds[i];
+  /* clamped indices keep the read in bounds; the select picks zero outside */
+  Expr *ch = tir_bin(a, E_MIN, tir_bin(a, E_MAX, ih, tir_idx(a, 0)), tir_idx(a, p->h - 1));
+  Expr *cw = tir_bin(a, E_MIN, tir_bin(a, E_MAX, iw, tir_idx(a, 0)), tir_idx(a, p->w - 1));
+  Expr *ri[4] = {idx[0], idx[1], ch, cw};
+  Expr *v = te_read(c, k->data, 4, ri);
+  return ok ? tir_select(a, ok, v, tir_float(a, MLC_F32, 0)) : v;
+}
+
+static Expr *conv_body(TeCtx *c, Expr **idx, void *user) {
+  DwCtx *k = user;
+  Arena *a = c->arena;
+  const Depthwise *p = &k->p;
+  IterVar *ry = te_reduce_axis(c, "ry", p->kh), *rx = te_reduce_axis(c, "rx", p->kw);
+  Expr *kh = tir_varref(a, ry->var), *kw = tir_varref(a, rx->var);
+  Expr *ic = p->m > 1 ? tir_bin(a, E_FLOORDIV, idx[1], tir_idx(a, p->m)) : idx[1];
+  Expr *ih = tir_add(a, tir_mul(a, idx[2], tir_idx(a, p->strides[0])), tir_mul(a, kh, tir_idx(a, p->dil[0])));
+  Expr *tap = tir_mul(a, kw, tir_idx(a, p->dil[1]));
+  Expr *di[5] = {idx[0], ic, ih};
+  int nd = 4;
+  if (k->phase_split) { /* column ow*s + tap: phase tap % s, ow + tap / s */
+    Expr *s = tir_idx(a, p->strides[1]);
+    di[3] = tir_bin(a, E_FLOORMOD, tap, s);
+    di[4] = tir_add(a, idx[3], tir_bin(a, E_FLOORDIV, tap, s));
+    nd = 5;
+  } else {
+    di[3] = tir_add(a, tir_mul(a, idx[3], tir_idx(a, p->strides[1])), tap);
+  }
+  Expr *wi[4] = {idx[1], tir_idx(a, 0), kh, kw};
+  Expr *prod = tir_mul(a, te_read(c, k->pad, nd, di), te_read(c, k->weight, 4, wi));
+  IterVar *ax[2] = {ry, rx};
+  return te_reduce(c, RED_SUM, prod, 2, ax, NULL, NULL);
+}
+
+static mlc_status depthwise_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  DwCtx *k = arena_alloc(c->arena, sizeof *k);
+  mlc_status st = depthwise_of(n, &k->p, d);
+  if (st) return st;
+  Depthwise *p = &k->p;
+  k->data = ins[0];
+  k->weight = ins[1];
+  k->pad = ins[0];
+  k->phase_split = p->strides[1] > 1;
+  bool padded = p->pad[0] || p->pad[1] || p->ph > p->h || p->pw > p->w;
+  if (padded || k->phase_split) {
+    int64_t s = p->strides[1];
+    int64_t ps[5] = {p->n, p->c, p->ph, p->pw, 0};
+    if (k->phase_split) {
+      ps[3] = s;
+      ps[4] = (p->pw + s - 1) / s;
+    }
+    k->pad_cols = k->phase_split ? s * ps[4] : p->pw;
+    k->pad = te_compute(c, "dw_pad", "depthwise_conv2d_pad", MLC_F32, k->phase_split ? 5 : 4, ps, pad_body, k);
+  }
+  int64_t os[4] = {p->n, p->c * p->m, p->oh, p->ow};
+  outs[0] = te_compute(c, "depthwise_conv2d", "depthwise_conv2d", MLC_F32, 4, os, conv_body, k);
+  return MLC_OK;
+}
+
+const OpDef topi_ops_depthwise_x86[] = {
+    /* name                 pattern                 in min/max  outs  relation          compute */
+    {"nn.depthwise_conv2d", PAT_OUT_ELEMWISE_FUSABLE, 2, 2, 1, depthwise_infer, depthwise_compute},
+    {NULL},
+};
+
+/* ---------------------------------------------------------------- template */
+
+/* anchor: the convolution (4-D, 2 reduce axes) */
+static bool anchor_ok(const TeOp *a) { return a->kind == TE_COMPUTE && a->naxes == 4 && a->nreduce == 2; }
+
+static int vector_regs(const Target *t) { return t && t->vector_bytes >= 64 ? 32 : 16; }
+
+/* the divisor of ow up to 4 vectors whose vectors are fullest (lanes used / lanes loaded), the wider on a
+ * tie; when none fills half a vector (a prime width), one vector with a guarded last tile */
+static int64_t default_tile_ow(int64_t ow, int lanes) {
+  int64_t best = 0;
+  double best_fill = 0;
+  for (int64_t t = 1; t <= ow && t <= 4 * lanes; t++) {
+    if (ow % t) continue;
+    double fill = (double)t / (double)(((t + lanes - 1) / lanes) * lanes);
+    if (fill > best_fill + 1e-9 || (fill > best_fill - 1e-9 && t > best)) best = t, best_fill = fill;
+  }
+  return best_fill >= 0.5 || ow < lanes ? best : lanes;
+}
+
+/* rows per tile: the accumulators (tile_oh x the vectors of a row) take up to half the vector registers */
+static int64_t default_tile_oh(const Target *t, int64_t oh, int64_t tile_ow, int lanes) {
+  int64_t vecs = (tile_ow + lanes - 1) / lanes, budget = vector_regs(t) / 2 / (vecs ? vecs : 1);
+  return topi_largest_divisor(oh, budget < 1 ? 1 : budget);
+}
+
+void topi_depthwise_x86_space(const Target *t, const TeOp *a, TopiConfigSpace *s) {
+  memset(s, 0, sizeof *s);
+  if (!anchor_ok(a)) return;
+  int lanes = topi_vector_lanes(t, MLC_F32);
+  int64_t oh = a->axes[2]->extent, ow = a->axes[3]->extent;
+  TopiKnob *k = topi_knob_add(s, "tile_ow");
+  for (int64_t f = 1; f <= ow && f <= 4 * lanes; f++)
+    if (ow % f == 0) topi_knob_choice(k, f);
+  topi_knob_choice(k, default_tile_ow(ow, lanes));
+  k = topi_knob_add(s, "tile_oh");
+  for (int64_t f = 1; f <= oh && f <= 8; f++)
+    if (oh % f == 0) topi_knob_choice(k, f);
+  k = topi_knob_add(s, "unroll_taps");
+  topi_knob_choice(k, 0);
+  topi_knob_choice(k, 1);
+}
+
+void topi_depthwise_x86_fallback(const Target *t, const TeOp *a, TopiConfig *cfg) {
+  memset(cfg, 0, sizeof *cfg);
+  if (!anchor_ok(a)) return;
+  int lanes = topi_vector_lanes(t, MLC_F32);
+  int64_t tow = default_tile_ow(a->axes[3]->extent, lanes);
+  topi_cfg_set(cfg, "tile_ow", tow);
+  topi_cfg_set(cfg, "tile_oh", default_tile_oh(t, a->axes[2]->extent, tow, lanes));
+  topi_cfg_set(cfg, "unroll_taps", a->reduce_axes[0]->extent * a->reduce_axes[1]->extent <= 49);
+}
+
+/* Whether the convolution can be a local tile computed inside the output's loops: the output (epilogue)
+ * has its shape and no reduction, and the convolution itself is not a group output. */
+static bool local_ok(TeSchedule *s, const TeOp *a, const TeTensor *out) {
+  bool epi = out && out->op != a;
+  for (int i = 0; i < s->noutputs; i++)
+    if (s->outputs[i]->op == a && epi) return false;
+  if (!epi) return true;
+  const TeOp *o = out->op;
+  if (o->kind != TE_COMPUTE || o->nreduce != 0 || o->naxes != 4) return false;
+  for (int i = 0; i < 4; i++)
+    if (o->axes[i]->extent != a->axes[i]->extent) return false;
+  return true;
+}
+
+void topi_depthwise_x86_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, const TopiConfig *cfg) {
+  TeStage *st = te_stage(s, a->outputs[0]), *ps = NULL;
+  if (!st) return;
+  for (int i = 0; i < s->nstages; i++)
+    if (s->stages[i]->op->tag && !strcmp(s->stages[i]->op->tag, "depthwise_conv2d_pad")) ps = s->stages[i];
+  bool epi = out && out->op != a;
+  if (!anchor_ok(a) || st->nleaf != 6 || !local_ok(s, a, out)) {
+    /* a group that also outputs the convolution itself: the generic schedules, dw_pad at the root */
+    topi_schedule_stage_generic(c, st);
+    if (ps) {
+      ps->attach = ATTACH_ROOT;
+      topi_schedule_stage_generic(c, ps);
+    }
+    if (epi) {
+      TeStage *os = te_stage(s, out);
+      if (os) topi_schedule_stage_generic(c, os);
+    }
+    return;
+  }
+  int lanes = topi_vector_lanes(c->target, MLC_F32);
+  int64_t tow = topi_config_get(cfg, "tile_ow", default_tile_ow(a->axes[3]->extent, lanes));
+  int64_t toh = topi_config_get(cfg, "tile_oh", 1);
+  bool unroll = topi_config_get(cfg, "unroll_taps", 1) != 0;
+  int64_t work = a->axes[0]->extent * a->axes[1]->extent * a->axes[2]->extent * a->axes[3]->extent *
+                 a->reduce_axes[0]->extent * a->reduce_axes[1]->extent;
+  TeTensor *C = a->outputs[0], *L = te_cache_write(s, C);
+  if (L == C) return;
+  if (epi) te_compute_inline(te_stage(s, C));
+  TeStage *os = te_stage(s, epi ? out : C), *ls = te_stage(s, L);
+  /* the output: n, oc, oh.o, ow.o | oh.i, ow.i */
+  TeOp *o = os->op;
+  IterVar *hoo, *hoi, *woo, *woi;
+  topi_split(os, o->axes[2], toh, &hoo, &hoi);
+  topi_split(os, o->axes[3], tow, &woo, &woi);
+  IterVar *order[6] = {o->axes[0], o->axes[1], hoo, woo, hoi, woi};
+  te_reorder(os, 6, order);
+  IterVar *par[3] = {o->axes[0], o->axes[1], hoo};
+  int np = o->axes[0]->extent * o->axes[1]->extent < 2 * topi_num_cores(c->target) ? 3 : 2;
+  IterVar *f = topi_fuse_range(os, par, np);
+  if (work >= PARALLEL_MIN_WORK && f->extent > 1) te_parallel(os, f);
+  if (hoi->extent > 1) te_unroll(os, hoi);
+  if (woi->extent > 1) te_vectorize(os, woi);
+  /* the accumulator tile: kh, kw | oh (unrolled), ow (vectorized); bound inference gives it the tile's
+   * extents */
+  TeOp *lo = ls->op;
+  IterVar *lorder[6] = {lo->axes[0], lo->axes[1], lo->reduce_axes[0], lo->reduce_axes[1], lo->axes[2], lo->axes[3]};
+  te_reorder(ls, 6, lorder);
+  if (unroll) {
+    if (lo->reduce_axes[0]->extent > 1) te_unroll(ls, lo->reduce_axes[0]);
+    if (lo->reduce_axes[1]->extent > 1) te_unroll(ls, lo->reduce_axes[1]);
+  }
+  if (toh > 1) te_unroll(ls, lo->axes[2]);
+  if (tow > 1) te_vectorize(ls, lo->axes[3]);
+  te_compute_at(ls, os, woo);
+  if (ps) { /* the group schedule inlined it: give it memory, computed per parallel step */
+    TeOp *po = ps->op;
+    ps->attach = ATTACH_ROOT;
+    if (po->axes[po->naxes - 1]->extent > 1) te_vectorize(ps, po->axes[po->naxes - 1]);
+    te_compute_at(ps, os, f);
+  }
+}
