@@ -1,7 +1,9 @@
 /* Graph summary for `mlc load`: input/output/node counts, per-op counts, parameters (constants) and MACs.
  * MACs follow the usual convention (one multiply-accumulate per weight use):
  *   conv (OIHW weight [Cout, Cin/groups, k...]):  numel(out) * (Cin/groups) * prod(kernel) = numel(out) * prod(w[1:])
- *   conv2d_transpose (weight [Cin, Cout/groups, k...]): numel(in) * prod(w[1:]) (each input element meets
+ *   the packed and depthwise forms the same count from their weight layouts (nn.conv2d_packed: the weight
+ *   without its output-channel block; nn.winograd_gemm: its batched GEMM, numel(out) * C)
+ *   conv{1,2,3}d_transpose (weight [Cin, Cout/groups, k...]): numel(in) * prod(w[1:]) (each input element meets
  *   Cout/groups * prod(kernel) weights; padding makes the output-side count inexact)
  *   dense / matmul / batch_matmul / dense_packed: numel(out) * K, K the reduced axis of the first input. */
 #include <stdlib.h>
@@ -27,7 +29,15 @@ static int64_t node_macs(const Node *n) {
   const TensorType *out = &n->outputs[0]->type, *x = &n->inputs[0]->type, *w = &n->inputs[1]->type;
   if (!strcmp(op, "nn.conv1d") || !strcmp(op, "nn.conv2d") || !strcmp(op, "nn.conv3d"))
     return w->ndim >= 2 ? sat_mul(tt_numel(out), prod_from(w, 1)) : 0;
-  if (!strcmp(op, "nn.conv2d_transpose")) return w->ndim >= 2 ? sat_mul(tt_numel(x), prod_from(w, 1)) : 0;
+  if (!strcmp(op, "nn.depthwise_conv2d")) /* weight [C*M, 1, KH, KW], as nn.conv2d with groups = C */
+    return w->ndim == 4 ? sat_mul(tt_numel(out), prod_from(w, 1)) : 0;
+  if (!strcmp(op, "nn.conv2d_packed")) /* weight [OC/ocb, IC, KH, KW, ocb] or [OC/ocb, IC/ib, KH, KW, ib, ocb] */
+    return w->ndim >= 5 && w->dims[w->ndim - 1] > 0 ? sat_mul(tt_numel(out), prod_from(w, 1) / w->dims[w->ndim - 1])
+                                                   : 0;
+  if (!strcmp(op, "nn.winograd_gemm")) /* V[a, a, PP, C] x U[a*a, K/kb, C, kb] -> [a*a, K/kb, PP, kb] */
+    return x->ndim == 4 ? sat_mul(tt_numel(out), x->dims[3]) : 0;
+  if (!strcmp(op, "nn.conv1d_transpose") || !strcmp(op, "nn.conv2d_transpose") || !strcmp(op, "nn.conv3d_transpose"))
+    return w->ndim >= 2 ? sat_mul(tt_numel(x), prod_from(w, 1)) : 0;
   if (!strcmp(op, "nn.dense_packed")) /* weight [N/bn, K, bn]: K is the data's last axis */
     return x->ndim >= 1 ? sat_mul(tt_numel(out), x->dims[x->ndim - 1]) : 0;
   if (!strcmp(op, "nn.dense") || !strcmp(op, "nn.matmul") || !strcmp(op, "nn.batch_matmul")) {

@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""make_dwpool_models.py DIR: small ONNX models for the depthwise convolution (nn.depthwise_conv2d, which
+AlterOpLayout makes of a Conv with group = C) and the window pools, each with random inputs (NAME_inputs.npz)
+and a float64 numpy reference written here from the ONNX definitions (NAME_ref.npz). Depthwise: strides 1 and
+2, padding, dilation 2, channel multiplier 2, odd sizes, 5x5, asymmetric pads, fused bias + Clip(0, 6) and a
+residual add. Pools: MaxPool / AveragePool 2-D with pads, ceil_mode, dilations, count_include_pad, a 1-D and a
+3-D pool. Used by tests/cli/test_dwpool.sh; the names are listed one per line in DIR/models.txt."""
+import math
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+rng = np.random.default_rng(11)
+F = TensorProto.FLOAT
+names = []
+
+
+def save(name, nodes, x, inits, ref):
+    g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", F, list(x.shape))],
+                          [helper.make_tensor_value_info("y", F, None)], initializer=inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), f"{out}/{name}.onnx")
+    np.savez(f"{out}/{name}_inputs.npz", x=x)
+    np.savez(f"{out}/{name}_ref.npz", y=ref.astype(np.float32))
+    names.append(name)
+
+
+def depthwise_ref(x, w, b, stride, pads, dil):
+    """grouped cross-correlation with group = C, weight [C*M, 1, KH, KW], pads [top, left, bottom, right]"""
+    x = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
+    n, c, h, wd = x.shape
+    oc, _, kh, kw = w.shape
+    m = oc // c
+    oh = (h - (kh - 1) * dil - 1) // stride + 1
+    ow = (wd - (kw - 1) * dil - 1) // stride + 1
+    y = np.zeros((n, oc, oh, ow))
+    for o in range(oc):
+        for i in range(kh):
+            for j in range(kw):
+                win = x[:, o // m, i * dil:i * dil + (oh - 1) * stride + 1:stride, j * dil:j * dil + (ow - 1) * stride + 1:stride]
+                y[:, o] += win * float(w[o, 0, i, j])
+    return y + b.reshape(1, -1, 1, 1)
+
+
+def depthwise(name, c, h, w_, k, stride, pads, dil=1, mult=1, residual=False):
+    x = rng.standard_normal((1, c, h, w_)).astype(np.float32)
+    w = rng.standard_normal((c * mult, 1, k, k)).astype(np.float32)
+    b = rng.standard_normal(c * mult).astype(np.float32)
+    inits = [numpy_helper.from_array(w, "W"), numpy_helper.from_array(b, "B"),
+             numpy_helper.from_array(np.array(0, np.float32), "lo"), numpy_helper.from_array(np.array(6, np.float32), "hi")]
+    nodes = [helper.make_node("Conv", ["x", "W", "B"], ["c"], kernel_shape=[k, k], strides=[stride, stride],
+                              pads=[pads[0], pads[1], pads[2], pads[3]], dilations=[dil, dil], group=c),
+             helper.make_node("Clip", ["c", "lo", "hi"], ["r" if residual else "y"])]
+    ref = np.clip(depthwise_ref(x, w, b, stride, pads, dil), 0, 6)
+    if residual:  # needs the output shape of the input: stride 1, "same" padding, multiplier 1
+        nodes.append(helper.make_node("Add", ["r", "x"], ["y"]))
+        ref = ref + x
+    save(name, nodes, x, inits, ref)
+
+
+def pool_ref(x, kind, k, s, pads, dil, ceil, cip):
+    """ONNX MaxPool / AveragePool over the trailing len(k) dims; pads [begin..., end...]"""
+    nsp = len(k)
+    insp = x.shape[2:]
+    outsp = []
+    for i in range(nsp):
+        span = (k[i] - 1) * dil[i] + 1
+        avail = insp[i] + pads[i] + pads[nsp + i] - span
+        o = (math.ceil(avail / s[i]) if ceil else avail // s[i]) + 1
+        if ceil and (o - 1) * s[i] >= insp[i] + pads[i]:
+            o -= 1
+        outsp.append(o)
+    y = np.zeros(x.shape[:2] + tuple(outsp))
+    for oidx in np.ndindex(*outsp):
+        vals, counted = [], 0
+        for kidx in np.ndindex(*k):
+            pos = [oidx[i] * s[i] + kidx[i] * dil[i] - pads[i] for i in range(nsp)]
+            inside = all(0 <= pos[i] < insp[i] for i in range(nsp))
+            in_padded = all(-pads[i] <= pos[i] < insp[i] + pads[nsp + i] for i in range(nsp))
+            if inside:
+                vals.append(x[(slice(None), slice(None)) + tuple(pos)].astype(np.float64))
+                counted += 1
+            elif cip and in_padded:
+                counted += 1
+        sl = (slice(None), slice(None)) + oidx
+        if kind == "MaxPool":
+            y[sl] = np.max(np.stack(vals), axis=0)
+        else:
+            y[sl] = np.sum(np.stack(vals), axis=0) / max(counted, 1)
+    return y
+
+
+def pool(name, kind, shape, k, s, pads, dil=None, ceil=0, cip=0):
+    x = rng.standard_normal(shape).astype(np.float32)
+    nsp = len(k)
+    dil = dil or [1] * nsp
+    attrs = dict(kernel_shape=k, strides=s, pads=pads, ceil_mode=ceil)
+    if kind == "MaxPool":
+        attrs["dilations"] = dil
+    else:
+        attrs["count_include_pad"] = cip
+    nodes = [helper.make_node(kind, ["x"], ["y"], **attrs)]
+    save(name, nodes, x, [], pool_ref(x, kind, k, s, pads, dil, ceil, cip))
+
+
+depthwise("dw_s1_pad1", 32, 28, 28, 3, 1, [1, 1, 1, 1], residual=True)
+depthwise("dw_s2_pad1", 24, 29, 29, 3, 2, [1, 1, 1, 1])
+depthwise("dw_s2_mult2_odd", 5, 13, 11, 3, 2, [1, 0, 2, 1], mult=2)
+depthwise("dw_dil2_k5", 6, 17, 19, 5, 1, [2, 2, 2, 2], dil=2)
+depthwise("dw_s3_nopad_mult3", 4, 15, 15, 3, 3, [0, 0, 0, 0], mult=3)
+depthwise("dw_s1_wide", 3, 9, 70, 3, 1, [1, 1, 1, 1])
+pool("max_s2_pad1", "MaxPool", (1, 16, 56, 56), [3, 3], [2, 2], [1, 1, 1, 1])
+pool("max_ceil_dil", "MaxPool", (2, 3, 15, 13), [3, 2], [2, 2], [1, 0, 1, 1], dil=[2, 2], ceil=1)
+pool("avg_pad_ceil", "AveragePool", (1, 5, 11, 12), [3, 3], [2, 2], [1, 1, 1, 1], ceil=1)
+pool("avg_cip_s1", "AveragePool", (1, 4, 9, 37), [3, 3], [1, 1], [1, 1, 1, 1], cip=1)
+pool("max_1d_s3", "MaxPool", (1, 4, 50), [4], [3], [2, 1])
+pool("avg_3d", "AveragePool", (1, 2, 6, 7, 9), [2, 3, 3], [2, 1, 2], [0, 1, 1, 1, 1, 0])
+with open(f"{out}/models.txt", "w") as f:
+    f.write("\n".join(names) + "\n")

@@ -1,0 +1,22 @@
+#!/bin/sh
+# Depthwise convolution and window pools end to end: each model of make_dwpool_models.py is compiled, run and
+# compared with its float64 numpy reference (max relative error under 1e-4); the depthwise models must compile
+# to nn.depthwise_conv2d (AlterOpLayout's rewrite), the pools to the padded-input form (a pool_pad stage).
+# usage: test_dwpool.sh MLC BUILD_DIR
+set -eu
+mlc=$1 dir=$2/dwpool
+here=$(cd "$(dirname "$0")" && pwd)
+rm -rf "$dir" && mkdir -p "$dir"
+/usr/bin/python3 "$here/make_dwpool_models.py" "$dir"
+for m in $(cat "$dir/models.txt"); do
+  echo "== $m"
+  "$mlc" compile "$dir/$m.onnx" --target llvm --output "$dir/$m.tar" --dump-ir "$dir/$m.d"
+  case $m in
+  dw_*) want=nn.depthwise_conv2d file=10_fused_groups.txt ;;
+  *) want=pool_pad file=20_schedules.txt ;;
+  esac
+  if ! grep -q "$want" "$dir/$m.d/$file"; then echo "FAIL $m: no $want in $file"; exit 1; fi
+  "$mlc" run "$dir/$m.tar" --inputs "$dir/${m}_inputs.npz" --outputs "$dir/${m}_out.npz"
+  /usr/bin/python3 "$here/compare_npz.py" "$dir/${m}_out.npz" "$dir/${m}_ref.npz" --tol 1e-4
+done
+echo "dwpool: all passed"
