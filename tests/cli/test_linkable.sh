@@ -16,7 +16,9 @@ model=$src/models/cnn_small.onnx
 /usr/bin/python3 "$src/tests/cli/compare_npz.py" "$dir/so_out.npz" "$dir/tar_out.npz" --tol 1e-6
 # the .so is loadable by the runtime only through its data symbols: check they are there
 nm -D "$dir/m.so" | grep -q ' mlc_so_plan$'
-make -s -C "$src/examples/cnn_small" MLC="$mlc" CPPFLAGS="-I$src/include" MLCRT="$2/libmlcrt.a" OUT="$dir/ex"
+# MLC_TEST_LDFLAGS: what a sanitizer build's runtime library needs at link (tests/CMakeLists.txt)
+make -s -C "$src/examples/cnn_small" MLC="$mlc" CPPFLAGS="-I$src/include" MLCRT="$2/libmlcrt.a ${MLC_TEST_LDFLAGS:-}" \
+  OUT="$dir/ex"
 syms=$(nm -g --defined-only "$dir/ex/cnn.o" | awk '{print $3}' | sort | tr '\n' ' ')
 [ "$syms" = "cnn_run cnn_run_ctx " ] || { echo "cnn.o exports more than its entry points: $syms"; exit 1; }
 "$dir/ex/cnn_small" > "$dir/ex_out.txt"
