@@ -94,15 +94,15 @@ static mlc_status rewrite_winograd(Graph *g, const PassOptions *opt, Diag *d) {
 /* ---- dense: nn.dense / nn.matmul / nn.batch_matmul -> nn.dense_packed (src/topi/dense_x86.c)
  * A float32 product with a constant 2-D weight: nn.dense(x, W[N, K]), or a matmul A[..., K] x B with B [K, N]
  * (or [N, K] with transpose_b) and no transpose_a, whose result is the same [..., N] as a dense of A. The
- * weight is packed [NB][K][bn]: bn = 16 (two AVX2 vectors, one AVX-512 vector) when it divides N, else the
- * float lanes when they divide N, else the lanes with N padded up to NB * bn by zero columns, so that every
- * weight block is whole vectors. The packing is graph ops on the constant (nn.pad when N needs padding,
+ * weight is packed [NB][K][bn]: bn = the float lanes when they divide N and 16 does not (N = 1000 with AVX2),
+ * else 16 (two AVX2 vectors, one AVX-512 vector) with N padded up to NB * bn by zero columns where needed, so
+ * that every weight block is whole vectors (and the layout does not depend on AVX2 vs AVX-512 otherwise). The packing is graph ops on the constant (nn.pad when N needs padding,
  * reshape splitting N into [NB, bn], transpose bringing K out of the block) that the FoldConstant after this
  * pass evaluates; they go right before the product in the node order. */
 
 static int64_t dense_block(int64_t n, int lanes) {
-  if (n % 16 == 0 && lanes <= 16) return 16;
-  return lanes;
+  if (lanes > 16 || (n % 16 != 0 && n % lanes == 0)) return lanes;
+  return 16;
 }
 
 static mlc_status pack_dense_weights(Graph *g, int lanes, Diag *d) {

@@ -737,9 +737,20 @@ static mlc_status softmax_infer(Node *n, Diag *d) {
   return MLC_OK;
 }
 
+/* Two forms of the compute. The row form, for a float32 softmax over the last axis whose length C is a
+ * multiple of the vector lanes L (attention scores): every reduction runs over whole vectors,
+ *     max_part[r, l] = max_j x[r, j*L + l]     max[r] = max_l max_part[r, l]
+ *     e[r, c]        = exp(x[r, c] - max[r])   (softmax only: computed once, read by the sum and the output)
+ *     sum_part[r, l] = sum_j e[r, j*L + l]     sum[r] = sum_l sum_part[r, l]
+ *     out[r, c]      = e[r, c] / sum[r]        (log_softmax: x[r, c] - max[r] - log(sum[r]))
+ * so that the "softmax.x86" template can compute all of it per row (compute_at the output's row loop), with
+ * the partial reductions vectorized over l and exp evaluated once per element; a reduction straight along c
+ * is a serial chain of scalar adds. Otherwise the generic form: max and sum (exp recomputed in the output)
+ * over the axis. */
 typedef struct SoftmaxCtx {
-  TeTensor *x, *max, *sum;
+  TeTensor *x, *max, *sum, *max_part, *sum_part, *e;
   int axis;
+  int64_t lanes; /* the row form: vector lanes L (0: the generic form) */
   mlc_dtype acc, out;
   bool log;
 } SoftmaxCtx;
@@ -754,6 +765,11 @@ static void softmax_ridx(const SoftmaxCtx *k, Expr **idx, Expr **ri) {
     if (i != k->axis) ri[j++] = idx[i];
 }
 
+static Expr *softmax_exp(TeCtx *c, SoftmaxCtx *k, Expr **xi, Expr **ri) {
+  Expr *e = tir_sub(c->arena, read_as(c, k->x, xi, k->acc), te_read(c, k->max, k->max->ndim, ri));
+  return tir_call(c->arena, INTRIN_EXP, k->acc, 1, &e);
+}
+
 static Expr *softmax_max_body(TeCtx *c, Expr **idx, void *user) {
   SoftmaxCtx *k = user;
   IterVar *r = te_reduce_axis(c, "rk", k->x->shape[k->axis]);
@@ -764,13 +780,52 @@ static Expr *softmax_max_body(TeCtx *c, Expr **idx, void *user) {
 
 static Expr *softmax_sum_body(TeCtx *c, Expr **idx, void *user) {
   SoftmaxCtx *k = user;
-  Arena *A = c->arena;
   IterVar *r = te_reduce_axis(c, "rk", k->x->shape[k->axis]);
   Expr *xi[MLC_MAX_DIMS];
   softmax_xidx(k, idx, ivref(c, r), xi);
-  Expr *e = tir_sub(A, read_as(c, k->x, xi, k->acc), te_read(c, k->max, k->max->ndim, idx));
-  e = tir_call(A, INTRIN_EXP, k->acc, 1, &e);
-  return te_reduce(c, RED_SUM, e, 1, &r, NULL, NULL);
+  return te_reduce(c, RED_SUM, softmax_exp(c, k, xi, idx), 1, &r, NULL, NULL);
+}
+
+/* row form: the partial reductions [rows.., L] over j, element j*L + l of the row */
+static Expr *softmax_part_body(TeCtx *c, Expr **idx, void *user, bool is_max) {
+  SoftmaxCtx *k = user;
+  Arena *A = c->arena;
+  int nd = k->x->ndim;
+  IterVar *r = te_reduce_axis(c, "rj", k->x->shape[nd - 1] / k->lanes);
+  Expr *xi[MLC_MAX_DIMS];
+  for (int i = 0; i < nd - 1; i++) xi[i] = idx[i];
+  xi[nd - 1] = tir_add(A, tir_mul(A, ivref(c, r), tir_idx(A, k->lanes)), idx[nd - 1]);
+  if (is_max) return te_reduce(c, RED_MAX, read_as(c, k->x, xi, k->acc), 1, &r, NULL, NULL);
+  Expr *v = k->e ? te_read(c, k->e, nd, xi) : softmax_exp(c, k, xi, idx);
+  return te_reduce(c, RED_SUM, v, 1, &r, NULL, NULL);
+}
+
+static Expr *softmax_max_part_body(TeCtx *c, Expr **idx, void *user) { return softmax_part_body(c, idx, user, true); }
+static Expr *softmax_sum_part_body(TeCtx *c, Expr **idx, void *user) { return softmax_part_body(c, idx, user, false); }
+
+/* row form: the row totals, over the L partials */
+static Expr *softmax_row_body(TeCtx *c, Expr **idx, void *user, TeTensor *part, ReduceKind kind) {
+  SoftmaxCtx *k = user;
+  int nd = k->x->ndim;
+  IterVar *r = te_reduce_axis(c, "rl", k->lanes);
+  Expr *pi[MLC_MAX_DIMS];
+  for (int i = 0; i < nd - 1; i++) pi[i] = idx[i];
+  pi[nd - 1] = ivref(c, r);
+  return te_reduce(c, kind, te_read(c, part, nd, pi), 1, &r, NULL, NULL);
+}
+
+static Expr *softmax_row_max_body(TeCtx *c, Expr **idx, void *user) {
+  return softmax_row_body(c, idx, user, ((SoftmaxCtx *)user)->max_part, RED_MAX);
+}
+static Expr *softmax_row_sum_body(TeCtx *c, Expr **idx, void *user) {
+  return softmax_row_body(c, idx, user, ((SoftmaxCtx *)user)->sum_part, RED_SUM);
+}
+
+static Expr *softmax_e_body(TeCtx *c, Expr **idx, void *user) {
+  SoftmaxCtx *k = user;
+  Expr *ri[MLC_MAX_DIMS];
+  softmax_ridx(k, idx, ri);
+  return softmax_exp(c, k, idx, ri);
 }
 
 static Expr *softmax_out_body(TeCtx *c, Expr **idx, void *user) {
@@ -778,31 +833,47 @@ static Expr *softmax_out_body(TeCtx *c, Expr **idx, void *user) {
   Arena *A = c->arena;
   Expr *ri[MLC_MAX_DIMS];
   softmax_ridx(k, idx, ri);
-  Expr *e = tir_sub(A, read_as(c, k->x, idx, k->acc), te_read(c, k->max, k->max->ndim, ri));
   Expr *s = te_read(c, k->sum, k->sum->ndim, ri);
   Expr *v;
   if (k->log) {
+    Expr *e = tir_sub(A, read_as(c, k->x, idx, k->acc), te_read(c, k->max, k->max->ndim, ri));
     v = tir_sub(A, e, tir_call(A, INTRIN_LOG, k->acc, 1, &s));
   } else {
-    v = tir_bin(A, E_DIV, tir_call(A, INTRIN_EXP, k->acc, 1, &e), s);
+    Expr *e = k->e ? te_read(c, k->e, k->e->ndim, idx) : softmax_exp(c, k, idx, ri);
+    v = tir_bin(A, E_DIV, e, s);
   }
   return k->acc == k->out ? v : tir_cast(A, k->out, v);
 }
 
 static mlc_status softmax_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
   SoftmaxCtx *k = arena_alloc(c->arena, sizeof *k);
-  k->x = ins[0];
-  k->axis = (int)ir_attr_int(n, "axis", ins[0]->ndim - 1);
-  k->acc = acc_dtype(ins[0]->dtype);
-  k->out = ins[0]->dtype;
+  TeTensor *x = ins[0];
+  int nd = x->ndim;
+  k->x = x;
+  k->axis = (int)ir_attr_int(n, "axis", nd - 1);
+  k->acc = acc_dtype(x->dtype);
+  k->out = x->dtype;
   k->log = strcmp(n->op->name, "nn.log_softmax") == 0;
   int64_t rshape[MLC_MAX_DIMS];
   int rn = 0;
-  for (int i = 0; i < ins[0]->ndim; i++)
-    if (i != k->axis) rshape[rn++] = ins[0]->shape[i];
-  k->max = te_compute(c, "softmax_max", "reduce", k->acc, rn, rshape, softmax_max_body, k);
-  k->sum = te_compute(c, "softmax_sum", "reduce", k->acc, rn, rshape, softmax_sum_body, k);
-  outs[0] = te_compute(c, n->op->name + 3, "softmax", k->out, ins[0]->ndim, ins[0]->shape, softmax_out_body, k);
+  for (int i = 0; i < nd; i++)
+    if (i != k->axis) rshape[rn++] = x->shape[i];
+  int64_t lanes = c->target && c->target->kind == TARGET_CPU ? topi_vector_lanes(c->target, k->acc) : 0;
+  if (nd >= 2 && k->axis == nd - 1 && x->dtype == MLC_F32 && lanes > 1 && x->shape[nd - 1] % lanes == 0) {
+    k->lanes = lanes;
+    int64_t pshape[MLC_MAX_DIMS];
+    memcpy(pshape, x->shape, sizeof(int64_t) * (size_t)nd);
+    pshape[nd - 1] = lanes;
+    k->max_part = te_compute(c, "softmax_max_part", "softmax_row", k->acc, nd, pshape, softmax_max_part_body, k);
+    k->max = te_compute(c, "softmax_max", "softmax_row", k->acc, rn, rshape, softmax_row_max_body, k);
+    if (!k->log) k->e = te_compute(c, "softmax_exp", "softmax_exp", k->acc, nd, x->shape, softmax_e_body, k);
+    k->sum_part = te_compute(c, "softmax_sum_part", "softmax_row", k->acc, nd, pshape, softmax_sum_part_body, k);
+    k->sum = te_compute(c, "softmax_sum", "softmax_row", k->acc, rn, rshape, softmax_row_sum_body, k);
+  } else {
+    k->max = te_compute(c, "softmax_max", "reduce", k->acc, rn, rshape, softmax_max_body, k);
+    k->sum = te_compute(c, "softmax_sum", "reduce", k->acc, rn, rshape, softmax_sum_body, k);
+  }
+  outs[0] = te_compute(c, n->op->name + 3, "softmax", k->out, nd, x->shape, softmax_out_body, k);
   return MLC_OK;
 }
 

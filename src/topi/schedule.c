@@ -17,7 +17,9 @@
  *   dense / batch_matmul: dense_x86.c (register-blocked GEMM, knobs tile_m, tile_n, tile_k, par_n)
  *   pool: a padded input computed per channel plane, a vector accumulator of tile_ow output columns per
  *     tile with the window taps unrolled around it (see the pooling section)
- *   softmax: the output stage as an injective stage; its max / sum reductions as generic reductions.
+ *   softmax: the row form (nn.c): everything computed per row at the output's parallel row loop, the partial
+ *     reductions and the output vectorized; otherwise the output as an injective stage and its max / sum as
+ *     generic reductions.
  * Split factors need not divide: the lowering guards the last outer iteration. */
 #include <string.h>
 #include "topi/topi.h"
@@ -416,7 +418,52 @@ static void softmax_space(const Target *t, const TeOp *a, TopiConfigSpace *s) { 
 
 static void softmax_fallback(const Target *t, const TeOp *a, TopiConfig *cfg) { memset(cfg, 0, sizeof *cfg); }
 
+/* The row form of nn.c's softmax (stages tagged "softmax_row" / "softmax_exp"): the output's row axes fused
+ * into one parallel loop, its last axis split by the lanes and vectorized, and every other stage computed
+ * per row at that loop (compute_at): the partial max/sum [1, L] vectorized over l with the row walked in
+ * vectors, the row totals over the L partials, exp(x - max) once into a row buffer that the sum and the
+ * output read. One row (C floats, twice) stays in L1 from the max to the store. */
+static bool softmax_row_schedule(TeCtx *c, TeSchedule *s, TeOp *a) {
+  TeStage *os = te_stage(s, a->outputs[0]);
+  int nd = a->naxes;
+  if (!os || nd < 2 || os->nleaf != nd || os->attach != ATTACH_ROOT) return false;
+  int lanes = topi_vector_lanes(c->target, a->outputs[0]->dtype);
+  TeStage *row[8];
+  int nrow = 0;
+  for (int i = 0; i < s->nstages && nrow < 8; i++) {
+    const char *tag = s->stages[i]->op->tag;
+    if (tag && (!strcmp(tag, "softmax_row") || !strcmp(tag, "softmax_exp"))) row[nrow++] = s->stages[i];
+  }
+  if (nrow == 0) return false;
+  IterVar *rows[MLC_MAX_DIMS];
+  for (int i = 0; i < nd - 1; i++) rows[i] = a->axes[i];
+  IterVar *f = topi_fuse_range(os, rows, nd - 1), *co, *ci;
+  topi_split(os, a->axes[nd - 1], lanes, &co, &ci);
+  if (op_numel(a) >= PARALLEL_MIN_WORK && f->extent > 1) te_parallel(os, f);
+  te_vectorize(os, ci);
+  for (int i = 0; i < nrow; i++) {
+    TeStage *st = row[i];
+    TeOp *op = st->op;
+    st->attach = ATTACH_ROOT; /* the group schedule inlined the exp stage: it is a per-row buffer here */
+    if (op->nreduce == 1 && op->naxes == nd) { /* a partial: rows.., j, l (vector) */
+      IterVar *order[MLC_MAX_DIMS + 1];
+      for (int k = 0; k < nd - 1; k++) order[k] = op->axes[k];
+      order[nd - 1] = op->reduce_axes[0];
+      order[nd] = op->axes[nd - 1];
+      te_reorder(st, nd + 1, order);
+      te_vectorize(st, op->axes[nd - 1]);
+    } else if (op->nreduce == 0 && op->naxes == nd) { /* exp(x - max): the row in vectors */
+      IterVar *eo, *ei;
+      topi_split(st, op->axes[nd - 1], lanes, &eo, &ei);
+      te_vectorize(st, ei);
+    }
+    te_compute_at(st, os, f);
+  }
+  return true;
+}
+
 static void softmax_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, const TopiConfig *cfg) {
+  if (softmax_row_schedule(c, s, a)) return;
   TeStage *st = te_stage(s, a->outputs[0]);
   if (st) schedule_stage(c, st);
   if (out && out->op != a) {

@@ -75,3 +75,10 @@ save("convert_layout_nchwc", [
     [helper.make_tensor_value_info("y", F, [1, 16, 4, 4])],
     [const("w1", [16, 3, 3, 3]), const("b1", [16]), const("scale", [16, 1, 1]), const("w2", [32, 16, 1, 1]),
      const("b2", [32]), const("w3", [32, 32, 1, 1]), const("b3", [32]), const("w4", [16, 32, 1, 1])])
+xd = helper.make_tensor_value_info("x", F, [2, 20])
+save("alter_op_layout_dense", [
+    helper.make_node("Gemm", ["x", "w", "b"], ["g"], name="gemm", transB=1),
+    helper.make_node("Relu", ["g"], ["r"], name="relu"),
+    helper.make_node("MatMul", ["r", "w2"], ["y"], name="matmul")], [xd],
+    [helper.make_tensor_value_info("y", F, [2, 32])],
+    [const("w", [19, 20]), const("b", [19]), const("w2", [19, 32])])
