@@ -9,13 +9,15 @@
  * target string does not start with "cuda"/"nvptx").
  *
  * Before that, rewrite_winograd turns the float32 3x3 convolutions with stride 1, dilation 1, groups 1, a
- * constant weight and output channels divisible by 8 into nn.conv2d_winograd (src/topi/winograd_x86.c) where
- * the rule below says Winograd F(4x4, 3x3) is faster than the packed direct conv; the weight goes through
- * nn.winograd_weight_transform, which the following FoldConstant evaluates at compile time. The pass config
+ * constant weight and output channels divisible by 8 into Winograd F(4x4, 3x3) (src/topi/winograd_x86.c:
+ * input transform, batched GEMM, output transform) where the rule below says it is faster than the packed
+ * direct conv; the weight goes through nn.winograd_weight_transform, which the following FoldConstant
+ * evaluates at compile time. The pass config
  * AlterOpLayout.winograd selects it: 0 off, 1 by the rule, 2 every eligible conv (tests). */
 #include <string.h>
 #include "codegen/llvm/codegen.h"
 #include "passes/graph/passes.h"
+#include "topi/topi.h"
 
 static int64_t pick_block(int64_t oc, int lanes) {
   if (oc % 16 == 0 && lanes <= 16) return 16;
@@ -35,15 +37,18 @@ static bool winograd_pays(int64_t c, int64_t k, int64_t oh, int64_t ow) {
   return c >= 32 && k >= 32 && oh >= 8 && ow >= 8;
 }
 
-/* nn.conv2d -> nn.conv2d_winograd(x, nn.winograd_weight_transform(w)) on the convs the rule picks; the
- * transform node is placed right before its conv. */
-static mlc_status rewrite_winograd(Graph *g, const PassOptions *opt, Diag *d) {
+/* nn.conv2d(x, w) -> nn.winograd_output(nn.winograd_gemm(nn.winograd_input(x), nn.winograd_weight_transform(w)))
+ * on the convs the rule picks. The conv node itself becomes the output transform (it keeps its output value);
+ * the three new nodes go right before it. */
+static mlc_status rewrite_winograd(Graph *g, const PassOptions *opt, const Target *tgt, Diag *d) {
   int64_t mode = pass_config_int(opt, "AlterOpLayout.winograd");
-  const OpDef *wconv = ir_op_find("nn.conv2d_winograd"), *wtrans = ir_op_find("nn.winograd_weight_transform");
-  if (mode == 0 || !wconv || !wtrans) return MLC_OK;
+  const OpDef *wtrans = ir_op_find("nn.winograd_weight_transform"), *win = ir_op_find("nn.winograd_input"),
+              *wgemm = ir_op_find("nn.winograd_gemm"), *wout = ir_op_find("nn.winograd_output");
+  if (mode == 0 || !wtrans || !win || !wgemm || !wout) return MLC_OK;
+  const int m = 4; /* F(4x4, 3x3) */
   int n0 = g->nodes.n;
-  Node **pre = arena_alloc(g->arena, (size_t)(n0 ? n0 : 1) * sizeof(Node *));
-  memset(pre, 0, (size_t)(n0 ? n0 : 1) * sizeof(Node *));
+  Node **pre = arena_alloc(g->arena, (size_t)(n0 ? n0 : 1) * 3 * sizeof(Node *));
+  memset(pre, 0, (size_t)(n0 ? n0 : 1) * 3 * sizeof(Node *));
   bool changed = false;
   for (int i = 0; i < n0; i++) {
     Node *n = g->nodes.v[i];
@@ -59,31 +64,48 @@ static mlc_status rewrite_winograd(Graph *g, const PassOptions *opt, Diag *d) {
     if (cnt && (cnt != 2 || v[0] != 1 || v[1] != 1)) continue;
     const int64_t *od = n->outputs[0]->type.dims;
     if (mode == 1 && !winograd_pays(wd[1], wd[0], od[2], od[3])) continue;
-    Node *t = ir_node_new(g, wtrans, arena_printf(g->arena, "%s_weight_winograd", n->name), n->op_type, n->opset,
-                          &w, 1, 1);
-    ir_set_int(g, t, "tile", 4);
-    ir_set_int(g, t, "block", wd[0] % 16 == 0 ? 16 : 8);
-    if (ir_infer_node(g, t, d)) return d->status;
-    TensorType before = n->outputs[0]->type;
+    int64_t kb = wd[0] % 16 == 0 ? 16 : 8;
     int64_t pads[4] = {0, 0, 0, 0};
     ir_attr_ints(n, "padding", pads, 4);
-    n->op = wconv;
-    n->inputs[1] = t->outputs[0];
+    int64_t tiles = od[0] * ((od[2] + m - 1) / m) * ((od[3] + m - 1) / m);
+    Node *t = ir_node_new(g, wtrans, arena_printf(g->arena, "%s_weight_winograd", n->name), n->op_type, n->opset,
+                          &w, 1, 1);
+    ir_set_int(g, t, "tile", m);
+    ir_set_int(g, t, "block", kb);
+    if (ir_infer_node(g, t, d)) return d->status;
+    Node *in = ir_node_new(g, win, arena_printf(g->arena, "%s_winograd_input", n->name), n->op_type, n->opset, &x,
+                           1, 1);
+    ir_set_ints(g, in, "padding", pads, 4);
+    ir_set_int(g, in, "tile", m);
+    ir_set_int(g, in, "ptiles", topi_winograd_padded_tiles(tgt, tiles, kb));
+    if (ir_infer_node(g, in, d)) return d->status;
+    Value *gin[2] = {in->outputs[0], t->outputs[0]};
+    Node *gm = ir_node_new(g, wgemm, arena_printf(g->arena, "%s_winograd_gemm", n->name), n->op_type, n->opset,
+                           gin, 2, 1);
+    if (ir_infer_node(g, gm, d)) return d->status;
+    TensorType before = n->outputs[0]->type;
+    int64_t os[3] = {od[0], od[2], od[3]};
+    n->op = wout;
+    n->inputs[0] = gm->outputs[0];
+    n->ninputs = 1;
     n->attrs = NULL;
     n->nattrs = 0;
-    ir_set_ints(g, n, "padding", pads, 4);
-    ir_set_int(g, n, "tile", 4);
+    ir_set_int(g, n, "tile", m);
+    ir_set_ints(g, n, "out_shape", os, 3);
     if (ir_infer_node(g, n, d)) return d->status;
     if (!tt_equal(&before, &n->outputs[0]->type))
       return diag_set(d, MLC_ERR_INTERNAL, "AlterOpLayout: node '%s' changed its output type", n->name);
-    pre[i] = t;
+    pre[3 * i] = t;
+    pre[3 * i + 1] = in;
+    pre[3 * i + 2] = gm;
     changed = true;
   }
   if (!changed) return MLC_OK;
   int total = g->nodes.n, k = 0;
   Node **order = arena_alloc(g->arena, (size_t)total * sizeof(Node *));
   for (int i = 0; i < n0; i++) {
-    if (pre[i]) order[k++] = pre[i];
+    for (int j = 0; j < 3; j++)
+      if (pre[3 * i + j]) order[k++] = pre[3 * i + j];
     order[k++] = g->nodes.v[i];
   }
   if (k != total) return diag_set(d, MLC_ERR_INTERNAL, "AlterOpLayout: lost track of %d nodes", total - k);
@@ -200,7 +222,7 @@ mlc_status pass_alter_op_layout(Graph *g, const PassOptions *opt, Diag *d) {
   Target t;
   Diag td = {0};
   if (cg_target_parse(opt->target ? opt->target : "llvm", &t, &td) != MLC_OK || t.kind != TARGET_CPU) return MLC_OK;
-  if (rewrite_winograd(g, opt, d) != MLC_OK) return d->status;
+  if (rewrite_winograd(g, opt, &t, d) != MLC_OK) return d->status;
   if (rewrite_depthwise(g, d) != MLC_OK) return d->status;
   int lanes = t.vector_bytes >= 16 ? t.vector_bytes / 4 : 4;
   mlc_status dst = pack_dense_weights(g, lanes, d);

@@ -59,10 +59,20 @@ void topi_split(TeStage *st, IterVar *iv, int64_t factor, IterVar **outer, IterV
 void topi_conv2d_packed_space(const Target *t, const TeOp *a, TopiConfigSpace *s);
 void topi_conv2d_packed_fallback(const Target *t, const TeOp *a, TopiConfig *cfg);
 void topi_conv2d_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, const TopiConfig *cfg);
-/* winograd_x86.c: the template of nn.conv2d_winograd (tag "conv2d_winograd": its batched GEMM stage) */
+/* winograd_x86.c: the template of nn.winograd_gemm (tag "conv2d_winograd": the batched GEMM of a Winograd conv) */
 void topi_conv2d_winograd_space(const Target *t, const TeOp *a, TopiConfigSpace *s);
 void topi_conv2d_winograd_fallback(const Target *t, const TeOp *a, TopiConfig *cfg);
 void topi_conv2d_winograd_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, const TopiConfig *cfg);
+/* the templates of nn.winograd_input and nn.winograd_output (no knobs) */
+void topi_winograd_input_space(const Target *t, const TeOp *a, TopiConfigSpace *s);
+void topi_winograd_input_fallback(const Target *t, const TeOp *a, TopiConfig *cfg);
+void topi_winograd_input_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, const TopiConfig *cfg);
+void topi_winograd_output_space(const Target *t, const TeOp *a, TopiConfigSpace *s);
+void topi_winograd_output_fallback(const Target *t, const TeOp *a, TopiConfig *cfg);
+void topi_winograd_output_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, const TopiConfig *cfg);
+/* PP: the Winograd tile count rounded up to a multiple of the GEMM's default register tile (AlterOpLayout
+ * sets it as nn.winograd_input's ptiles) */
+int64_t topi_winograd_padded_tiles(const Target *t, int64_t tiles, int64_t kb);
 /* The schedule of one fused group whose outputs are outs: inlines injective stages, finds the anchor
  * (the non-injective op), applies its template with cfg (the fallback when cfg is NULL), and gives every
  * remaining root stage the generic schedule (fuse outer axes, parallel, vectorize the innermost). */

@@ -156,26 +156,46 @@ static mlc_status weight_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **o
   return MLC_OK;
 }
 
-/* ---------------------------------------------------------------- the convolution */
+/* ---------------------------------------------------------------- the convolution's three ops */
 
+/* The geometry of one Winograd conv, from the attributes and shapes of any of its three ops. */
 typedef struct WinoConv {
   const WinoMatrices *w;
   int64_t n, c, h, wd, k, kb, oh, ow;
-  int64_t pad[4];  /* top, left, bottom, right */
-  int64_t th, tw;  /* tiles along the output height and width */
-  int64_t tiles;   /* P = n * th * tw */
-  int64_t ptiles;  /* PP: P rounded up to a multiple of the GEMM's register tile */
-  TeTensor *data, *u, *dpad, *v, *mprod;
+  int64_t pad[4]; /* top, left, bottom, right */
+  int64_t th, tw; /* tiles along the output height and width */
+  int64_t tiles;  /* P = n * th * tw */
+  int64_t ptiles; /* PP: P rounded up to a multiple of the GEMM's register tile */
+  TeTensor *in;   /* the op's first input */
+  TeTensor *in2;  /* the input transform's padded input; the GEMM's transformed weight */
 } WinoConv;
 
-static mlc_status conv_of(const Node *n, WinoConv *p, Diag *d) {
-  const TensorType *x = &n->inputs[0]->type, *u = &n->inputs[1]->type;
+static mlc_status tiles_of(WinoConv *p, Diag *d) {
+  if (p->oh < 1 || p->ow < 1) return diag_set(d, MLC_ERR_INVALID, "kernel larger than the padded input");
+  p->th = (p->oh + p->w->m - 1) / p->w->m;
+  p->tw = (p->ow + p->w->m - 1) / p->w->m;
+  p->tiles = p->n * p->th * p->tw;
+  if (p->ptiles < p->tiles)
+    return diag_set(d, MLC_ERR_INVALID, "Winograd tile count %lld is below the %lld tiles of the output",
+                    (long long)p->ptiles, (long long)p->tiles);
+  return MLC_OK;
+}
+
+static mlc_status matrices_of(const Node *n, WinoConv *p, Diag *d) {
   memset(p, 0, sizeof *p);
-  if (x->ndim != 4 || u->ndim != 4 || x->dtype != MLC_F32 || u->dtype != MLC_F32)
-    return diag_set(d, MLC_ERR_UNSUPPORTED, "nn.conv2d_winograd needs float32 rank-4 data and transformed weight");
   p->w = wino_matrices(ir_attr_int(n, "tile", 4));
   if (!p->w) return diag_set(d, MLC_ERR_UNSUPPORTED, "Winograd output tile must be 2 or 4");
-  int64_t al = p->w->alpha;
+  const TensorType *x = &n->inputs[0]->type;
+  if (x->ndim != 4 || x->dtype != MLC_F32)
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "%s needs a float32 rank-4 input", n->op->name);
+  return MLC_OK;
+}
+
+/* nn.winograd_input(data[N, C, H, W], padding, tile, ptiles) */
+static mlc_status input_of(const Node *n, WinoConv *p, Diag *d) {
+  mlc_status st = matrices_of(n, p, d);
+  if (st) return st;
+  const TensorType *x = &n->inputs[0]->type;
   int cnt = ir_attr_ints(n, "padding", p->pad, 4);
   if (cnt != 0 && cnt != 4) return diag_set(d, MLC_ERR_INVALID, "attribute 'padding' has %d values, expected 4", cnt);
   for (int i = 0; i < 4; i++)
@@ -184,32 +204,216 @@ static mlc_status conv_of(const Node *n, WinoConv *p, Diag *d) {
   p->c = x->dims[1];
   p->h = x->dims[2];
   p->wd = x->dims[3];
-  p->kb = u->dims[3];
-  p->k = u->dims[1] * p->kb;
-  if (u->dims[0] != al * al || u->dims[2] != p->c)
-    return diag_set(d, MLC_ERR_INVALID, "transformed weight [%lld, %lld, %lld, %lld] does not match F(%d, 3) over %lld "
-                    "input channels", (long long)u->dims[0], (long long)u->dims[1], (long long)u->dims[2],
-                    (long long)u->dims[3], p->w->m, (long long)p->c);
   p->oh = p->h + p->pad[0] + p->pad[2] - 2;
   p->ow = p->wd + p->pad[1] + p->pad[3] - 2;
-  if (p->oh < 1 || p->ow < 1) return diag_set(d, MLC_ERR_INVALID, "kernel larger than the padded input");
-  p->th = (p->oh + p->w->m - 1) / p->w->m;
-  p->tw = (p->ow + p->w->m - 1) / p->w->m;
-  p->tiles = p->n * p->th * p->tw;
-  p->ptiles = p->tiles;
+  p->ptiles = ir_attr_int(n, "ptiles", 0);
+  return tiles_of(p, d);
+}
+
+static mlc_status input_infer(Node *n, Diag *d) {
+  WinoConv p;
+  mlc_status st = input_of(n, &p, d);
+  if (st) return st;
+  int64_t al = p.w->alpha;
+  TensorType o = {.dtype = MLC_F32, .ndim = 4, .dims = {al, al, p.ptiles, p.c}};
+  n->outputs[0]->type = o;
   return MLC_OK;
 }
 
-static mlc_status conv_infer(Node *n, Diag *d) {
+/* D[n, y, x, c] = data[n, c, y - top, x - left], zero in the padding (a clamped read and a select, so the
+ * load stays in bounds): the input with channels innermost, so the transform below reads kb contiguous
+ * channels per tap. The schedule computes it tile by tile, a block of channels at a time (a small buffer). */
+static Expr *pad_body(TeCtx *c, Expr **idx, void *user) {
+  WinoConv *p = user;
+  Arena *a = c->arena;
+  Expr *ih = tir_sub(a, idx[1], tir_idx(a, p->pad[0])), *iw = tir_sub(a, idx[2], tir_idx(a, p->pad[1]));
+  Expr *ok = tir_bin(a, E_AND, tir_bin(a, E_GE, ih, tir_idx(a, 0)), tir_bin(a, E_LT, ih, tir_idx(a, p->h)));
+  ok = tir_bin(a, E_AND, ok, tir_bin(a, E_GE, iw, tir_idx(a, 0)));
+  ok = tir_bin(a, E_AND, ok, tir_bin(a, E_LT, iw, tir_idx(a, p->wd)));
+  Expr *ch = tir_bin(a, E_MIN, tir_bin(a, E_MAX, ih, tir_idx(a, 0)), tir_idx(a, p->h - 1));
+  Expr *cw = tir_bin(a, E_MIN, tir_bin(a, E_MAX, iw, tir_idx(a, 0)), tir_idx(a, p->wd - 1));
+  Expr *ri[4] = {idx[0], idx[3], ch, cw};
+  return tir_select(a, ok, te_read(c, p->in, 4, ri), tir_float(a, MLC_F32, 0));
+}
+
+/* V[eh, ew, p, c] = sum_i Bt[eh][i] (sum_j Bt[ew][j] d[i][j]) over the tile p (clamped to the last real one) */
+static Expr *input_body(TeCtx *c, Expr **idx, void *user) {
+  WinoConv *p = user;
+  Arena *a = c->arena;
+  int al = p->w->alpha;
+  const double *bt = p->w->bt;
+  Expr *t = tir_bin(a, E_MIN, idx[2], tir_idx(a, p->tiles - 1));
+  Expr *per_img = tir_idx(a, p->th * p->tw);
+  Expr *img = tir_bin(a, E_FLOORDIV, t, per_img), *r = tir_bin(a, E_FLOORMOD, t, per_img);
+  Expr *y0 = tir_mul(a, tir_bin(a, E_FLOORDIV, r, tir_idx(a, p->tw)), tir_idx(a, p->w->m));
+  Expr *x0 = tir_mul(a, tir_bin(a, E_FLOORMOD, r, tir_idx(a, p->tw)), tir_idx(a, p->w->m));
+  Var *rowv[6];
+  Expr *rows[6], *vals[6], *arms[6];
+  for (int i = 0; i < al; i++) {
+    Expr *d[6];
+    for (int j = 0; j < al; j++)
+    {
+      Expr *ri[4] = {img, tir_add(a, y0, tir_idx(a, i)), tir_add(a, x0, tir_idx(a, j)), idx[3]};
+      d[j] = te_read(c, p->in2, 4, ri);
+    }
+    for (int b = 0; b < al; b++) arms[b] = lin_comb(a, al, bt + b * al, 1, d);
+    vals[i] = select_by(a, idx[1], al, arms);
+    rowv[i] = tir_var(a, arena_printf(a, "wino_row%d", i), MLC_F32);
+    rows[i] = tir_varref(a, rowv[i]);
+  }
+  for (int b = 0; b < al; b++) arms[b] = lin_comb(a, al, bt + b * al, 1, rows);
+  Expr *e = select_by(a, idx[0], al, arms);
+  for (int i = al - 1; i >= 0; i--) e = tir_let(a, rowv[i], vals[i], e);
+  return e;
+}
+
+static mlc_status input_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  WinoConv *p = arena_alloc(c->arena, sizeof *p);
+  mlc_status st = input_of(n, p, d);
+  if (st) return st;
+  p->in = ins[0];
+  int64_t al = p->w->alpha;
+  int64_t ds[4] = {p->n, p->th * p->w->m + 2, p->tw * p->w->m + 2, p->c};
+  p->in2 = te_compute(c, "winograd_pad", "winograd_pad", MLC_F32, 4, ds, pad_body, p);
+  int64_t vs[4] = {al, al, p->ptiles, p->c};
+  outs[0] = te_compute(c, "winograd_input", "winograd_input", MLC_F32, 4, vs, input_body, p);
+  return MLC_OK;
+}
+
+/* nn.winograd_gemm(V[alpha, alpha, PP, C], U[alpha^2, K/kb, C, kb]) -> M[alpha^2, K/kb, PP, kb] */
+static mlc_status gemm_of(const Node *n, WinoConv *p, Diag *d) {
+  const TensorType *v = &n->inputs[0]->type, *u = &n->inputs[1]->type;
+  memset(p, 0, sizeof *p);
+  if (v->ndim != 4 || u->ndim != 4 || v->dtype != MLC_F32 || u->dtype != MLC_F32 || v->dims[0] != v->dims[1] ||
+      u->dims[0] != v->dims[0] * v->dims[1] || u->dims[2] != v->dims[3])
+    return diag_set(d, MLC_ERR_INVALID, "nn.winograd_gemm: transformed input and weight do not match");
+  p->c = v->dims[3];
+  p->ptiles = v->dims[2];
+  p->kb = u->dims[3];
+  p->k = u->dims[1] * p->kb;
+  return MLC_OK;
+}
+
+static mlc_status gemm_infer(Node *n, Diag *d) {
   WinoConv p;
-  mlc_status st = conv_of(n, &p, d);
+  mlc_status st = gemm_of(n, &p, d);
+  if (st) return st;
+  const TensorType *u = &n->inputs[1]->type;
+  TensorType o = {.dtype = MLC_F32, .ndim = 4, .dims = {u->dims[0], u->dims[1], p.ptiles, p.kb}};
+  n->outputs[0]->type = o;
+  return MLC_OK;
+}
+
+/* M[e, ko, p, kb] = sum_c V[e / alpha, e % alpha, p, c] * U[e, ko, c, kb] */
+static Expr *gemm_body(TeCtx *c, Expr **idx, void *user) {
+  WinoConv *p = user;
+  Arena *a = c->arena;
+  IterVar *rc = te_reduce_axis(c, "rc", p->c);
+  Expr *ic = tir_varref(a, rc->var), *al = tir_idx(a, p->in->shape[0]);
+  Expr *vi[4] = {tir_bin(a, E_FLOORDIV, idx[0], al), tir_bin(a, E_FLOORMOD, idx[0], al), idx[2], ic};
+  Expr *ui[4] = {idx[0], idx[1], ic, idx[3]};
+  Expr *prod = tir_mul(a, te_read(c, p->in, 4, vi), te_read(c, p->in2, 4, ui));
+  return te_reduce(c, RED_SUM, prod, 1, &rc, NULL, NULL);
+}
+
+static mlc_status gemm_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  WinoConv *p = arena_alloc(c->arena, sizeof *p);
+  mlc_status st = gemm_of(n, p, d);
+  if (st) return st;
+  p->in = ins[0];
+  p->in2 = ins[1];
+  int64_t ms[4] = {ins[1]->shape[0], ins[1]->shape[1], p->ptiles, p->kb};
+  outs[0] = te_compute(c, "winograd_gemm", "conv2d_winograd", MLC_F32, 4, ms, gemm_body, p);
+  return MLC_OK;
+}
+
+/* nn.winograd_output(M[alpha^2, K/kb, PP, kb], tile, out_shape = [N, OH, OW]) -> [N, K, OH, OW] */
+static mlc_status output_of(const Node *n, WinoConv *p, Diag *d) {
+  mlc_status st = matrices_of(n, p, d);
+  if (st) return st;
+  const TensorType *m = &n->inputs[0]->type;
+  int64_t os[3];
+  if (ir_attr_ints(n, "out_shape", os, 3) != 3)
+    return diag_set(d, MLC_ERR_INVALID, "nn.winograd_output needs out_shape [N, OH, OW]");
+  if (m->dims[0] != (int64_t)p->w->alpha * p->w->alpha)
+    return diag_set(d, MLC_ERR_INVALID, "nn.winograd_output: %lld transformed points, expected %d",
+                    (long long)m->dims[0], p->w->alpha * p->w->alpha);
+  p->n = os[0];
+  p->oh = os[1];
+  p->ow = os[2];
+  p->kb = m->dims[3];
+  p->k = m->dims[1] * p->kb;
+  p->ptiles = m->dims[2];
+  return tiles_of(p, d);
+}
+
+static mlc_status output_infer(Node *n, Diag *d) {
+  WinoConv p;
+  mlc_status st = output_of(n, &p, d);
   if (st) return st;
   TensorType o = {.dtype = MLC_F32, .ndim = 4, .dims = {p.n, p.k, p.oh, p.ow}};
   n->outputs[0]->type = o;
   return MLC_OK;
 }
 
-/* vector registers of the target and float lanes per register */
+/* Y[n, k, h, w] = sum_a At[h % m][a] (sum_b At[w % m][b] M[a * alpha + b, k / kb, tile of (n, h, w), k % kb]) */
+static Expr *output_body(TeCtx *c, Expr **idx, void *user) {
+  WinoConv *p = user;
+  Arena *a = c->arena;
+  int al = p->w->alpha, m = p->w->m;
+  const double *at = p->w->at;
+  Expr *em = tir_idx(a, m), *kb = tir_idx(a, p->kb);
+  Expr *tile = tir_add(a, tir_mul(a, idx[0], tir_idx(a, p->th * p->tw)),
+                       tir_add(a, tir_mul(a, tir_bin(a, E_FLOORDIV, idx[2], em), tir_idx(a, p->tw)),
+                               tir_bin(a, E_FLOORDIV, idx[3], em)));
+  Expr *hi = tir_bin(a, E_FLOORMOD, idx[2], em), *wi = tir_bin(a, E_FLOORMOD, idx[3], em);
+  Expr *ko = tir_bin(a, E_FLOORDIV, idx[1], kb), *ki = tir_bin(a, E_FLOORMOD, idx[1], kb);
+  Var *rowv[6];
+  Expr *rows[6], *vals[6], *arms[6];
+  for (int i = 0; i < al; i++) {
+    Expr *mv[6];
+    for (int j = 0; j < al; j++) {
+      Expr *mi[4] = {tir_idx(a, i * al + j), ko, tile, ki};
+      mv[j] = te_read(c, p->in, 4, mi);
+    }
+    for (int b = 0; b < m; b++) arms[b] = lin_comb(a, al, at + b * al, 1, mv);
+    vals[i] = select_by(a, wi, m, arms);
+    rowv[i] = tir_var(a, arena_printf(a, "wino_out%d", i), MLC_F32);
+    rows[i] = tir_varref(a, rowv[i]);
+  }
+  for (int b = 0; b < m; b++) arms[b] = lin_comb(a, al, at + b * al, 1, rows);
+  Expr *e = select_by(a, hi, m, arms);
+  for (int i = al - 1; i >= 0; i--) e = tir_let(a, rowv[i], vals[i], e);
+  return e;
+}
+
+static mlc_status output_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  WinoConv *p = arena_alloc(c->arena, sizeof *p);
+  mlc_status st = output_of(n, p, d);
+  if (st) return st;
+  p->in = ins[0];
+  int64_t os[4] = {p->n, p->k, p->oh, p->ow};
+  outs[0] = te_compute(c, "winograd_output", "winograd_output", MLC_F32, 4, os, output_body, p);
+  return MLC_OK;
+}
+
+/* The three stages are separate ops (separate kernels), so the transformed input V and the GEMM result M are
+ * activations the memory plan places, not scratch each kernel would allocate on every call. The input and
+ * the GEMM are opaque (nothing fuses into them: the input transform reads each element 2.25 times, an
+ * inlined producer would be recomputed); the output transform is injective, so the conv's elementwise
+ * epilogue (bias, relu, residual add) joins it and is applied as the NCHW result is stored. */
+const OpDef topi_ops_winograd_x86[] = {
+    /* name                          pattern        in min/max  outs  relation       compute */
+    {"nn.winograd_weight_transform", PAT_INJECTIVE, 1, 1, 1, weight_infer, weight_compute},
+    {"nn.winograd_input", PAT_OPAQUE, 1, 1, 1, input_infer, input_compute},
+    {"nn.winograd_gemm", PAT_OPAQUE, 2, 2, 1, gemm_infer, gemm_compute},
+    {"nn.winograd_output", PAT_INJECTIVE, 1, 1, 1, output_infer, output_compute},
+    {NULL},
+};
+
+/* ---------------------------------------------------------------- register tile and templates */
+
+/* vector registers of the target */
 static int vector_regs(const Target *t) { return t && t->vector_bytes >= 64 ? 32 : 16; }
 
 /* the most GEMM rows (tiles) per register tile: tp * kb/lanes accumulators, the U vectors and a broadcast */
@@ -237,239 +441,143 @@ static int64_t default_tile_p(const Target *t, int64_t tiles, int64_t kb) {
   return best;
 }
 
-/* D[n, y, x, c] = data[n, c, y - top, x - left], zero outside */
-static Expr *pad_body(TeCtx *c, Expr **idx, void *user) {
-  WinoConv *p = user;
-  Arena *a = c->arena;
-  Expr *ih = tir_sub(a, idx[1], tir_idx(a, p->pad[0])), *iw = tir_sub(a, idx[2], tir_idx(a, p->pad[1]));
-  Expr *ok = tir_bin(a, E_AND, tir_bin(a, E_GE, ih, tir_idx(a, 0)), tir_bin(a, E_LT, ih, tir_idx(a, p->h)));
-  ok = tir_bin(a, E_AND, ok, tir_bin(a, E_GE, iw, tir_idx(a, 0)));
-  ok = tir_bin(a, E_AND, ok, tir_bin(a, E_LT, iw, tir_idx(a, p->wd)));
-  /* clamped indices keep the read in bounds; the select picks zero outside */
-  Expr *ch = tir_bin(a, E_MIN, tir_bin(a, E_MAX, ih, tir_idx(a, 0)), tir_idx(a, p->h - 1));
-  Expr *cw = tir_bin(a, E_MIN, tir_bin(a, E_MAX, iw, tir_idx(a, 0)), tir_idx(a, p->wd - 1));
-  Expr *ri[4] = {idx[0], idx[3], ch, cw};
-  return tir_select(a, ok, te_read(c, p->data, 4, ri), tir_float(a, MLC_F32, 0));
+int64_t topi_winograd_padded_tiles(const Target *t, int64_t tiles, int64_t kb) {
+  int64_t tp = default_tile_p(t, tiles, kb);
+  return (tiles + tp - 1) / tp * tp;
 }
 
-/* V[eh, ew, p, c] = sum_i Bt[eh][i] (sum_j Bt[ew][j] d[i][j]) over the tile p (clamped to the last real one) */
-static Expr *input_body(TeCtx *c, Expr **idx, void *user) {
-  WinoConv *p = user;
-  Arena *a = c->arena;
-  int al = p->w->alpha;
-  const double *bt = p->w->bt;
-  Expr *t = tir_bin(a, E_MIN, idx[2], tir_idx(a, p->tiles - 1));
-  Expr *per_img = tir_idx(a, p->th * p->tw);
-  Expr *img = tir_bin(a, E_FLOORDIV, t, per_img), *r = tir_bin(a, E_FLOORMOD, t, per_img);
-  Expr *y0 = tir_mul(a, tir_bin(a, E_FLOORDIV, r, tir_idx(a, p->tw)), tir_idx(a, p->w->m));
-  Expr *x0 = tir_mul(a, tir_bin(a, E_FLOORMOD, r, tir_idx(a, p->tw)), tir_idx(a, p->w->m));
-  Var *rowv[6];
-  Expr *rows[6], *vals[6], *arms[6];
-  for (int i = 0; i < al; i++) {
-    Expr *d[6];
-    for (int j = 0; j < al; j++) {
-      Expr *ri[4] = {img, tir_add(a, y0, tir_idx(a, i)), tir_add(a, x0, tir_idx(a, j)), idx[3]};
-      d[j] = te_read(c, p->dpad, 4, ri);
-    }
-    for (int b = 0; b < al; b++) arms[b] = lin_comb(a, al, bt + b * al, 1, d);
-    vals[i] = select_by(a, idx[1], al, arms);
-    rowv[i] = tir_var(a, arena_printf(a, "wino_row%d", i), MLC_F32);
-    rows[i] = tir_varref(a, rowv[i]);
-  }
-  for (int b = 0; b < al; b++) arms[b] = lin_comb(a, al, bt + b * al, 1, rows);
-  Expr *e = select_by(a, idx[0], al, arms);
-  for (int i = al - 1; i >= 0; i--) e = tir_let(a, rowv[i], vals[i], e);
-  return e;
-}
-
-/* M[e, ko, p, kb] = sum_c V[e / alpha, e % alpha, p, c] * U[e, ko, c, kb] */
-static Expr *gemm_body(TeCtx *c, Expr **idx, void *user) {
-  WinoConv *p = user;
-  Arena *a = c->arena;
-  IterVar *rc = te_reduce_axis(c, "rc", p->c);
-  Expr *ic = tir_varref(a, rc->var), *al = tir_idx(a, p->w->alpha);
-  Expr *vi[4] = {tir_bin(a, E_FLOORDIV, idx[0], al), tir_bin(a, E_FLOORMOD, idx[0], al), idx[2], ic};
-  Expr *ui[4] = {idx[0], idx[1], ic, idx[3]};
-  Expr *prod = tir_mul(a, te_read(c, p->v, 4, vi), te_read(c, p->u, 4, ui));
-  return te_reduce(c, RED_SUM, prod, 1, &rc, NULL, NULL);
-}
-
-/* Y[n, k, h, w] = sum_a At[h % m][a] (sum_b At[w % m][b] M[a * alpha + b, k / kb, tile of (n, h, w), k % kb]) */
-static Expr *output_body(TeCtx *c, Expr **idx, void *user) {
-  WinoConv *p = user;
-  Arena *a = c->arena;
-  int al = p->w->alpha, m = p->w->m;
-  const double *at = p->w->at;
-  Expr *em = tir_idx(a, m), *kb = tir_idx(a, p->kb);
-  Expr *tile = tir_add(a, tir_mul(a, idx[0], tir_idx(a, p->th * p->tw)),
-                       tir_add(a, tir_mul(a, tir_bin(a, E_FLOORDIV, idx[2], em), tir_idx(a, p->tw)),
-                               tir_bin(a, E_FLOORDIV, idx[3], em)));
-  Expr *hi = tir_bin(a, E_FLOORMOD, idx[2], em), *wi = tir_bin(a, E_FLOORMOD, idx[3], em);
-  Expr *ko = tir_bin(a, E_FLOORDIV, idx[1], kb), *ki = tir_bin(a, E_FLOORMOD, idx[1], kb);
-  Var *rowv[6];
-  Expr *rows[6], *vals[6], *arms[6];
-  for (int i = 0; i < al; i++) {
-    Expr *mv[6];
-    for (int j = 0; j < al; j++) {
-      Expr *mi[4] = {tir_idx(a, i * al + j), ko, tile, ki};
-      mv[j] = te_read(c, p->mprod, 4, mi);
-    }
-    for (int b = 0; b < m; b++) arms[b] = lin_comb(a, al, at + b * al, 1, mv);
-    vals[i] = select_by(a, wi, m, arms);
-    rowv[i] = tir_var(a, arena_printf(a, "wino_out%d", i), MLC_F32);
-    rows[i] = tir_varref(a, rowv[i]);
-  }
-  for (int b = 0; b < m; b++) arms[b] = lin_comb(a, al, at + b * al, 1, rows);
-  Expr *e = select_by(a, hi, m, arms);
-  for (int i = al - 1; i >= 0; i--) e = tir_let(a, rowv[i], vals[i], e);
-  return e;
-}
-
-static mlc_status conv_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
-  WinoConv *p = arena_alloc(c->arena, sizeof *p);
-  mlc_status st = conv_of(n, p, d);
-  if (st) return st;
-  p->data = ins[0];
-  p->u = ins[1];
-  int64_t tp = default_tile_p(c->target, p->tiles, p->kb);
-  p->ptiles = (p->tiles + tp - 1) / tp * tp;
-  int64_t al = p->w->alpha, m = p->w->m;
-  int64_t ds[4] = {p->n, p->th * m + 2, p->tw * m + 2, p->c};
-  p->dpad = te_compute(c, "winograd_pad", "winograd_pad", MLC_F32, 4, ds, pad_body, p);
-  int64_t vs[4] = {al, al, p->ptiles, p->c};
-  p->v = te_compute(c, "winograd_input", "winograd_input", MLC_F32, 4, vs, input_body, p);
-  int64_t ms[4] = {al * al, p->k / p->kb, p->ptiles, p->kb};
-  p->mprod = te_compute(c, "winograd_gemm", "conv2d_winograd", MLC_F32, 4, ms, gemm_body, p);
-  int64_t os[4] = {p->n, p->k, p->oh, p->ow};
-  outs[0] = te_compute(c, "conv2d_winograd", "winograd_output", MLC_F32, 4, os, output_body, p);
-  return MLC_OK;
-}
-
-const OpDef topi_ops_winograd_x86[] = {
-    /* name                          pattern                 in min/max  outs  relation       compute */
-    {"nn.winograd_weight_transform", PAT_INJECTIVE, 1, 1, 1, weight_infer, weight_compute},
-    {"nn.conv2d_winograd", PAT_OUT_ELEMWISE_FUSABLE, 2, 2, 1, conv_infer, conv_compute},
-    {NULL},
-};
-
-/* ---------------------------------------------------------------- template */
-
-/* anchor: the batched GEMM M[alpha^2, K/kb, PP, kb] with its one reduce axis (the input channels) */
-static bool anchor_ok(const TeOp *a) { return a->kind == TE_COMPUTE && a->naxes == 4 && a->nreduce == 1; }
+/* the GEMM anchor: M[alpha^2, K/kb, PP, kb] with its one reduce axis (the input channels) */
+static bool gemm_anchor_ok(const TeOp *a) { return a->kind == TE_COMPUTE && a->naxes == 4 && a->nreduce == 1; }
 
 void topi_conv2d_winograd_space(const Target *t, const TeOp *a, TopiConfigSpace *s) {
   memset(s, 0, sizeof *s);
-  if (!anchor_ok(a)) return;
-  int64_t pp = a->axes[2]->extent, kb = a->axes[3]->extent, ch = a->reduce_axes[0]->extent;
-  int64_t mx = tile_p_max(t, kb);
+  if (!gemm_anchor_ok(a)) return;
+  int64_t pp = a->axes[2]->extent, mx = tile_p_max(t, a->axes[3]->extent);
   TopiKnob *k = topi_knob_add(s, "tile_p");
   for (int64_t f = 1; f <= pp && f <= mx + 2; f++)
     if (pp % f == 0) topi_knob_choice(k, f);
-  k = topi_knob_add(s, "tile_c");
-  for (int64_t f = 1; f <= ch; f++)
-    if (ch % f == 0 && (f >= 16 || f == ch)) topi_knob_choice(k, f);
 }
 
 void topi_conv2d_winograd_fallback(const Target *t, const TeOp *a, TopiConfig *cfg) {
   memset(cfg, 0, sizeof *cfg);
-  if (!anchor_ok(a)) return;
-  /* the compute padded the tiles to a multiple of the default register tile (conv_compute): the largest
-   * divisor within the register budget is that tile or a larger one */
-  int64_t tp = topi_largest_divisor(a->axes[2]->extent, tile_p_max(t, a->axes[3]->extent));
-  topi_cfg_set(cfg, "tile_p", tp);
-  topi_cfg_set(cfg, "tile_c", a->reduce_axes[0]->extent);
+  if (!gemm_anchor_ok(a)) return;
+  /* AlterOpLayout padded the tiles to a multiple of the default register tile: the largest divisor within
+   * the register budget is that tile or a larger one */
+  topi_cfg_set(cfg, "tile_p", topi_largest_divisor(a->axes[2]->extent, tile_p_max(t, a->axes[3]->extent)));
 }
 
-static TeStage *stage_tagged(TeSchedule *s, const char *tag) {
-  for (int i = 0; i < s->nstages; i++)
-    if (s->stages[i]->op->tag && !strcmp(s->stages[i]->op->tag, tag)) return s->stages[i];
-  return NULL;
+/* The GEMM (TVM's dense_pack form): an accumulator tile of tile_p tiles x kb channels in a local stage, loops
+ * c, p.i (unrolled), kb (vectorized), so it lives in vector registers over the channel loop; it is computed
+ * at p.o of the copy into M, which runs parallel over the fused (e, ko). */
+void topi_conv2d_winograd_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, const TopiConfig *cfg) {
+  TeStage *gs = te_stage(s, a->outputs[0]);
+  if (!gs || !gemm_anchor_ok(a) || (out && out->op != a)) {
+    if (gs) topi_schedule_stage_generic(c, gs);
+    return;
+  }
+  int64_t pp = a->axes[2]->extent, tp = topi_config_get(cfg, "tile_p", 1);
+  IterVar *rc = a->reduce_axes[0];
+  TeTensor *L = te_cache_write(s, a->outputs[0]);
+  if (L == a->outputs[0]) return;
+  TeStage *ls = te_stage(s, L);
+  gs = te_stage(s, a->outputs[0]);
+  IterVar *po, *pi;
+  topi_split(gs, a->axes[2], tp > pp ? pp : tp, &po, &pi);
+  IterVar *order[5] = {a->axes[0], a->axes[1], po, pi, a->axes[3]};
+  te_reorder(gs, 5, order);
+  te_parallel(gs, te_fuse(gs, a->axes[0], a->axes[1]));
+  if (pi->extent > 1) te_unroll(gs, pi);
+  te_vectorize(gs, a->axes[3]);
+  TeOp *lo = ls->op;
+  IterVar *lorder[5] = {lo->axes[0], lo->axes[1], rc, lo->axes[2], lo->axes[3]};
+  te_reorder(ls, 5, lorder);
+  te_unroll(ls, lo->axes[2]);
+  te_vectorize(ls, lo->axes[3]);
+  te_compute_at(ls, gs, po);
 }
 
-/* D[n, y, x, c]: rows in parallel, channels innermost (vectorized where the lanes divide them) */
-static void schedule_pad(TeCtx *c, TeStage *st) {
-  TeOp *op = st->op;
-  st->attach = ATTACH_ROOT; /* the group schedule inlined it: the transform must read plain memory */
+/* the input transform V[eh, ew, p, c]: p (parallel), c.o, eh, ew (unrolled: every select folds), c.i
+ * (vectorized) */
+void topi_winograd_input_space(const Target *t, const TeOp *a, TopiConfigSpace *s) { memset(s, 0, sizeof *s); }
+void topi_winograd_input_fallback(const Target *t, const TeOp *a, TopiConfig *cfg) { memset(cfg, 0, sizeof *cfg); }
+
+void topi_winograd_input_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, const TopiConfig *cfg) {
+  TeStage *st = te_stage(s, a->outputs[0]);
+  if (!st || a->naxes != 4 || st->nleaf != 4 || (out && out->op != a)) {
+    if (st) topi_schedule_stage_generic(c, st);
+    return;
+  }
   int lanes = topi_vector_lanes(c->target, MLC_F32);
-  IterVar *f = te_fuse(st, op->axes[0], op->axes[1]);
-  if (f->extent > 1) te_parallel(st, f);
-  if (op->axes[3]->extent % lanes == 0) {
-    IterVar *co, *ci;
-    topi_split(st, op->axes[3], lanes, &co, &ci);
-    te_vectorize(st, ci);
+  IterVar *co, *ci;
+  topi_split(st, a->axes[3], topi_largest_divisor(a->axes[3]->extent, lanes), &co, &ci);
+  IterVar *order[5] = {a->axes[2], co, a->axes[0], a->axes[1], ci};
+  te_reorder(st, 5, order);
+  if (a->axes[2]->extent > 1) te_parallel(st, a->axes[2]);
+  te_unroll(st, a->axes[0]);
+  te_unroll(st, a->axes[1]);
+  if (ci->extent > 1) te_vectorize(st, ci);
+  for (int i = 0; i < s->nstages; i++) { /* the padded input: rows in parallel, channels innermost */
+    TeStage *ps = s->stages[i];
+    TeOp *po = ps->op;
+    if (!po->tag || strcmp(po->tag, "winograd_pad")) continue;
+    ps->attach = ATTACH_ROOT; /* the group schedule inlined it */
+    IterVar *f = te_fuse(ps, po->axes[0], po->axes[1]);
+    if (f->extent > 1) te_parallel(ps, f);
+    if (po->axes[3]->extent % lanes == 0) {
+      IterVar *pco, *pci;
+      topi_split(ps, po->axes[3], lanes, &pco, &pci);
+      te_vectorize(ps, pci);
+    }
   }
 }
 
-/* V[eh, ew, p, c]: p (parallel), c.o, eh, ew (unrolled), c.i (vectorized) */
-static void schedule_input(TeCtx *c, TeStage *st) {
-  TeOp *op = st->op;
-  st->attach = ATTACH_ROOT;
-  int lanes = topi_vector_lanes(c->target, MLC_F32);
-  IterVar *co, *ci;
-  topi_split(st, op->axes[3], topi_largest_divisor(op->axes[3]->extent, lanes), &co, &ci);
-  IterVar *order[5] = {op->axes[2], co, op->axes[0], op->axes[1], ci};
-  te_reorder(st, 5, order);
-  if (op->axes[2]->extent > 1) te_parallel(st, op->axes[2]);
-  te_unroll(st, op->axes[0]);
-  te_unroll(st, op->axes[1]);
-  if (ci->extent > 1) te_vectorize(st, ci);
+/* the output transform with its epilogue: the group output [N, K, OH, OW] tiled n, k.o, h.o (parallel), w.o,
+ * h.i, w.i (unrolled: every select folds), k.i (vectorized over kb contiguous M values); the transform is
+ * inlined into it */
+/* the first tensor an expression reads */
+static const TeTensor *first_read(const Expr *e) {
+  if (!e) return NULL;
+  switch (e->kind) {
+  case E_TENSOR: return e->tensor.tensor;
+  case E_INT: case E_FLOAT: case E_VAR: return NULL;
+  case E_LOAD: case E_CALL: case E_REDUCE: return NULL;
+  default: {
+    const TeTensor *t = first_read(e->op.a);
+    if (!t) t = first_read(e->op.b);
+    if (!t && e->kind == E_SELECT) t = first_read(e->op.c);
+    return t;
+  }
+  }
 }
 
-/* whether out is the NCHW result [N, K, OH, OW] computed elementwise from the output transform */
-static bool output_ok(const TeStage *os, const TeStage *ys) {
-  if (!os || !ys || os->op->kind != TE_COMPUTE || os->op->nreduce != 0 || os->attach != ATTACH_ROOT ||
-      os->nleaf != 4 || os->op->naxes != 4)
-    return false;
-  for (int i = 0; i < 4; i++)
-    if (os->op->axes[i]->extent != ys->op->axes[i]->extent) return false;
-  return true;
-}
+void topi_winograd_output_space(const Target *t, const TeOp *a, TopiConfigSpace *s) { memset(s, 0, sizeof *s); }
+void topi_winograd_output_fallback(const Target *t, const TeOp *a, TopiConfig *cfg) { memset(cfg, 0, sizeof *cfg); }
 
-void topi_conv2d_winograd_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, const TopiConfig *cfg) {
-  TeStage *gs = te_stage(s, a->outputs[0]);
-  if (!gs || !anchor_ok(a)) return;
-  TeStage *ps = stage_tagged(s, "winograd_pad"), *vs = stage_tagged(s, "winograd_input");
-  TeStage *ys = stage_tagged(s, "winograd_output"), *os = out ? te_stage(s, out) : NULL;
-  if (ps) schedule_pad(c, ps);
-  if (vs) schedule_input(c, vs);
-  /* the GEMM: fused (e, ko) parallel, [c.o,] p.o, c.i, p.i (unrolled), kb (vectorized) */
-  int64_t pp = a->axes[2]->extent, ch = a->reduce_axes[0]->extent;
-  int64_t tp = topi_config_get(cfg, "tile_p", 1), tc = topi_config_get(cfg, "tile_c", ch);
-  IterVar *po, *pi, *co = NULL, *ci = a->reduce_axes[0];
-  topi_split(gs, a->axes[2], tp > pp ? pp : tp, &po, &pi);
-  if (tc < ch) topi_split(gs, a->reduce_axes[0], tc, &co, &ci);
-  IterVar *order[7];
-  int k = 0;
-  order[k++] = a->axes[0];
-  order[k++] = a->axes[1];
-  if (co) order[k++] = co;
-  order[k++] = po;
-  order[k++] = ci;
-  order[k++] = pi;
-  order[k++] = a->axes[3];
-  te_reorder(gs, k, order);
-  IterVar *f = te_fuse(gs, a->axes[0], a->axes[1]);
-  te_parallel(gs, f);
-  if (pi->extent > 1) te_unroll(gs, pi);
-  te_vectorize(gs, a->axes[3]);
-  if (!os || !output_ok(os, ys)) {
+void topi_winograd_output_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, const TopiConfig *cfg) {
+  TeStage *ys = te_stage(s, a->outputs[0]), *os = out ? te_stage(s, out) : ys;
+  bool ok = ys && os && a->naxes == 4 && os->op->kind == TE_COMPUTE && os->op->nreduce == 0 &&
+            os->op->naxes == 4 && os->nleaf == 4 && os->attach == ATTACH_ROOT;
+  for (int i = 0; ok && i < 4; i++) ok = os->op->axes[i]->extent == a->axes[i]->extent;
+  const TeTensor *m = first_read(a->body); /* M[alpha^2, K/kb, PP, kb] */
+  int64_t kb = m && m->ndim == 4 ? m->shape[3] : 0, tile = m && m->shape[0] == 36 ? 4 : 2;
+  if (!ok || !kb || a->axes[1]->extent % kb) {
+    if (ys && ys != os) topi_schedule_stage_generic(c, ys);
     if (os) topi_schedule_stage_generic(c, os);
     return;
   }
-  /* the output: n, k.o, h.o (parallel), w.o, h.i, w.i (unrolled), k.i (vectorized); the transform and the
-   * epilogue are computed per element from M */
+  if (os != ys) te_compute_inline(ys);
   TeOp *o = os->op;
-  int64_t kb = a->axes[3]->extent, tile = a->axes[0]->extent == 36 ? 4 : 2; /* alpha^2 = (m + 2)^2 */
   IterVar *ko, *ki, *ho, *hi, *wo, *wi;
   topi_split(os, o->axes[1], kb, &ko, &ki);
   topi_split(os, o->axes[2], tile, &ho, &hi);
   topi_split(os, o->axes[3], tile, &wo, &wi);
-  IterVar *oorder[7] = {o->axes[0], ko, ho, wo, hi, wi, ki};
-  te_reorder(os, 7, oorder);
-  IterVar *of = te_fuse(os, o->axes[0], ko);
-  of = te_fuse(os, of, ho);
-  if (of->extent > 1) te_parallel(os, of);
+  IterVar *order[7] = {o->axes[0], ko, ho, wo, hi, wi, ki};
+  te_reorder(os, 7, order);
+  IterVar *f = te_fuse(os, o->axes[0], ko);
+  f = te_fuse(os, f, ho);
+  if (f->extent > 1) te_parallel(os, f);
   te_unroll(os, hi);
   te_unroll(os, wi);
   if (ki->extent > 1) te_vectorize(os, ki);
 }
+

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """make_winograd_models.py DIR: small ONNX models whose 3x3 convs AlterOpLayout can rewrite into Winograd
-(nn.conv2d_winograd), each with random inputs (NAME_inputs.npz) and a float64 numpy reference of the direct
+(nn.winograd_input, nn.winograd_gemm, nn.winograd_output), each with random inputs (NAME_inputs.npz) and a float64 numpy reference of the direct
 convolution (NAME_ref.npz). They cover output sizes that are not multiples of the 4x4 tile, padding 0 and 1,
 batch 2, channel counts that are not multiples of 16, and fused epilogues (bias + relu, residual add + relu).
 Used by tests/cli/test_winograd.sh."""

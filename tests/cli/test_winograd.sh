@@ -14,9 +14,9 @@ for m in wino_bias_relu wino_residual wino_block; do
     echo "== $m with AlterOpLayout.winograd=$mode"
     "$mlc" compile "$dir/$m.onnx" --target llvm --pass-config "AlterOpLayout.winograd=$mode" \
       --output "$dir/$m.$mode.tar" --dump-ir "$dir/$m.$mode.d"
-    n=$(grep -c "nn.conv2d_winograd" "$dir/$m.$mode.d/10_fused_groups.txt" || true)
-    if [ "$mode" = 2 ] && [ "$n" = 0 ]; then echo "FAIL $m: no nn.conv2d_winograd in the fused groups"; exit 1; fi
-    if [ "$mode" = 0 ] && [ "$n" != 0 ]; then echo "FAIL $m: nn.conv2d_winograd with the rewrite off"; exit 1; fi
+    n=$(grep -c "nn.winograd_gemm" "$dir/$m.$mode.d/10_fused_groups.txt" || true)
+    if [ "$mode" = 2 ] && [ "$n" = 0 ]; then echo "FAIL $m: no nn.winograd_gemm in the fused groups"; exit 1; fi
+    if [ "$mode" = 0 ] && [ "$n" != 0 ]; then echo "FAIL $m: nn.winograd_gemm with the rewrite off"; exit 1; fi
     "$mlc" run "$dir/$m.$mode.tar" --inputs "$dir/${m}_inputs.npz" --outputs "$dir/${m}_out.$mode.npz"
     /usr/bin/python3 "$here/compare_npz.py" "$dir/${m}_out.$mode.npz" "$dir/${m}_ref.npz" --tol 1e-4
   done
