@@ -5,6 +5,8 @@
 # usage: golden.sh MLC WORK_DIR [--update]
 set -u
 mlc=$1 work=$2/passes update=${3:-}
+# a fixed CPU, so the printed graphs (conv weight blocks, vector widths) do not depend on the machine
+target=${MLC_GOLDEN_TARGET:-"llvm -mcpu=haswell"}
 here=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$work" && mkdir -p "$work"
 /usr/bin/python3 "$here/make_pass_models.py" "$work" || exit 1
@@ -12,7 +14,7 @@ fails=0
 for golden in "$here"/golden/*.txt; do
   name=$(basename "$golden" .txt)
   dumpfile=$(head -1 "$golden" | sed -n 's/.*| DUMP: *//p')
-  "$mlc" compile "$work/$name.onnx" --output "$work/$name.tar" --dump-ir "$work/$name.d" >/dev/null 2>"$work/$name.err" ||
+  "$mlc" compile "$work/$name.onnx" --target "$target" --output "$work/$name.tar" --dump-ir "$work/$name.d" >/dev/null 2>"$work/$name.err" ||
     { echo "FAIL $name: compile failed: $(cat "$work/$name.err")"; fails=$((fails + 1)); continue; }
   got=$(ls "$work/$name.d"/$dumpfile 2>/dev/null | tail -1)
   [ -n "$got" ] || { echo "FAIL $name: no dump $dumpfile"; fails=$((fails + 1)); continue; }
