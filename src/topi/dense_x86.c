@@ -474,10 +474,14 @@ void topi_dense_packed_fallback(const Target *t, const TeOp *a, TopiConfig *cfg)
       }
     }
   }
-  /* a matrix-vector product is bound by the weight stream: keep at least two column tiles per core when
-   * that still leaves 4 FMA chains, so the threads share the stream */
+  /* a matrix-vector product is bound by the weight stream, not by the FMAs: each block of the tile is a
+   * separate sequential stream through memory (K * bn floats apart), and many concurrent streams defeat
+   * the hardware prefetcher (resnet18's fc with 21 blocks: 2 GFLOP/s). About 4 accumulators cover enough of
+   * the FMA latency at that rate; more tiles also share out better between threads. */
   if (m == 1) {
-    while (blocks > 1 && (nb / blocks) < 4 && (blocks / 2) * vb >= 4 && blocks % 2 == 0) blocks /= 2;
+    blocks = 1;
+    for (int64_t bl = 1; bl <= nb && bl * vb <= 4; bl++)
+      if (nb % bl == 0) blocks = bl;
   }
   topi_cfg_set(cfg, "tile_m", tm);
   topi_cfg_set(cfg, "tile_n", blocks * bn);
