@@ -402,6 +402,51 @@ static mlc_status emit_parallel(CgModule *m, const Stmt *s) {
 
 /* ---- statements ---- */
 
+/* Statements a loop body becomes once every loop in it is unrolled, or -1 when it holds a loop that codegen
+ * would not unroll (not constant, parallel, GPU-bound) or grows past CG_SMALL_LOOP_BUDGET. */
+#define CG_SMALL_LOOP_EXTENT 4
+#define CG_SMALL_LOOP_BUDGET 256
+static int64_t unrolled_size(const Stmt *s) {
+  if (!s) return 0;
+  switch (s->kind) {
+  case S_FOR: {
+    ForKind k = s->loop.for_kind;
+    if (k == FOR_PARALLEL || k == FOR_GPU_BLOCK_X || k == FOR_GPU_THREAD_X || s->loop.extent->kind != E_INT) return -1;
+    int64_t b = unrolled_size(s->loop.body);
+    if (b < 0 || s->loop.extent->ival > CG_SMALL_LOOP_BUDGET) return -1;
+    b *= s->loop.extent->ival;
+    return b > CG_SMALL_LOOP_BUDGET ? -1 : b;
+  }
+  case S_SEQ: {
+    int64_t t = 0;
+    for (int i = 0; i < s->seq.n; i++) {
+      int64_t b = unrolled_size(s->seq.stmts[i]);
+      if (b < 0 || (t += b) > CG_SMALL_LOOP_BUDGET) return -1;
+    }
+    return t;
+  }
+  case S_IF: {
+    int64_t a = unrolled_size(s->ifs.then_s), b = unrolled_size(s->ifs.else_s);
+    return a < 0 || b < 0 ? -1 : 1 + a + b;
+  }
+  case S_LET: {
+    int64_t b = unrolled_size(s->let.body);
+    return b < 0 ? -1 : 1 + b;
+  }
+  case S_ALLOCATE: return -1;
+  default: return 1;
+  }
+}
+
+/* A serial loop with a tiny constant extent and a small straight-line body (a convolution's kh/kw taps, a
+ * pooling window) is unrolled here, as LLVM's full unroller would have done (it runs only when forced; see
+ * pipeline_options in emit.c). */
+static bool small_constant_loop(const Stmt *s) {
+  if (s->loop.for_kind != FOR_SERIAL || s->loop.min->kind != E_INT || s->loop.extent->kind != E_INT) return false;
+  int64_t n = s->loop.extent->ival, b = n >= 1 && n <= CG_SMALL_LOOP_EXTENT ? unrolled_size(s->loop.body) : -1;
+  return b >= 0 && b * n <= CG_SMALL_LOOP_BUDGET;
+}
+
 static mlc_status emit_for(CgModule *m, const Stmt *s) {
   ForKind k = s->loop.for_kind;
   Var *var = s->loop.var;
@@ -410,7 +455,8 @@ static mlc_status emit_for(CgModule *m, const Stmt *s) {
   if (!vty || LLVMGetTypeKind(vty) != LLVMIntegerTypeKind || var->dtype == MLC_BOOL)
     return diag_set(m->d, MLC_ERR_INTERNAL, "codegen: loop variable '%s' is not an integer", var->name);
   const Expr *emin = s->loop.min, *eext = s->loop.extent;
-  if (k == FOR_UNROLLED && emin->kind == E_INT && eext->kind == E_INT && eext->ival <= CG_UNROLL_MAX) {
+  if ((k == FOR_UNROLLED && emin->kind == E_INT && eext->kind == E_INT && eext->ival <= CG_UNROLL_MAX) ||
+      small_constant_loop(s)) {
     for (int64_t i = 0; i < eext->ival; i++) {
       cg_bind(m, false, var, LLVMConstInt(vty, (unsigned long long)(emin->ival + i), 1));
       mlc_status st = cg_stmt(m, s->loop.body);
