@@ -4,7 +4,7 @@ each with inputs and a numpy reference computed here in float64: make_dense_mode
 NAME.onnx, NAME_inputs.npz and NAME_ref.npz per case and prints the case names. Cases: N a multiple of the
 block (16) and not (10, 19, 37: zero-padded blocks), M = 1 (matrix-vector) and M > 1 (5, 12, 128 rows, and a
 rank-3 input with two row axes), Gemm with transB = 0 and 1, MatMul with a [K, N] weight, and fused epilogues
-(bias + relu, bias + residual add)."""
+(bias + relu, bias + residual add, an add broadcasting to more rows); then softmax rows."""
 import os
 import sys
 
@@ -58,6 +58,12 @@ for shape, n in [((1, 16, 32), 32), ((4, 3, 24), 24), ((2, 1, 16), 16)]:
          [helper.make_node("MatMul", ["x", "w"], ["mm"], name="matmul"),
           helper.make_node("Add", ["mm", "b"], ["mb"], name="bias"),
           helper.make_node("Add", ["mb", "x"], ["y"], name="residual")], {"x": x}, {"w": w, "b": b}, ref)
+
+# an epilogue that broadcasts the product to a larger shape: the accumulator is computed whole, not tiled
+x, w, c = f32(1, 24), f32(24, 16), f32(3, 16)
+save("matmul_broadcast_add", [helper.make_node("MatMul", ["x", "w"], ["mm"], name="matmul"),
+                              helper.make_node("Add", ["mm", "c"], ["y"], name="add")], {"x": x}, {"w": w, "c": c},
+     x.astype(np.float64) @ w.astype(np.float64) + c)
 
 # MatMul with a rank-1 input (a vector times a matrix): y[N]
 x, w = f32(40), f32(40, 21)
