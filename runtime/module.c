@@ -145,7 +145,7 @@ static int load_shared(const char *path, int threads, mlc_module **out) {
     goto fail;
   }
   if ((rc = rt_plan_from_json(fplan.data, fplan.size, &plan, err)) != MLC_OK) goto fail;
-  if ((rc = rt_params_load(fparams.data, fparams.size, &plan, err)) != MLC_OK) goto fail;
+  if ((rc = rt_params_load(fparams.data, fparams.size, &plan, false, err)) != MLC_OK) goto fail;
   rc = MLC_ERR_INTERNAL;
   if (!(m->pool = mlc_pool_create(threads))) {
     snprintf(err, RT_ERRLEN, "cannot create the thread pool");
@@ -257,7 +257,7 @@ int mlc_module_load_device(const char *path, const char *device, int threads, ml
   const rt_file *fjson = find_member(nfiles, files, "mod.json");
   if ((rc = rt_plan_from_json(fjson->data, fjson->size, &plan, err)) != MLC_OK) goto fail;
   const rt_file *fparams = find_member(nfiles, files, "mod.params");
-  if ((rc = rt_params_load(fparams->data, fparams->size, &plan, err)) != MLC_OK) goto fail;
+  if ((rc = rt_params_load(fparams->data, fparams->size, &plan, true, err)) != MLC_OK) goto fail;
   rc = MLC_ERR_INTERNAL;
   m = calloc(1, sizeof *m);
   if (!m) {
@@ -292,7 +292,7 @@ loaded:;
   }
   rj_free(meta);
   free(files);
-  free(blob);
+  rt_tar_free(blob);
   *out = m;
   return MLC_OK;
 fail:
@@ -301,7 +301,7 @@ fail:
   rt_plan_free(&plan);
   mlc_module_free(m);
   free(files);
-  free(blob);
+  rt_tar_free(blob);
   return rc;
 }
 

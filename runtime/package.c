@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include "runtime/json.h"
 #include "runtime/rt.h"
 
@@ -242,7 +244,16 @@ int rt_params_serialize(const rt_plan *p, void **data, size_t *size) {
   return MLC_OK;
 }
 
-int rt_params_load(const void *data, size_t size, rt_plan *p, char *err) {
+/* Releases the whole pages inside [from, to) of a private file mapping: they are re-read from the file if
+ * touched again, so this only gives memory back. */
+static void drop_pages(const unsigned char *from, const unsigned char *to) {
+  long pg = sysconf(_SC_PAGESIZE);
+  if (pg <= 0) return;
+  uintptr_t a = ((uintptr_t)from + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1), b = (uintptr_t)to & ~((uintptr_t)pg - 1);
+  if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
+int rt_params_load(const void *data, size_t size, rt_plan *p, bool drop_source, char *err) {
 #define BADP(...) return snprintf(err, RT_ERRLEN, "mod.params: " __VA_ARGS__), MLC_ERR_INVALID
   const unsigned char *b = data;
   if (size < 12 || memcmp(b, "MLCPARAM", 8) != 0) BADP("bad magic (not an mlc parameter file)");
@@ -269,6 +280,7 @@ int rt_params_load(const void *data, size_t size, rt_plan *p, char *err) {
     void *copy = NULL;
     if (posix_memalign(&copy, 64, nb ? (size_t)nb : 64) != 0) BADP("out of memory for parameter '%s'", t->name);
     if (nb) memcpy(copy, b + pos, (size_t)nb);
+    if (drop_source) drop_pages(b + pos, b + pos + nb);
     p->param_data[id] = copy;
     pos += (size_t)nb;
   }

@@ -65,7 +65,9 @@ int rt_plan_from_json(const char *text, size_t len, rt_plan *p, char *err);
 /* mod.params: magic "MLCPARAM", u32 count, then per param: u32 tensor id, u64 nbytes, data (64-byte aligned
  * in the file). */
 int rt_params_serialize(const rt_plan *p, void **data, size_t *size);
-int rt_params_load(const void *data, size_t size, rt_plan *p, char *err);
+/* drop_source: data is a private read-only file mapping (rt_tar_read) whose pages may be released as each
+ * parameter is copied out, so the weights are resident once, not twice. */
+int rt_params_load(const void *data, size_t size, rt_plan *p, bool drop_source, char *err);
 /* meta.json text (malloc'd): {"mlc_version","target","arch","inputs":[{name,dtype,shape}],"outputs":[...]}. */
 char *rt_meta_to_json(const rt_plan *p, const char *target, const char *arch);
 
@@ -76,8 +78,9 @@ typedef struct rt_file {
   size_t size;
 } rt_file;
 int rt_tar_write(const char *path, int nfiles, const rt_file *files, char *err); /* atomic: tmp + rename */
-/* Reads the whole archive; files point into *blob (malloc'd, caller frees). */
+/* Maps the whole archive (read-only); files point into *blob, which rt_tar_free releases. */
 int rt_tar_read(const char *path, void **blob, int *nfiles, rt_file **files, char *err);
+void rt_tar_free(void *blob);
 
 /* ---- executor.c ---- */
 typedef struct rt_executor rt_executor;

@@ -348,7 +348,7 @@ static void kinfo_load(const char *path, KernelInfo *k) {
     for (int i = 0; i < n; i++)
       if (!strcmp(files[i].name, "kernels.json")) kinfo_parse(files[i].data, files[i].size, k);
   free(files);
-  free(blob);
+  rt_tar_free(blob);
 }
 
 /* ---- --profile-trace: Chrome trace event format (chrome://tracing, Perfetto) ---- */

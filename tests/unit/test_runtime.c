@@ -281,29 +281,29 @@ static void test_params(void) {
   char *json = rt_plan_to_json(&p);
   rt_plan q;
   CHECK(rt_plan_from_json(json, strlen(json), &q, err) == MLC_OK);
-  CHECK_MSG(rt_params_load(data, size, &q, err) == MLC_OK, err);
+  CHECK_MSG(rt_params_load(data, size, &q, false, err) == MLC_OK, err);
   CHECK(q.param_data[1] && ((uintptr_t)q.param_data[1] & 63) == 0);
   CHECK(memcmp(q.param_data[1], p.param_data[1], 24) == 0);
   rt_plan_free(&q);
   /* truncations, wrong id, wrong size */
   for (size_t cut = 0; cut < size; cut++) {
     CHECK(rt_plan_from_json(json, strlen(json), &q, err) == MLC_OK);
-    if (rt_params_load(data, cut, &q, err) == MLC_OK) CHECK(!"truncated params accepted");
+    if (rt_params_load(data, cut, &q, false, err) == MLC_OK) CHECK(!"truncated params accepted");
     rt_plan_free(&q);
   }
   unsigned char *b = data;
   b[12] = 2; /* tensor 2 is an activation */
   CHECK(rt_plan_from_json(json, strlen(json), &q, err) == MLC_OK);
-  CHECK(rt_params_load(data, size, &q, err) == MLC_ERR_INVALID && strstr(err, "not a parameter"));
+  CHECK(rt_params_load(data, size, &q, false, err) == MLC_ERR_INVALID && strstr(err, "not a parameter"));
   rt_plan_free(&q);
   b[12] = 1;
   b[16] = 20; /* nbytes */
   CHECK(rt_plan_from_json(json, strlen(json), &q, err) == MLC_OK);
-  CHECK(rt_params_load(data, size, &q, err) == MLC_ERR_INVALID && strstr(err, "expected 24"));
+  CHECK(rt_params_load(data, size, &q, false, err) == MLC_ERR_INVALID && strstr(err, "expected 24"));
   rt_plan_free(&q);
   b[8] = 0; /* count 0: the parameter is missing */
   CHECK(rt_plan_from_json(json, strlen(json), &q, err) == MLC_OK);
-  CHECK(rt_params_load(data, 12, &q, err) == MLC_ERR_INVALID && strstr(err, "no data for parameter 'w'"));
+  CHECK(rt_params_load(data, 12, &q, false, err) == MLC_ERR_INVALID && strstr(err, "no data for parameter 'w'"));
   rt_plan_free(&q);
   /* meta.json */
   char *meta = rt_meta_to_json(&p, "llvm -mcpu=znver4", "x86_64");
@@ -359,7 +359,7 @@ static void test_tar(void) {
     CHECK(strcmp(got[i].name, files[i].name) == 0 && got[i].size == files[i].size &&
           memcmp(got[i].data, files[i].data, files[i].size) == 0);
   free(got);
-  free(blob);
+  rt_tar_free(blob);
   rt_file evil = {"../x", "", 0};
   CHECK(rt_tar_write(path, 1, &evil, err) == MLC_ERR_INVALID);
   if (system("command -v tar >/dev/null 2>&1") == 0) { /* the system tar agrees with our format */
