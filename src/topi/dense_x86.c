@@ -1,5 +1,6 @@
 /* dense_x86.c: the x86 schedule templates of nn.dense, nn.matmul and nn.batch_matmul (after TVM's
- * topi/x86/dense.py dense_pack and batch_matmul.py), dispatched from the template table of schedule.c.
+ * topi/x86/dense.py dense_pack and batch_matmul.py), dispatched from the template table of schedule.c, and
+ * the op nn.dense_packed with its template (below: products with a constant weight, packed at compile time).
  *
  * Algorithm: a register-blocked GEMM loop nest. The output's leading axes are fused into one row axis M
  * whenever the B operand does not depend on them (dense, and matmuls whose B has no batch dims), so that a
