@@ -37,18 +37,19 @@ static bool winograd_pays(int64_t c, int64_t k, int64_t oh, int64_t ow) {
   return c >= 32 && k >= 32 && oh >= 8 && ow >= 8;
 }
 
-/* nn.conv2d(x, w) -> nn.winograd_output(nn.winograd_gemm(nn.winograd_input(x), nn.winograd_weight_transform(w)))
- * on the convs the rule picks. The conv node itself becomes the output transform (it keeps its output value);
- * the three new nodes go right before it. */
+/* nn.conv2d(x, w) -> nn.winograd_output(nn.winograd_gemm(nn.winograd_input(nn.winograd_pad(x)),
+ * nn.winograd_weight_transform(w))) on the convs the rule picks. The conv node itself becomes the output
+ * transform (it keeps its output value); the four new nodes go right before it. */
 static mlc_status rewrite_winograd(Graph *g, const PassOptions *opt, const Target *tgt, Diag *d) {
   int64_t mode = pass_config_int(opt, "AlterOpLayout.winograd");
   const OpDef *wtrans = ir_op_find("nn.winograd_weight_transform"), *win = ir_op_find("nn.winograd_input"),
-              *wgemm = ir_op_find("nn.winograd_gemm"), *wout = ir_op_find("nn.winograd_output");
-  if (mode == 0 || !wtrans || !win || !wgemm || !wout) return MLC_OK;
+              *wgemm = ir_op_find("nn.winograd_gemm"), *wout = ir_op_find("nn.winograd_output"),
+              *wpad = ir_op_find("nn.winograd_pad");
+  if (mode == 0 || !wtrans || !win || !wgemm || !wout || !wpad) return MLC_OK;
   const int m = 4; /* F(4x4, 3x3) */
   int n0 = g->nodes.n;
-  Node **pre = arena_alloc(g->arena, (size_t)(n0 ? n0 : 1) * 3 * sizeof(Node *));
-  memset(pre, 0, (size_t)(n0 ? n0 : 1) * 3 * sizeof(Node *));
+  Node **pre = arena_alloc(g->arena, (size_t)(n0 ? n0 : 1) * 4 * sizeof(Node *));
+  memset(pre, 0, (size_t)(n0 ? n0 : 1) * 4 * sizeof(Node *));
   bool changed = false;
   for (int i = 0; i < n0; i++) {
     Node *n = g->nodes.v[i];
@@ -73,9 +74,13 @@ static mlc_status rewrite_winograd(Graph *g, const PassOptions *opt, const Targe
     ir_set_int(g, t, "tile", m);
     ir_set_int(g, t, "block", kb);
     if (ir_infer_node(g, t, d)) return d->status;
-    Node *in = ir_node_new(g, win, arena_printf(g->arena, "%s_winograd_input", n->name), n->op_type, n->opset, &x,
+    Node *pd = ir_node_new(g, wpad, arena_printf(g->arena, "%s_winograd_pad", n->name), n->op_type, n->opset, &x,
                            1, 1);
-    ir_set_ints(g, in, "padding", pads, 4);
+    ir_set_ints(g, pd, "padding", pads, 4);
+    ir_set_int(g, pd, "tile", m);
+    if (ir_infer_node(g, pd, d)) return d->status;
+    Node *in = ir_node_new(g, win, arena_printf(g->arena, "%s_winograd_input", n->name), n->op_type, n->opset,
+                           &pd->outputs[0], 1, 1);
     ir_set_int(g, in, "tile", m);
     ir_set_int(g, in, "ptiles", topi_winograd_padded_tiles(tgt, tiles, kb));
     if (ir_infer_node(g, in, d)) return d->status;
@@ -95,17 +100,18 @@ static mlc_status rewrite_winograd(Graph *g, const PassOptions *opt, const Targe
     if (ir_infer_node(g, n, d)) return d->status;
     if (!tt_equal(&before, &n->outputs[0]->type))
       return diag_set(d, MLC_ERR_INTERNAL, "AlterOpLayout: node '%s' changed its output type", n->name);
-    pre[3 * i] = t;
-    pre[3 * i + 1] = in;
-    pre[3 * i + 2] = gm;
+    pre[4 * i] = t;
+    pre[4 * i + 1] = pd;
+    pre[4 * i + 2] = in;
+    pre[4 * i + 3] = gm;
     changed = true;
   }
   if (!changed) return MLC_OK;
   int total = g->nodes.n, k = 0;
   Node **order = arena_alloc(g->arena, (size_t)total * sizeof(Node *));
   for (int i = 0; i < n0; i++) {
-    for (int j = 0; j < 3; j++)
-      if (pre[3 * i + j]) order[k++] = pre[3 * i + j];
+    for (int j = 0; j < 4; j++)
+      if (pre[4 * i + j]) order[k++] = pre[4 * i + j];
     order[k++] = g->nodes.v[i];
   }
   if (k != total) return diag_set(d, MLC_ERR_INTERNAL, "AlterOpLayout: lost track of %d nodes", total - k);
@@ -185,8 +191,8 @@ static mlc_status pack_dense_weights(Graph *g, int lanes, Diag *d) {
   int total = g->nodes.n, k = 0;
   Node **order = arena_alloc(g->arena, (size_t)total * sizeof(Node *));
   for (int i = 0; i < n0; i++) {
-    for (int j = 0; j < 3; j++)
-      if (pre[3 * i + j]) order[k++] = pre[3 * i + j];
+    for (int j = 0; j < 4; j++)
+      if (pre[4 * i + j]) order[k++] = pre[4 * i + j];
     order[k++] = g->nodes.v[i];
   }
   if (k != total) return diag_set(d, MLC_ERR_INTERNAL, "AlterOpLayout: lost track of %d nodes", total - k);

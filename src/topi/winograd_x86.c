@@ -167,7 +167,7 @@ typedef struct WinoConv {
   int64_t tiles;  /* P = n * th * tw */
   int64_t ptiles; /* PP: P rounded up to a multiple of the GEMM's register tile */
   TeTensor *in;   /* the op's first input */
-  TeTensor *in2;  /* the input transform's padded input; the GEMM's transformed weight */
+  TeTensor *in2;  /* the GEMM's transformed weight */
 } WinoConv;
 
 static mlc_status tiles_of(WinoConv *p, Diag *d) {
@@ -175,7 +175,7 @@ static mlc_status tiles_of(WinoConv *p, Diag *d) {
   p->th = (p->oh + p->w->m - 1) / p->w->m;
   p->tw = (p->ow + p->w->m - 1) / p->w->m;
   p->tiles = p->n * p->th * p->tw;
-  if (p->ptiles < p->tiles)
+  if (p->ptiles >= 0 && p->ptiles < p->tiles) /* ptiles < 0: an op without the GEMM's tile count (the pad) */
     return diag_set(d, MLC_ERR_INVALID, "Winograd tile count %lld is below the %lld tiles of the output",
                     (long long)p->ptiles, (long long)p->tiles);
   return MLC_OK;
@@ -191,8 +191,8 @@ static mlc_status matrices_of(const Node *n, WinoConv *p, Diag *d) {
   return MLC_OK;
 }
 
-/* nn.winograd_input(data[N, C, H, W], padding, tile, ptiles) */
-static mlc_status input_of(const Node *n, WinoConv *p, Diag *d) {
+/* nn.winograd_pad(data[N, C, H, W], padding, tile) -> D[N, m*th + 2, m*tw + 2, C] */
+static mlc_status pad_of(const Node *n, WinoConv *p, Diag *d) {
   mlc_status st = matrices_of(n, p, d);
   if (st) return st;
   const TensorType *x = &n->inputs[0]->type;
@@ -206,6 +206,33 @@ static mlc_status input_of(const Node *n, WinoConv *p, Diag *d) {
   p->wd = x->dims[3];
   p->oh = p->h + p->pad[0] + p->pad[2] - 2;
   p->ow = p->wd + p->pad[1] + p->pad[3] - 2;
+  p->ptiles = -1;
+  return tiles_of(p, d);
+}
+
+static mlc_status pad_infer(Node *n, Diag *d) {
+  WinoConv p;
+  mlc_status st = pad_of(n, &p, d);
+  if (st) return st;
+  int64_t m = p.w->m;
+  TensorType o = {.dtype = MLC_F32, .ndim = 4, .dims = {p.n, p.th * m + 2, p.tw * m + 2, p.c}};
+  n->outputs[0]->type = o;
+  return MLC_OK;
+}
+
+/* nn.winograd_input(D[N, m*th + 2, m*tw + 2, C], tile, ptiles) -> V[alpha, alpha, ptiles, C] */
+static mlc_status input_of(const Node *n, WinoConv *p, Diag *d) {
+  mlc_status st = matrices_of(n, p, d);
+  if (st) return st;
+  const TensorType *x = &n->inputs[0]->type;
+  int64_t m = p->w->m;
+  if ((x->dims[1] - 2) % m || (x->dims[2] - 2) % m || x->dims[1] < m + 2 || x->dims[2] < m + 2)
+    return diag_set(d, MLC_ERR_INVALID, "nn.winograd_input: padded input %lld x %lld is not whole %lld x %lld tiles",
+                    (long long)x->dims[1], (long long)x->dims[2], (long long)m, (long long)m);
+  p->n = x->dims[0];
+  p->c = x->dims[3];
+  p->oh = x->dims[1] - 2;
+  p->ow = x->dims[2] - 2;
   p->ptiles = ir_attr_int(n, "ptiles", 0);
   return tiles_of(p, d);
 }
@@ -220,9 +247,9 @@ static mlc_status input_infer(Node *n, Diag *d) {
   return MLC_OK;
 }
 
-/* D[n, y, x, c] = data[n, c, y - top, x - left], zero in the padding (a clamped read and a select, so the
- * load stays in bounds): the input with channels innermost, so the transform below reads kb contiguous
- * channels per tap. The schedule computes it tile by tile, a block of channels at a time (a small buffer). */
+/* D[n, y, x, c] = data[n, c, y - top, x - left], zero in the padding and past the last tile (a clamped read
+ * and a select, so the load stays in bounds): the input with channels innermost, so the input transform
+ * reads contiguous channels per tap. */
 static Expr *pad_body(TeCtx *c, Expr **idx, void *user) {
   WinoConv *p = user;
   Arena *a = c->arena;
@@ -251,10 +278,9 @@ static Expr *input_body(TeCtx *c, Expr **idx, void *user) {
   Expr *rows[6], *vals[6], *arms[6];
   for (int i = 0; i < al; i++) {
     Expr *d[6];
-    for (int j = 0; j < al; j++)
-    {
+    for (int j = 0; j < al; j++) {
       Expr *ri[4] = {img, tir_add(a, y0, tir_idx(a, i)), tir_add(a, x0, tir_idx(a, j)), idx[3]};
-      d[j] = te_read(c, p->in2, 4, ri);
+      d[j] = te_read(c, p->in, 4, ri);
     }
     for (int b = 0; b < al; b++) arms[b] = lin_comb(a, al, bt + b * al, 1, d);
     vals[i] = select_by(a, idx[1], al, arms);
@@ -273,10 +299,18 @@ static mlc_status input_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **ou
   if (st) return st;
   p->in = ins[0];
   int64_t al = p->w->alpha;
-  int64_t ds[4] = {p->n, p->th * p->w->m + 2, p->tw * p->w->m + 2, p->c};
-  p->in2 = te_compute(c, "winograd_pad", "winograd_pad", MLC_F32, 4, ds, pad_body, p);
   int64_t vs[4] = {al, al, p->ptiles, p->c};
   outs[0] = te_compute(c, "winograd_input", "winograd_input", MLC_F32, 4, vs, input_body, p);
+  return MLC_OK;
+}
+
+static mlc_status pad_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  WinoConv *p = arena_alloc(c->arena, sizeof *p);
+  mlc_status st = pad_of(n, p, d);
+  if (st) return st;
+  p->in = ins[0];
+  int64_t ds[4] = {p->n, p->th * p->w->m + 2, p->tw * p->w->m + 2, p->c};
+  outs[0] = te_compute(c, "winograd_pad", "injective", MLC_F32, 4, ds, pad_body, p);
   return MLC_OK;
 }
 
@@ -397,14 +431,16 @@ static mlc_status output_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **o
   return MLC_OK;
 }
 
-/* The three stages are separate ops (separate kernels), so the transformed input V and the GEMM result M are
- * activations the memory plan places, not scratch each kernel would allocate on every call. The input and
- * the GEMM are opaque (nothing fuses into them: the input transform reads each element 2.25 times, an
- * inlined producer would be recomputed); the output transform is injective, so the conv's elementwise
- * epilogue (bias, relu, residual add) joins it and is applied as the NCHW result is stored. */
+/* The stages are separate ops (separate kernels), so the padded input D, the transformed input V and the
+ * GEMM result M are activations the memory plan places, not scratch each kernel would allocate on every call
+ * (a large malloc is an mmap: fresh pages, page faults, on every call). The pad, the input transform and the
+ * GEMM are opaque (nothing fuses into them: the input transform reads each element 2.25 times, an inlined
+ * producer would be recomputed); the output transform is injective, so the conv's elementwise epilogue
+ * (bias, relu, residual add) joins it and is applied as the NCHW result is stored. */
 const OpDef topi_ops_winograd_x86[] = {
     /* name                          pattern        in min/max  outs  relation       compute */
     {"nn.winograd_weight_transform", PAT_INJECTIVE, 1, 1, 1, weight_infer, weight_compute},
+    {"nn.winograd_pad", PAT_OPAQUE, 1, 1, 1, pad_infer, pad_compute},
     {"nn.winograd_input", PAT_OPAQUE, 1, 1, 1, input_infer, input_compute},
     {"nn.winograd_gemm", PAT_OPAQUE, 2, 2, 1, gemm_infer, gemm_compute},
     {"nn.winograd_output", PAT_INJECTIVE, 1, 1, 1, output_infer, output_compute},
@@ -516,19 +552,6 @@ void topi_winograd_input_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *ou
   te_unroll(st, a->axes[0]);
   te_unroll(st, a->axes[1]);
   if (ci->extent > 1) te_vectorize(st, ci);
-  for (int i = 0; i < s->nstages; i++) { /* the padded input: rows in parallel, channels innermost */
-    TeStage *ps = s->stages[i];
-    TeOp *po = ps->op;
-    if (!po->tag || strcmp(po->tag, "winograd_pad")) continue;
-    ps->attach = ATTACH_ROOT; /* the group schedule inlined it */
-    IterVar *f = te_fuse(ps, po->axes[0], po->axes[1]);
-    if (f->extent > 1) te_parallel(ps, f);
-    if (po->axes[3]->extent % lanes == 0) {
-      IterVar *pco, *pci;
-      topi_split(ps, po->axes[3], lanes, &pco, &pci);
-      te_vectorize(ps, pci);
-    }
-  }
 }
 
 /* the output transform with its epilogue: the group output [N, K, OH, OW] tiled n, k.o, h.o (parallel), w.o,
