@@ -87,3 +87,13 @@ yw = helper.make_tensor_value_info("y", F, [1, 32, 8, 8])
 save("alter_op_layout_winograd", [
     helper.make_node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
     helper.make_node("Relu", ["c"], ["y"], name="relu")], [xw], [yw], [const("w", [32, 32, 3, 3])])
+xdw = helper.make_tensor_value_info("x", F, [1, 8, 9, 9])
+save("alter_op_layout_depthwise", [
+    helper.make_node("Conv", ["x", "w", "b"], ["c"], name="dw", kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                     strides=[2, 2], group=8),
+    helper.make_node("Clip", ["c", "lo", "hi"], ["r"], name="relu6"),
+    helper.make_node("Conv", ["r", "w2"], ["m"], name="dw_mult2", kernel_shape=[3, 3], group=8),
+    helper.make_node("Conv", ["m", "w3"], ["y"], name="grouped", kernel_shape=[1, 1], group=4)], [xdw],
+    [helper.make_tensor_value_info("y", F, [1, 8, 3, 3])],
+    [const("w", [8, 1, 3, 3]), const("b", [8]), numpy_helper.from_array(np.float32(0.0), "lo"),
+     numpy_helper.from_array(np.float32(6.0), "hi"), const("w2", [16, 1, 3, 3]), const("w3", [8, 4, 1, 1])])
