@@ -9,11 +9,12 @@
  * target string does not start with "cuda"/"nvptx").
  *
  * Before that, rewrite_winograd turns the float32 3x3 convolutions with stride 1, dilation 1, groups 1, a
- * constant weight and output channels divisible by 8 into Winograd F(4x4, 3x3) (src/topi/winograd_x86.c:
+ * constant weight and output channels divisible by 8 into Winograd F(4x4 or 2x2, 3x3) (src/topi/winograd_x86.c:
  * input transform, batched GEMM, output transform) where the rule below says it is faster than the packed
  * direct conv; the weight goes through nn.winograd_weight_transform, which the following FoldConstant
  * evaluates at compile time. The pass config
- * AlterOpLayout.winograd selects it: 0 off, 1 by the rule, 2 every eligible conv (tests). */
+ * AlterOpLayout.winograd selects it: 0 off, 1 by the rule, 2 every eligible conv (tests);
+ * AlterOpLayout.winograd_tile forces F(4x4, 3x3) or F(2x2, 3x3) (0, the default: by the rule). */
 #include <string.h>
 #include "codegen/llvm/codegen.h"
 #include "passes/graph/passes.h"
@@ -29,12 +30,18 @@ static bool gpu_target(const char *t) {
   return t && (strstr(t, "cuda") || strstr(t, "nvptx"));
 }
 
-/* Whether Winograd F(4x4, 3x3) beats the packed direct conv on this layer (measured on the 3x3 layers of
- * ResNet-18/50, AVX2, 1 and 2 threads): it needs enough input channels to amortise the input and output
- * transforms over the GEMM, and an output of at least 8 x 8 (a 7 x 7 output rounds up to 8 x 8 tiles and
- * wastes a third of the work). */
-static bool winograd_pays(int64_t c, int64_t k, int64_t oh, int64_t ow) {
-  return c >= 32 && k >= 32 && oh >= 8 && ow >= 8;
+/* The Winograd output tile m (F(m x m, 3x3)) for a layer, or 0 where the packed direct conv is faster
+ * (measured on the 3x3 layers of ResNet-18/50 with AVX-512 and AVX2 targets, 1 and 2 threads). The batched
+ * GEMM reuses each transformed weight value once per tile, and the transformed weight is (m + 2)^2 / 9 times
+ * the weight: with too few tiles the kernel streams the weight from memory instead of computing. So: F(4x4)
+ * when it gives at least 32 tiles (ResNet's 56x56 and 28x28 layers: 4 x fewer multiplies), else F(2x2) when
+ * that gives at least 32 (14x14: 2.25 x fewer), else none (7x7). The input and output transforms need
+ * enough channels to be amortised over the GEMM: at least 32 each way. */
+static int winograd_tile_for(int64_t c, int64_t k, int64_t n, int64_t oh, int64_t ow) {
+  if (c < 32 || k < 32) return 0;
+  if (n * ((oh + 3) / 4) * ((ow + 3) / 4) >= 32) return 4;
+  if (n * ((oh + 1) / 2) * ((ow + 1) / 2) >= 32) return 2;
+  return 0;
 }
 
 /* nn.conv2d(x, w) -> nn.winograd_output(nn.winograd_gemm(nn.winograd_input(nn.winograd_pad(x)),
@@ -46,7 +53,9 @@ static mlc_status rewrite_winograd(Graph *g, const PassOptions *opt, const Targe
               *wgemm = ir_op_find("nn.winograd_gemm"), *wout = ir_op_find("nn.winograd_output"),
               *wpad = ir_op_find("nn.winograd_pad");
   if (mode == 0 || !wtrans || !win || !wgemm || !wout || !wpad) return MLC_OK;
-  const int m = 4; /* F(4x4, 3x3) */
+  int64_t tile = pass_config_int(opt, "AlterOpLayout.winograd_tile"); /* 0: by the rule */
+  if (tile != 0 && tile != 2 && tile != 4)
+    return diag_set(d, MLC_ERR_USAGE, "AlterOpLayout.winograd_tile must be 0, 2 or 4, not %lld", (long long)tile);
   int n0 = g->nodes.n;
   Node **pre = arena_alloc(g->arena, (size_t)(n0 ? n0 : 1) * 4 * sizeof(Node *));
   memset(pre, 0, (size_t)(n0 ? n0 : 1) * 4 * sizeof(Node *));
@@ -64,7 +73,9 @@ static mlc_status rewrite_winograd(Graph *g, const PassOptions *opt, const Targe
     cnt = ir_attr_ints(n, "dilation", v, 4);
     if (cnt && (cnt != 2 || v[0] != 1 || v[1] != 1)) continue;
     const int64_t *od = n->outputs[0]->type.dims;
-    if (mode == 1 && !winograd_pays(wd[1], wd[0], od[2], od[3])) continue;
+    int64_t m = winograd_tile_for(wd[1], wd[0], od[0], od[2], od[3]);
+    if (mode == 1 && !m) continue;
+    if (tile || !m) m = tile ? tile : 4; /* forced, or every eligible conv (mode 2) */
     int64_t kb = wd[0] % 16 == 0 ? 16 : 8;
     int64_t pads[4] = {0, 0, 0, 0};
     ir_attr_ints(n, "padding", pads, 4);

@@ -82,11 +82,14 @@ save("alter_op_layout_dense", [
     helper.make_node("MatMul", ["r", "w2"], ["y"], name="matmul")], [xd],
     [helper.make_tensor_value_info("y", F, [2, 32])],
     [const("w", [19, 20]), const("b", [19]), const("w2", [19, 32])])
-xw = helper.make_tensor_value_info("x", F, [1, 32, 8, 8])
-yw = helper.make_tensor_value_info("y", F, [1, 32, 8, 8])
+xw = helper.make_tensor_value_info("x", F, [1, 32, 24, 24])
+yw = helper.make_tensor_value_info("y", F, [1, 32, 12, 12])
 save("alter_op_layout_winograd", [
     helper.make_node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
-    helper.make_node("Relu", ["c"], ["y"], name="relu")], [xw], [yw], [const("w", [32, 32, 3, 3])])
+    helper.make_node("Relu", ["c"], ["r"], name="relu"),
+    helper.make_node("MaxPool", ["r"], ["p"], name="pool", kernel_shape=[2, 2], strides=[2, 2]),
+    helper.make_node("Conv", ["p", "w2"], ["y"], name="conv2", kernel_shape=[3, 3], pads=[1, 1, 1, 1])],
+    [xw], [yw], [const("w", [32, 32, 3, 3]), const("w2", [32, 32, 3, 3])])
 xdw = helper.make_tensor_value_info("x", F, [1, 8, 9, 9])
 save("alter_op_layout_depthwise", [
     helper.make_node("Conv", ["x", "w", "b"], ["c"], name="dw", kernel_shape=[3, 3], pads=[1, 1, 1, 1],
