@@ -6,7 +6,8 @@
  *               (knob 0 fastest, as TVM's ConfigSpace); a hash set of indices
  *   features.c  loop features of the lowered TIR of a config (TVM's itervar features, simplified)
  *   measure.c   build + run each config in a forked child with a timeout, check it against the default
- *               schedule's output on random inputs, time it (number / repeat / min-repeat-ms)
+ *               schedule's output on random inputs, time it (number / repeat / min-repeat-ms; the cost is
+ *               the fastest repeat, which noisy neighbours on the machine can only slow down)
  *   records.c   one JSON line per measurement (TVM's record format, version 0.2); load, best, merge
  *   xgb.c       the XGBoost cost model (libxgboost C API, rank:pairwise)
  *   tuner_*.c   random, grid, genetic and model-based (XGBoost + simulated annealing) tuners
@@ -27,6 +28,7 @@ typedef struct TuneTask {
   int ngroups;             /* groups sharing the workload */
   TopiConfigSpace space;
   int64_t space_size;
+  int64_t default_index; /* the template's fallback config in the space; -1 when it is not one of its points */
   double flops; /* of the anchor: 2 x output elements x reduce extent */
 } TuneTask;
 
@@ -129,15 +131,22 @@ mlc_status tune_measurer_new(const TuneTasks *ts, const TuneTask *task, const Me
                              Diag *d);
 void tune_measure_batch(Measurer *m, int n, const int64_t *indices, MeasureResult *res);
 void tune_measurer_free(Measurer *m);
-double tune_measurer_default_cost(const Measurer *m); /* seconds per run of the default schedule */
-double tune_result_cost(const MeasureResult *r); /* mean of costs; 1e9 if it failed */
+/* The default schedule's measurement at setup (error_no set when it failed; tuning goes on all the same). */
+const MeasureResult *tune_measurer_default(const Measurer *m);
+/* Measures the default schedule again (for a comparison with the best config under the same load). */
+void tune_measure_default(Measurer *m, MeasureResult *res);
+/* The cost of a result: its fastest repeat (load from other processes only ever slows a run down, so the
+ * minimum is the estimate least disturbed by it); 1e9 if it failed. */
+double tune_result_cost(const MeasureResult *r);
+/* CLOCK_MONOTONIC seconds: the clock of time budgets */
+double tune_clock(void);
 
 /* ---- records.c ---- */
 typedef struct TuneRecord {
   const char *target, *task, *key;
   int64_t index;
   TopiConfig config; /* the entity */
-  double cost;       /* mean of costs (1e9 when error_no != 0) */
+  double cost;       /* the fastest of its costs (1e9 when error_no != 0) */
   int error_no;
   double all_cost, timestamp;
   const char *line; /* the JSON line as read */
@@ -188,6 +197,8 @@ typedef struct TuneOptions {
   const char *tuner;
   int trials;         /* per task, records already measured included */
   int early_stopping; /* stop after this many trials without a better config (0: never) */
+  double deadline;    /* tune_clock() time after which no new batch starts (0: none) */
+  int remeasure;      /* at the end, the best this many configs and the default measured again (0: none) */
   MeasureOptions measure;
   uint64_t seed;
   const TuneRecords *prior; /* --tuning-records: measured already, skipped */
@@ -204,9 +215,13 @@ typedef struct TuneCurve {
 
 struct TuneSummary {
   int trials, measured, errors, resumed;
+  int remeasured;   /* extra measurements of configs measured already (records too; not trials) */
   double best_cost; /* seconds, 1e9 if none valid */
   int64_t best_index;
-  double default_cost;
+  double default_cost;  /* seconds, the fastest of its measurements; 1e9 when it never measured (unknown) */
+  int default_error;    /* error_no of the default's first measurement (0: it measured) */
+  bool out_of_time;     /* stopped at the deadline before the trials or the space were done */
+  double seconds;       /* wall time of the task */
   TuneCurve curve;
 };
 

@@ -3,7 +3,7 @@
  *    "result": [[costs...], error_no, all_cost, timestamp], "version": 0.2}
  * appended and flushed as measured, so a killed run loses nothing. Loading keeps every well-formed line
  * (the others are counted and skipped); the best record of a (target, task key) is the valid one with the
- * lowest mean cost; merging keeps that one per (target, key). */
+ * lowest cost (its fastest repeat); merging keeps that one per (target, key). */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,16 +84,12 @@ static bool parse_record(Arena *a, const char *line, TuneRecord *r) {
   r->error_no = (int)eno->valuedouble;
   r->all_cost = all->valuedouble;
   r->timestamp = ts->valuedouble;
-  double sum = 0;
-  int nc = 0;
+  double fastest = 1e9; /* the cost: the fastest repeat, as tune_result_cost */
   cJSON *c;
   cJSON_ArrayForEach(c, costs) {
-    if (cJSON_IsNumber(c)) {
-      sum += c->valuedouble;
-      nc++;
-    }
+    if (cJSON_IsNumber(c) && c->valuedouble > 0 && c->valuedouble < fastest) fastest = c->valuedouble;
   }
-  r->cost = r->error_no == TUNE_NO_ERROR && nc > 0 && sum > 0 ? sum / nc : 1e9;
+  r->cost = r->error_no == TUNE_NO_ERROR ? fastest : 1e9;
   if (r->cost >= 1e9 && r->error_no == TUNE_NO_ERROR) r->error_no = TUNE_ERR_UNKNOWN;
   r->line = arena_strdup(a, line);
   ok = true;

@@ -54,6 +54,9 @@ bool tune_group_workload(Arena *a, const Target *t, const Graph *g, const FusedG
   tmpl->space(t, anchor, &task->space);
   task->space_size = tune_space_size(&task->space);
   if (task->space_size <= 1) return false;
+  TopiConfig fallback;
+  tmpl->fallback(t, anchor, &fallback);
+  task->default_index = tune_index_from_config(&task->space, &fallback);
   task->name = tmpl->name;
   double flops = 2.0;
   for (int i = 0; i < anchor->naxes; i++) flops *= (double)anchor->axes[i]->extent;

@@ -1,21 +1,25 @@
 /* The tuning loop of one task (TVM's Tuner.tune) and the SVG plot of the tuning curves.
  *
- * Records of the task already in --tuning-records (same target and workload) are fed to the tuner first and
- * count towards the trials, so a killed run resumes where it stopped. Then, until the trials are done, the
- * space is exhausted or early stopping triggers (no better config in that many trials): the tuner proposes a
+ * The measurer first runs the default schedule (the reference output and the cost to beat). When the
+ * template's fallback config is a point of the space, that measurement is also its record (and a trial), so
+ * the best record is never slower than the default as measured. Records of the task already in
+ * --tuning-records (same target and workload) are fed to the tuner next and count towards the trials, so a
+ * killed run resumes where it stopped. Then, until the trials are done, the space is exhausted, early
+ * stopping triggers (no better config in that many trials) or the deadline comes: the tuner proposes a
  * batch, the measurer builds and times it in child processes, each result is appended to the log as one
- * JSON line and flushed at once, and the tuner learns from the batch. */
+ * JSON line and flushed at once, and the tuner learns from the batch. Near the deadline batches shrink to
+ * what the measured seconds per config say still fits. Last, the best few configs and the default are
+ * measured again, one after the other: on a shared machine the load drifts during a run, and the
+ * comparison of the default with the best (and the choice among the best) should see the same load. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "autotvm/autotvm.h"
 
-static double mono(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + t.tv_nsec * 1e-9;
-}
+typedef struct Seen {
+  int64_t index;
+  double cost;
+} Seen;
 
 static void note(TuneSummary *sum, const TuneTask *task, double cost, int64_t idx, int trials_done,
                  int *last_improve) {
@@ -30,30 +34,79 @@ static void note(TuneSummary *sum, const TuneTask *task, double cost, int64_t id
   }
 }
 
+static mlc_status log_record(const TuneTasks *ts, const TuneTask *task, const TuneOptions *o, int64_t index,
+                             const MeasureResult *r, Diag *d) {
+  TopiConfig cfg;
+  tune_config_from_index(&task->space, index, &cfg);
+  char *line = tune_record_line(ts->target.str, task, index, &cfg, r);
+  if (!line) return diag_set(d, MLC_ERR_INTERNAL, "out of memory");
+  mlc_status st = MLC_OK;
+  if (o->log && (fprintf(o->log, "%s\n", line) < 0 || fflush(o->log) != 0))
+    st = diag_set(d, MLC_ERR_INVALID, "cannot write the tuning records");
+  free(line);
+  return st;
+}
+
+/* the k lowest costs of seen (distinct indices, valid only) into out; returns how many */
+static int best_seen(const Seen *seen, int n, int k, int64_t *out) {
+  int got = 0;
+  while (got < k) {
+    int b = -1;
+    for (int i = 0; i < n; i++) {
+      if (seen[i].cost >= 1e9) continue;
+      bool taken = false;
+      for (int j = 0; j < got && !taken; j++) taken = out[j] == seen[i].index;
+      if (!taken && (b < 0 || seen[i].cost < seen[b].cost)) b = i;
+    }
+    if (b < 0) break;
+    out[got++] = seen[b].index;
+  }
+  return got;
+}
+
 mlc_status tune_task_run(Arena *a, const TuneTasks *ts, const TuneTask *task, const TuneOptions *o, TuneSummary *sum,
                          Diag *d) {
   memset(sum, 0, sizeof *sum);
   sum->best_cost = 1e9;
   sum->best_index = -1;
+  sum->default_cost = 1e9;
+  double t0 = tune_clock();
   int trials = o->trials > 0 ? o->trials : 1;
+  if (task->space_size < trials) trials = (int)task->space_size; /* each config is measured once */
   sum->curve.best_gflops = arena_alloc(a, sizeof(double) * (size_t)(trials + 1));
-  double t0 = mono();
+  Seen *seen = malloc(sizeof(Seen) * (size_t)(trials + 1));
+  if (!seen) return diag_set(d, MLC_ERR_INTERNAL, "out of memory");
+  int nseen = 0;
   Tuner *t = tune_tuner_new(o->tuner, ts, task, o->seed, d);
-  if (!t) return d->status;
+  if (!t) {
+    free(seen);
+    return d->status;
+  }
   Measurer *m = NULL;
   if (tune_measurer_new(ts, task, &o->measure, &m, d) != MLC_OK) {
     tune_tuner_free(t);
+    free(seen);
     return d->status;
   }
-  sum->default_cost = tune_measurer_default_cost(m);
+  mlc_status st = MLC_OK;
+  const MeasureResult *dr = tune_measurer_default(m);
+  sum->default_error = dr->error_no;
+  sum->default_cost = tune_result_cost(dr);
   int last_improve = 0;
-  /* resume: what is measured already */
+  /* resume: what is measured already (a config measured more than once: its first record is the trial, the
+   * others still count for the best) */
   if (o->prior)
-    for (int i = 0; i < o->prior->v.n && sum->trials < trials; i++) {
+    for (int i = 0; i < o->prior->v.n; i++) {
       const TuneRecord *r = &o->prior->v.v[i];
       if (strcmp(r->target, ts->target.str) || strcmp(r->key, task->key)) continue;
       int64_t idx = tune_index_from_config(&task->space, &r->config);
-      if (idx < 0 || !tune_set_add(&t->visited, idx)) continue;
+      if (idx < 0) continue;
+      double cost = r->error_no == TUNE_NO_ERROR ? r->cost : 1e9;
+      if (tune_set_has(&t->visited, idx) || sum->trials >= trials) {
+        if (tune_set_has(&t->visited, idx)) note(sum, task, cost, idx, sum->trials, &last_improve);
+        continue;
+      }
+      tune_set_add(&t->visited, idx);
       MeasureResult mr = {.error_no = r->error_no, .all_cost = r->all_cost, .timestamp = r->timestamp};
       if (r->error_no == TUNE_NO_ERROR) {
         mr.ncosts = 1;
@@ -64,42 +117,86 @@ mlc_status tune_task_run(Arena *a, const TuneTasks *ts, const TuneTask *task, co
       t->update(t, 1, &idx, &mr);
       sum->trials++;
       sum->resumed++;
-      note(sum, task, r->error_no == TUNE_NO_ERROR ? r->cost : 1e9, idx, sum->trials, &last_improve);
+      seen[nseen++] = (Seen){idx, cost};
+      note(sum, task, cost, idx, sum->trials, &last_improve);
     }
+  /* the default's measurement is the record of the fallback config */
+  if (dr->error_no == TUNE_NO_ERROR && task->default_index >= 0 && sum->trials < trials &&
+      tune_set_add(&t->visited, task->default_index)) {
+    st = log_record(ts, task, o, task->default_index, dr, d);
+    t->update(t, 1, &task->default_index, dr);
+    sum->trials++;
+    sum->measured++;
+    seen[nseen++] = (Seen){task->default_index, sum->default_cost};
+    note(sum, task, sum->default_cost, task->default_index, sum->trials, &last_improve);
+  }
   int par = o->measure.parallel > 0 ? o->measure.parallel : 1;
   int batch_max = par > 8 ? par : 8;
-  int64_t *idx = malloc(sizeof(int64_t) * (size_t)batch_max);
-  MeasureResult *res = malloc(sizeof(MeasureResult) * (size_t)batch_max);
-  mlc_status st = MLC_OK;
-  if (!idx || !res) st = diag_set(d, MLC_ERR_INTERNAL, "out of memory");
+  int64_t *idx = malloc(sizeof(int64_t) * (size_t)(batch_max + 1));
+  MeasureResult *res = malloc(sizeof(MeasureResult) * (size_t)(batch_max + 1));
+  if (st == MLC_OK && (!idx || !res)) st = diag_set(d, MLC_ERR_INTERNAL, "out of memory");
+  double measure_s = 0; /* wall seconds in batches, over configs measured: seconds per config */
+  int measure_n = 0;
+  int remeasure = o->remeasure > 0 ? (o->remeasure < batch_max ? o->remeasure : batch_max) : 0;
   while (st == MLC_OK && sum->trials < trials) {
     if (o->early_stopping > 0 && sum->trials - last_improve >= o->early_stopping) break;
     int want = trials - sum->trials < batch_max ? trials - sum->trials : batch_max;
-    int k = t->next_batch(t, want, idx);
-    if (k <= 0) break; /* the space is exhausted */
-    tune_measure_batch(m, k, idx, res);
-    for (int i = 0; i < k; i++) {
-      TopiConfig cfg;
-      tune_config_from_index(&task->space, idx[i], &cfg);
-      char *line = tune_record_line(ts->target.str, task, idx[i], &cfg, &res[i]);
-      if (!line) {
-        st = diag_set(d, MLC_ERR_INTERNAL, "out of memory");
+    if (o->deadline > 0) {
+      /* what still fits, keeping room for the final measurements (before any batch: as long as the default
+       * took to build and time) */
+      double per = measure_n > 0 ? measure_s / measure_n : dr->all_cost > 0 ? dr->all_cost : 1.0;
+      double left = o->deadline - tune_clock() - (remeasure ? (remeasure + 1) * per : 0);
+      int fit = (int)(left / per + 0.5);
+      if (fit < 1) {
+        sum->out_of_time = true;
         break;
       }
-      if (o->log && (fprintf(o->log, "%s\n", line) < 0 || fflush(o->log) != 0))
-        st = diag_set(d, MLC_ERR_INVALID, "cannot write the tuning records");
-      free(line);
+      if (fit < want) want = fit;
+    }
+    int k = t->next_batch(t, want, idx);
+    if (k <= 0) break; /* the space is exhausted */
+    double b0 = tune_clock();
+    tune_measure_batch(m, k, idx, res);
+    measure_s += tune_clock() - b0;
+    measure_n += k;
+    for (int i = 0; i < k && st == MLC_OK; i++) {
+      st = log_record(ts, task, o, idx[i], &res[i], d);
       sum->trials++;
       sum->measured++;
       if (res[i].error_no != TUNE_NO_ERROR) sum->errors++;
+      seen[nseen++] = (Seen){idx[i], tune_result_cost(&res[i])};
       note(sum, task, tune_result_cost(&res[i]), idx[i], sum->trials, &last_improve);
     }
     t->update(t, k, idx, res);
-    if (o->progress) o->progress(o->progress_user, task, sum, mono() - t0, false);
+    if (o->progress) o->progress(o->progress_user, task, sum, tune_clock() - t0, false);
   }
-  if (st == MLC_OK && o->progress) o->progress(o->progress_user, task, sum, mono() - t0, true);
+  /* the best few and the default again, under the same load */
+  if (st == MLC_OK && remeasure > 0 && sum->measured > 0) {
+    int k = best_seen(seen, nseen, remeasure, idx);
+    if (k > 0) {
+      tune_measure_batch(m, k, idx, res);
+      for (int i = 0; i < k && st == MLC_OK; i++) {
+        st = log_record(ts, task, o, idx[i], &res[i], d);
+        sum->remeasured++;
+        note(sum, task, tune_result_cost(&res[i]), idx[i], sum->trials, &last_improve);
+      }
+    }
+    MeasureResult again;
+    tune_measure_default(m, &again);
+    double c = tune_result_cost(&again);
+    if (c < sum->default_cost) sum->default_cost = c;
+    if (st == MLC_OK && again.error_no == TUNE_NO_ERROR && task->default_index >= 0 &&
+        tune_set_has(&t->visited, task->default_index)) {
+      st = log_record(ts, task, o, task->default_index, &again, d);
+      sum->remeasured++;
+      note(sum, task, c, task->default_index, sum->trials, &last_improve);
+    }
+  }
+  sum->seconds = tune_clock() - t0;
+  if (st == MLC_OK && o->progress) o->progress(o->progress_user, task, sum, sum->seconds, true);
   free(idx);
   free(res);
+  free(seen);
   tune_measurer_free(m);
   tune_tuner_free(t);
   return st;

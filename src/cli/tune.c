@@ -1,7 +1,13 @@
 /* mlc tune: AutoTVM-style template tuning (src/autotvm). Extracts the tunable tasks of a model (after the
  * graph passes and FuseOps, as `mlc compile` sees them), prints them, tunes each (or every N-th with
  * --task-shard) with the chosen tuner, appending one JSON record per measurement to --output, and optionally
- * plots the tuning curves. Progress goes to stderr: a redrawn line on a terminal, plain lines otherwise. */
+ * plots the tuning curves. Progress goes to stderr: a redrawn line on a terminal, plain lines otherwise.
+ *
+ * --time-budget S bounds the whole run: each task, when it starts, gets a deadline at its share of the time
+ * left, shared over the tasks not yet tuned by weight = 1/ntasks + its share of the model's FLOPs (FLOPs x
+ * groups of the workload), so the heavy convs get most of the time but no task is starved; a task that ends
+ * early (its space is small) leaves its time to the others. Without --trials the trials are then bounded
+ * only by the spaces and the time. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,9 +20,15 @@
 
 static const char *tune_usage =
     "usage: mlc tune model.onnx --output records.json [--target T] [--tuner xgb|ga|random|grid] [--trials N]\n"
-    "                [--early-stopping N] [--number N] [--repeat N] [--min-repeat-ms MS] [--timeout S]\n"
+    "                [--time-budget S] [--early-stopping N] [--number N] [--repeat N] [--min-repeat-ms MS]\n"
+    "                [--timeout S] [--remeasure N]"
     "                [--parallel N] [--threads N] [--seed N] [--tuning-records old.json] [--task-shard K/N]\n"
-    "                [--plot FILE.svg] [--opt-level 0..3] [--input-shapes name:[d,..]] [--json]\n";
+    "                [--plot FILE.svg] [--opt-level 0..3] [--input-shapes name:[d,..]] [--json]\n"
+    "  --time-budget S   stop after S seconds in all (shared out over the tasks by FLOPs; without --trials,\n"
+    "                    as many trials as fit); a batch in flight finishes (each config bounded by --timeout)\n"
+    "  --trials N        configs per task (default 64; records resumed from --tuning-records count)\n"
+    "  --repeat N        timed repeats per config; its cost is the fastest (default 3)\n"
+    "  --remeasure N     at the end of a task, its best N configs and the default measured again (default 2)\n";
 
 static int report(bool json, int code, const char *msg) {
   fprintf(stderr, PROG ": %s\n", msg);
@@ -38,8 +50,12 @@ static void progress(void *user, const TuneTask *t, const TuneSummary *s, double
     fprintf(stderr, "\r[task %2d/%2d] %-20.20s trials %4d/%d  best %8.2f GFLOP/s  elapsed %6.1f s  left ~%5.1f s %s",
             p->pos, p->count, t->name, s->trials, p->trials, best, elapsed, left, done ? "\n" : "");
   } else if (done) {
-    fprintf(stderr, "task %d/%d %s: %d trials (%d resumed, %d errors), best %.2f GFLOP/s, %.1f s\n", p->pos,
-            p->count, t->name, s->trials, s->resumed, s->errors, best, elapsed);
+    char dflt[48];
+    if (s->default_cost < 1e9) snprintf(dflt, sizeof dflt, "%.2f", t->flops / s->default_cost * 1e-9);
+    else snprintf(dflt, sizeof dflt, "unknown (error %d)", s->default_error);
+    fprintf(stderr, "task %d/%d %s: %d trials (%d resumed, %d errors), default %s, best %.2f GFLOP/s, %.1f s%s\n",
+            p->pos, p->count, t->name, s->trials, s->resumed, s->errors, dflt, best, elapsed,
+            s->out_of_time ? " (its time is up)" : "");
   }
   fflush(stderr);
 }
@@ -49,7 +65,8 @@ int cmd_tune(int argc, char **argv) {
              *shard = NULL;
   CompileOptions copt = {.target = "llvm", .opt_level = 3};
   long long trials = 64, early = 0, number = 10, repeat = 3, min_ms = 0, timeout = 10, parallel = 0, threads = 0,
-            seed = 0, lv;
+            seed = 0, budget = 0, remeasure = 2, lv;
+  bool trials_given = false;
   bool json = false;
   ArgIter it;
   arg_init(&it, argc, argv);
@@ -62,7 +79,9 @@ int cmd_tune(int argc, char **argv) {
     } else if (arg_value(&it, "--target", &v)) copt.target = v;
     else if (arg_value(&it, "--output", &v) || arg_value(&it, "-o", &v)) output = v;
     else if (arg_value(&it, "--tuner", &v)) tuner = v;
-    else if (arg_int(&it, "--trials", 0, 1000000, &trials)) {}
+    else if (arg_int(&it, "--trials", 0, 1000000, &trials)) trials_given = true;
+    else if (arg_int(&it, "--time-budget", 1, 10000000, &budget)) {}
+    else if (arg_int(&it, "--remeasure", 0, 8, &remeasure)) {}
     else if (arg_int(&it, "--early-stopping", 0, 1000000, &early)) {}
     else if (arg_int(&it, "--number", 1, 1000000, &number)) {}
     else if (arg_int(&it, "--repeat", 1, TUNE_MAX_REPEAT, &repeat)) {}
@@ -98,6 +117,7 @@ int cmd_tune(int argc, char **argv) {
     if (!json) fputs(tune_usage, stderr);
     return report(json, MLC_ERR_USAGE, it.error);
   }
+  if (budget > 0 && !trials_given) trials = 1000000; /* the spaces and the time bound it */
   if (parallel <= 0) {
     long nc = sysconf(_SC_NPROCESSORS_ONLN);
     parallel = nc > 0 ? nc : 1;
@@ -135,6 +155,7 @@ int cmd_tune(int argc, char **argv) {
     arena_free(a);
     return report(json, MLC_ERR_INVALID, msg);
   }
+  double start = tune_clock();
   Progress pr = {isatty(2) && !json, 0, 0, (int)trials};
   for (int i = 0; i < ts.tasks.n; i++) pr.count += i % shard_n == shard_k;
   TuneOptions to = {.tuner = tuner, .trials = (int)trials, .early_stopping = (int)early,
@@ -142,15 +163,39 @@ int cmd_tune(int argc, char **argv) {
                                 .timeout = (double)timeout, .threads = (int)threads, .parallel = (int)parallel,
                                 .seed = (uint64_t)seed},
                     .seed = (uint64_t)seed, .prior = prior_path ? &prior : NULL, .log = log,
-                    .progress = progress, .progress_user = &pr};
+                    .remeasure = (int)remeasure, .progress = progress, .progress_user = &pr};
   TuneSummary *sums = arena_alloc(a, sizeof(TuneSummary) * (size_t)(ts.tasks.n + 1));
   const TuneTask **tuned = arena_alloc(a, sizeof(TuneTask *) * (size_t)(ts.tasks.n + 1));
   TuneCurve *curves = arena_alloc(a, sizeof(TuneCurve) * (size_t)(ts.tasks.n + 1));
   bool *failed = arena_alloc(a, (size_t)ts.tasks.n + 1);
+  bool *skipped = arena_alloc(a, (size_t)ts.tasks.n + 1); /* the time budget was spent before it */
+  /* the weights of the time budget: even part + FLOPs part, each summing to 1 over this shard's tasks */
+  double *weight = arena_alloc(a, sizeof(double) * (size_t)(ts.tasks.n + 1)), wleft = 0, total_flops = 0;
+  int nmine = 0;
+  for (int i = 0; i < ts.tasks.n; i++)
+    if (i % shard_n == shard_k) {
+      nmine++;
+      total_flops += ts.tasks.v[i].flops * ts.tasks.v[i].ngroups;
+    }
+  for (int i = 0; i < ts.tasks.n; i++)
+    if (i % shard_n == shard_k) {
+      weight[i] = 1.0 / nmine + (total_flops > 0 ? ts.tasks.v[i].flops * ts.tasks.v[i].ngroups / total_flops : 0);
+      wleft += weight[i];
+    }
   int ntuned = 0;
   for (int i = 0; trials > 0 && i < ts.tasks.n; i++) {
     if (i % shard_n != shard_k) continue;
     pr.pos++;
+    if (budget > 0) {
+      double now = tune_clock(), left = start + (double)budget - now;
+      if (left <= 0) {
+        skipped[i] = true;
+        fprintf(stderr, PROG ": task %d (%s): not tuned, the time budget is spent\n", i, ts.tasks.v[i].name);
+        continue;
+      }
+      to.deadline = now + left * (wleft > 0 ? weight[i] / wleft : 1);
+      wleft -= weight[i];
+    }
     Diag td = {0};
     if (tune_task_run(a, &ts, &ts.tasks.v[i], &to, &sums[i], &td) != MLC_OK) {
       /* a task whose default schedule cannot run is reported and skipped; a write error stops */
@@ -176,21 +221,32 @@ int cmd_tune(int argc, char **argv) {
     cli_json_string(stdout, output);
     printf(",\"target\":");
     cli_json_string(stdout, ts.target.str);
-    printf(",\"tuner\":\"%s\",\"tasks\":[", tuner);
+    printf(",\"tuner\":\"%s\",\"time_budget_s\":%lld,\"elapsed_s\":%.3f,\"tasks\":[", tuner, budget,
+           tune_clock() - start);
     for (int i = 0; i < ts.tasks.n; i++) {
       const TuneTask *t = &ts.tasks.v[i];
       const TuneSummary *s = &sums[i];
-      bool mine = trials > 0 && i % shard_n == shard_k;
+      bool mine = trials > 0 && i % shard_n == shard_k && !failed[i] && !skipped[i];
       printf("%s{\"index\":%d,\"name\":", i ? "," : "", i);
       cli_json_string(stdout, t->name);
       printf(",\"args\":%s,\"flops\":%.0f,\"space_size\":%lld,\"groups\":%d,\"tuned\":%s", t->args, t->flops,
-             (long long)t->space_size, t->ngroups, mine && !failed[i] ? "true" : "false");
-      if (mine && !failed[i])
-        printf(",\"trials\":%d,\"resumed\":%d,\"errors\":%d,\"best_gflops\":%.4f,\"default_gflops\":%.4f,"
-               "\"best_index\":%lld",
-               s->trials, s->resumed, s->errors, s->best_cost < 1e9 ? t->flops / s->best_cost * 1e-9 : 0,
-               s->default_cost > 0 && s->default_cost < 1e9 ? t->flops / s->default_cost * 1e-9 : 0,
-               (long long)s->best_index);
+             (long long)t->space_size, t->ngroups, mine ? "true" : "false");
+      if (skipped[i]) printf(",\"skipped\":\"time budget spent\"");
+      if (mine) {
+        printf(",\"trials\":%d,\"resumed\":%d,\"errors\":%d,\"remeasured\":%d,\"best_gflops\":%.4f,"
+               "\"best_ms\":%.6f,\"best_index\":%lld,\"default_index\":%lld",
+               s->trials, s->resumed, s->errors, s->remeasured,
+               s->best_cost < 1e9 ? t->flops / s->best_cost * 1e-9 : 0,
+               s->best_cost < 1e9 ? s->best_cost * 1e3 : 0, (long long)s->best_index, (long long)t->default_index);
+        /* null: the default schedule never measured (its error number in default_error) */
+        if (s->default_cost < 1e9)
+          printf(",\"default_gflops\":%.4f,\"default_ms\":%.6f", t->flops / s->default_cost * 1e-9,
+                 s->default_cost * 1e3);
+        else
+          printf(",\"default_gflops\":null,\"default_ms\":null");
+        printf(",\"default_error\":%d,\"seconds\":%.3f,\"out_of_time\":%s", s->default_error, s->seconds,
+               s->out_of_time ? "true" : "false");
+      }
       printf("}");
     }
     printf("]}\n");
@@ -198,11 +254,15 @@ int cmd_tune(int argc, char **argv) {
     for (int i = 0; trials > 0 && i < ts.tasks.n; i++) {
       const TuneTask *t = &ts.tasks.v[i];
       const TuneSummary *s = &sums[i];
-      if (i % shard_n != shard_k || failed[i]) continue;
-      printf("task %d %s: default %.2f GFLOP/s, best %.2f GFLOP/s (config #%lld) after %d trials\n", i, t->name,
-             s->default_cost > 0 && s->default_cost < 1e9 ? t->flops / s->default_cost * 1e-9 : 0,
-             s->best_cost < 1e9 ? t->flops / s->best_cost * 1e-9 : 0, (long long)s->best_index, s->trials);
+      if (i % shard_n != shard_k || failed[i] || skipped[i]) continue;
+      char dflt[64];
+      if (s->default_cost < 1e9) snprintf(dflt, sizeof dflt, "%.2f GFLOP/s", t->flops / s->default_cost * 1e-9);
+      else snprintf(dflt, sizeof dflt, "unknown (error %d)", s->default_error);
+      printf("task %d %s: default %s, best %.2f GFLOP/s (config #%lld) after %d trials, %.1f s\n", i, t->name, dflt,
+             s->best_cost < 1e9 ? t->flops / s->best_cost * 1e-9 : 0, (long long)s->best_index, s->trials,
+             s->seconds);
     }
+    if (budget > 0) printf("%.1f s of a %lld s time budget\n", tune_clock() - start, budget);
     if (trials > 0) printf("records appended to %s\n", output);
   }
   arena_free(a);

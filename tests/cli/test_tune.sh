@@ -1,7 +1,8 @@
 #!/bin/sh
 # mlc tune end to end on models/cnn_small.onnx, bounded (a few trials per task): each tuner writes valid
 # records, a resumed run measures nothing twice, compiling with the records gives the untuned outputs,
-# and shard files merge into one best record per task.
+# a time budget stops the run in time, configs and a default schedule that time out are recorded without
+# stopping it, and shard files merge into one best record per task.
 # usage: test_tune.sh MLC BUILD_DIR SOURCE_DIR
 set -u
 mlc=$1 dir=$2/tune src=$3
@@ -9,10 +10,12 @@ m=$src/models/cnn_small.onnx
 rm -rf "$dir" && mkdir -p "$dir"
 fails=0
 fail() { echo "FAIL $*"; fails=$((fails + 1)); }
-opts="--number 1 --repeat 1 --parallel 2 --timeout 20 --seed 7"
+opts="--number 1 --repeat 1 --parallel 2 --timeout 20 --seed 7 --remeasure 0"
 
 "$mlc" tune "$m" --output "$dir/r.json" --trials 0 > "$dir/tasks.txt" || fail "task listing"
 grep -q "conv2d" "$dir/tasks.txt" && grep -q "dense" "$dir/tasks.txt" || fail "tasks: $(cat "$dir/tasks.txt")"
+ntasks=$(grep -c "^  task " "$dir/tasks.txt")
+[ "$ntasks" -ge 4 ] || fail "$ntasks tasks"
 "$mlc" tune "$m" --output "$dir/random.json" --tuner random --trials 2 --plot "$dir/curves.svg" $opts >/dev/null ||
   fail "tune random"
 "$mlc" tune "$m" --output "$dir/shard0.json" --tuner grid --trials 2 --task-shard 0/2 $opts >/dev/null || fail "tune grid"
@@ -21,9 +24,9 @@ grep -q "conv2d" "$dir/tasks.txt" && grep -q "dense" "$dir/tasks.txt" || fail "t
   fail "tune xgb"
 grep -q "<svg" "$dir/curves.svg" || fail "no plot"
 
-/usr/bin/python3 - "$dir" <<'PY' || fails=$((fails + 1))
+/usr/bin/python3 - "$dir" "$ntasks" <<'PY' || fails=$((fails + 1))
 import json, sys
-d = sys.argv[1]
+d, ntasks = sys.argv[1], int(sys.argv[2])
 def load(name):
     recs = [json.loads(l) for l in open(d + "/" + name) if l.strip()]
     for r in recs:
@@ -37,8 +40,8 @@ def load(name):
     return recs
 r = load("random.json")
 tasks = {(x["input"][1], json.dumps(x["input"][2])) for x in r}
-assert len(tasks) == 4 and len(r) == 8, (len(tasks), len(r))
-assert len(load("shard0.json")) == 4 and len(load("shard1.json")) == 4
+assert len(tasks) == ntasks and len(r) == 2 * ntasks, (len(tasks), len(r))  # 2 trials: the default and one more
+assert len(load("shard0.json")) == 2 * ((ntasks + 1) // 2) and len(load("shard1.json")) == 2 * (ntasks // 2)
 x = load("xgb.json")  # 10 trials, or fewer when the task's whole space is smaller: each config once
 assert 1 <= len(x) <= 10 and len({r["config"]["index"] for r in x}) == len(x), len(x)
 o = json.loads(open(d + "/xgb.out").read())
@@ -57,7 +60,7 @@ grep -q "2 resumed" "$dir/resume.txt" || fail "resume: $(cat "$dir/resume.txt")"
 "$mlc" compile "$m" --output "$dir/plain.tar" >/dev/null || fail "compile"
 "$mlc" compile "$m" --output "$dir/tuned.tar" --tuning-records "$dir/random.json" 2> "$dir/apply.txt" >/dev/null ||
   fail "compile --tuning-records"
-[ "$(grep -c "tuned config" "$dir/apply.txt")" = 4 ] || fail "records not applied: $(cat "$dir/apply.txt")"
+[ "$(grep -c "tuned config" "$dir/apply.txt")" = "$ntasks" ] || fail "records not applied: $(cat "$dir/apply.txt")"
 "$mlc" run "$dir/plain.tar" --outputs "$dir/plain.npz" >/dev/null || fail "run plain"
 "$mlc" run "$dir/tuned.tar" --outputs "$dir/tuned.npz" >/dev/null || fail "run tuned"
 /usr/bin/python3 "$src/tests/cli/compare_npz.py" "$dir/tuned.npz" "$dir/plain.npz" >/dev/null || fail "tuned outputs differ"
@@ -67,9 +70,46 @@ sed 's/"llvm"/"llvm -mcpu=other"/' "$dir/random.json" > "$dir/other.json"
   fail "compile other target"
 grep -q "other targets" "$dir/other.txt" && ! grep -q "tuned config" "$dir/other.txt" || fail "other target applied"
 
+# --time-budget: configs slowed to >= 0.1 s each, far more of them than fit in 3 s; the run stops in time
+# (a batch in flight and the final re-measurements may run over a little), its records are valid, and it
+# says which tasks its time ran out on
+start=$(date +%s)
+"$mlc" tune "$m" --output "$dir/budget.json" --time-budget 3 --number 1 --repeat 1 --min-repeat-ms 100 --parallel 2 \
+  --timeout 20 --seed 7 --json > "$dir/budget.out" || fail "tune --time-budget"
+took=$(($(date +%s) - start))
+[ "$took" -le 8 ] || fail "--time-budget 3 took $took s"
+/usr/bin/python3 - "$dir" <<'PY' || fails=$((fails + 1))
+import json, sys
+d = sys.argv[1]
+o = json.loads(open(d + "/budget.out").read())
+assert o["status"] == "ok" and o["time_budget_s"] == 3 and o["elapsed_s"] < 7, o
+tuned = [t for t in o["tasks"] if t["tuned"]]
+assert any(t.get("out_of_time") for t in tuned) or any(t.get("skipped") for t in o["tasks"]), o
+assert all(t["trials"] <= t["space_size"] for t in tuned), o
+recs = [json.loads(l) for l in open(d + "/budget.json") if l.strip()]
+assert recs and all(r["result"][1] == 0 and min(r["result"][0]) > 0 for r in recs), recs
+print("ok   --time-budget: %.1f s, %d records" % (o["elapsed_s"], len(recs)))
+PY
+
+# every measurement times out (each repeat must last 5 s, a run may take 1 s), the default schedule's too:
+# the run goes on, records the error numbers, reports the default as unknown, and exits 0
+"$mlc" tune "$m" --output "$dir/timeout.json" --tuner random --trials 2 --task-shard 0/6 --number 1 --repeat 1 \
+  --min-repeat-ms 5000 --timeout 1 --parallel 2 --seed 7 --json > "$dir/timeout.out" || fail "tune with timeouts"
+/usr/bin/python3 - "$dir" <<'PY' || fails=$((fails + 1))
+import json, sys
+d = sys.argv[1]
+o = json.loads(open(d + "/timeout.out").read())
+t = [t for t in o["tasks"] if t["tuned"]]
+assert len(t) == 1 and t[0]["default_gflops"] is None and t[0]["default_error"] == 7, o
+assert t[0]["trials"] == 2 and t[0]["errors"] == 2 and t[0]["best_gflops"] == 0, o
+recs = [json.loads(l) for l in open(d + "/timeout.json") if l.strip()]
+assert len(recs) == 2 and all(r["result"][1] == 7 for r in recs), recs
+print("ok   timeouts recorded, default unknown")
+PY
+
 # merge the two shards: one best record per task
 "$mlc" records merge "$dir/shard0.json" "$dir/shard1.json" -o "$dir/merged.json" >/dev/null || fail "merge"
-[ "$(wc -l < "$dir/merged.json")" -le 4 ] && [ "$(wc -l < "$dir/merged.json")" -ge 1 ] || fail "merged lines"
+[ "$(wc -l < "$dir/merged.json")" -le "$ntasks" ] && [ "$(wc -l < "$dir/merged.json")" -ge 1 ] || fail "merged lines"
 "$mlc" compile "$m" --output "$dir/merged.tar" --tuning-records "$dir/merged.json" >/dev/null 2>&1 ||
   fail "compile merged"
 
