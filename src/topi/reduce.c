@@ -82,6 +82,15 @@ static mlc_status red_infer(Node *n, RedOp op, Diag *d) {
 
 typedef enum RedStage { ST_EXTREME, ST_REDUCE, ST_POST } RedStage;
 
+/* How one reduce stage is built. DIRECT: out[o] = combine over the reduced dims. The row form (rfactor by
+ * the vector lanes L along the last input dim, extent K, Kmain = K - K % L):
+ *   PART:    part[o, l] = combine over the other reduced dims and j < Kmain / L of pre(x[.., j * L + l]);
+ *   TAIL:    tail[o]    = combine over the other reduced dims and t < K % L of pre(x[.., Kmain + t]);
+ *   COMBINE: out[o]     = combine over l < L of part[o, l], starting from tail[o] (or the identity).
+ * The schedule vectorizes part over l (one vector accumulator per output row, walked along contiguous
+ * memory) and keeps the L-step horizontal combine and the remainder scalar. */
+typedef enum RedForm { FORM_DIRECT, FORM_PART, FORM_TAIL, FORM_COMBINE } RedForm;
+
 typedef struct RedArgs {
   RedOp op;
   RedStage stage;
@@ -95,6 +104,13 @@ typedef struct RedArgs {
   mlc_dtype acc;    /* accumulation dtype */
   mlc_dtype out;    /* final dtype */
   int64_t count;    /* number of reduced elements per output */
+  /* the row form (see red_row_ok): a reduction whose last input dim is reduced splits that dim by lanes */
+  RedForm form;
+  int ondim;        /* output rank */
+  int64_t lanes;    /* 0: the direct form */
+  int64_t kmain;    /* the last dim's elements covered by whole vectors */
+  TeTensor *part;   /* FORM_COMBINE: the per-lane partials */
+  TeTensor *tail;   /* FORM_COMBINE: the scalar remainder, or NULL */
 } RedArgs;
 
 /* input index from the output index and the reduce axes' vars (in dim order) */
@@ -120,30 +136,50 @@ static Expr *finite_or_zero(TeCtx *c, Expr *m) {
   return tir_select(A, inf, tir_const(A, m->dtype, 0), m);
 }
 
+/* the combiner of a reduce stage (also the horizontal combine of the row form's partials) */
+static ReduceKind red_kind(const RedArgs *r) {
+  if (r->stage == ST_EXTREME) return r->op == R_ARGMIN ? RED_MIN : RED_MAX;
+  switch (r->op) {
+    case R_MAX: return RED_MAX;
+    case R_MIN: return RED_MIN;
+    case R_PROD: return RED_PROD;
+    case R_ARGMAX: case R_ARGMIN: return r->last ? RED_MAX : RED_MIN;
+    default: return RED_SUM;
+  }
+}
+
 static Expr *red_reduce_fn(TeCtx *c, Expr **idx, void *user) {
   RedArgs *r = user;
   Arena *A = c->arena;
+  ReduceKind k = red_kind(r);
+  if (r->form == FORM_COMBINE) {
+    IterVar *l = te_reduce_axis(c, "kl", r->lanes);
+    Expr *pi[MLC_MAX_DIMS + 1];
+    memcpy(pi, idx, sizeof(Expr *) * (size_t)r->ondim);
+    pi[r->ondim] = tir_varref(A, l->var);
+    Expr *init = r->tail ? te_read(c, r->tail, r->ondim, idx) : NULL;
+    return te_reduce(c, k, te_read(c, r->part, r->ondim + 1, pi), 1, &l, init, NULL);
+  }
   IterVar *axes[MLC_MAX_DIMS];
   Expr *rv[MLC_MAX_DIMS];
   int na = 0;
   for (int i = 0; i < r->ndim; i++)
     if (r->red[i]) {
-      axes[na] = te_reduce_axis(c, arena_printf(A, "k%d", i), r->x->shape[i]);
+      bool row = i == r->ndim - 1 && r->form != FORM_DIRECT;
+      int64_t ext = !row ? r->x->shape[i] : r->form == FORM_PART ? r->kmain / r->lanes : r->x->shape[i] - r->kmain;
+      axes[na] = te_reduce_axis(c, arena_printf(A, row ? (r->form == FORM_PART ? "k%dj" : "k%dt") : "k%d", i), ext);
       rv[na] = tir_varref(A, axes[na]->var);
+      if (row && r->form == FORM_PART) /* element j * L + l of the row; l is the partial's last index */
+        rv[na] = tir_add(A, tir_mul(A, rv[na], tir_idx(A, r->lanes)), idx[r->ondim]);
+      else if (row)
+        rv[na] = tir_add(A, rv[na], tir_idx(A, r->kmain));
       na++;
     }
   Expr *iidx[MLC_MAX_DIMS];
   red_in_index(r, idx, rv, iidx);
   Expr *v = to(c, r->acc, te_read(c, r->x, r->ndim, iidx));
-  ReduceKind k = RED_SUM;
-  if (r->stage == ST_EXTREME) {
-    k = r->op == R_ARGMIN ? RED_MIN : RED_MAX;
-  } else {
+  if (r->stage == ST_REDUCE) {
     switch (r->op) {
-      case R_SUM: case R_MEAN: case R_LOGSUM: k = RED_SUM; break;
-      case R_MAX: k = RED_MAX; break;
-      case R_MIN: k = RED_MIN; break;
-      case R_PROD: k = RED_PROD; break;
       case R_L1:
         if (dtype_is_float(r->acc)) v = tir_call(A, INTRIN_FABS, r->acc, 1, &v);
         else if (dtype_is_signed(r->acc))
@@ -160,7 +196,6 @@ static Expr *red_reduce_fn(TeCtx *c, Expr **idx, void *user) {
         Expr *m = te_read(c, r->m, r->m->ndim, idx);
         Expr *none = tir_idx(A, r->last ? -1 : r->count);
         v = tir_select(A, tir_bin(A, E_EQ, v, m), rv[0], none);
-        k = r->last ? RED_MAX : RED_MIN;
         break;
       }
       default: break;
@@ -168,6 +203,42 @@ static Expr *red_reduce_fn(TeCtx *c, Expr **idx, void *user) {
   }
   if (na == 0) return v;
   return te_reduce(c, k, v, na, axes, NULL, NULL);
+}
+
+/* Whether the reduction takes the row form: a CPU target, the last input dim reduced and at least one
+ * vector long, and an accumulator the input already has (no per-element casts) that vector code handles.
+ * argmax/argmin stay direct (their result is an index, not a combinable value). */
+static int64_t red_row_lanes(TeCtx *c, const RedArgs *r, mlc_dtype in) {
+  if (!c->target || c->target->kind != TARGET_CPU || is_arg(r->op) || r->ndim == 0 || !r->red[r->ndim - 1])
+    return 0;
+  mlc_dtype t = r->acc;
+  if (in != t || !(t == MLC_F32 || t == MLC_F64 || t == MLC_I32 || t == MLC_I64)) return 0;
+  int64_t lanes = topi_vector_lanes(c->target, t);
+  return lanes > 1 && r->x->shape[r->ndim - 1] >= lanes ? lanes : 0;
+}
+
+/* one reduce stage (ST_EXTREME or ST_REDUCE) of the output's shape, direct or in the row form */
+static TeTensor *red_stage(TeCtx *c, const RedArgs *base, RedStage stage, const char *name, mlc_dtype t,
+                           const TensorType *ot) {
+  Arena *A = c->arena;
+  RedArgs *r = arena_memdup(A, base, sizeof *base);
+  r->stage = stage;
+  if (!r->lanes) return te_compute(c, name, "reduce", t, ot->ndim, ot->dims, red_reduce_fn, r);
+  int64_t pshape[MLC_MAX_DIMS + 1];
+  memcpy(pshape, ot->dims, sizeof(int64_t) * (size_t)ot->ndim);
+  pshape[ot->ndim] = r->lanes;
+  RedArgs *p = arena_memdup(A, r, sizeof *r);
+  p->form = FORM_PART;
+  RedArgs *cb = arena_memdup(A, r, sizeof *r);
+  cb->form = FORM_COMBINE;
+  cb->part = te_compute(c, arena_printf(A, "%s_part", name), "reduce_partial", t, ot->ndim + 1, pshape,
+                        red_reduce_fn, p);
+  if (r->kmain < r->x->shape[r->ndim - 1]) {
+    RedArgs *tl = arena_memdup(A, r, sizeof *r);
+    tl->form = FORM_TAIL;
+    cb->tail = te_compute(c, arena_printf(A, "%s_tail", name), "reduce", t, ot->ndim, ot->dims, red_reduce_fn, tl);
+  }
+  return te_compute(c, name, "reduce", t, ot->ndim, ot->dims, red_reduce_fn, cb);
 }
 
 static Expr *red_post_fn(TeCtx *c, Expr **idx, void *user) {
@@ -215,18 +286,17 @@ static mlc_status red_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs
       if (base.red[i]) base.count = ins[0]->shape[i];
   const char *name = red_names[op];
 
-  if (op == R_LOGSUMEXP || is_arg(op)) {
-    RedArgs *m = arena_memdup(c->arena, &base, sizeof base);
-    m->stage = ST_EXTREME;
-    base.m = te_compute(c, arena_printf(c->arena, "%s_extreme", name), "reduce", base.acc, ot->ndim, ot->dims,
-                        red_reduce_fn, m);
+  base.ondim = ot->ndim;
+  base.lanes = red_row_lanes(c, &base, t);
+  if (base.lanes) {
+    int64_t k = ins[0]->shape[base.ndim - 1];
+    base.kmain = k - k % base.lanes;
   }
+  if (op == R_LOGSUMEXP || is_arg(op))
+    base.m = red_stage(c, &base, ST_EXTREME, arena_printf(c->arena, "%s_extreme", name), base.acc, ot);
   bool post = op == R_MEAN || op == R_L2 || op == R_LOGSUM || op == R_LOGSUMEXP || (!is_arg(op) && base.acc != base.out);
-  RedArgs *r = arena_memdup(c->arena, &base, sizeof base);
-  r->stage = ST_REDUCE;
   mlc_dtype rt = is_arg(op) ? MLC_I64 : base.acc;
-  TeTensor *red = te_compute(c, post ? arena_printf(c->arena, "%s_acc", name) : name, "reduce", rt, ot->ndim, ot->dims,
-                             red_reduce_fn, r);
+  TeTensor *red = red_stage(c, &base, ST_REDUCE, post ? arena_printf(c->arena, "%s_acc", name) : name, rt, ot);
   if (post) {
     RedArgs *p = arena_memdup(c->arena, &base, sizeof base);
     p->stage = ST_POST;

@@ -168,10 +168,34 @@ static void schedule_injective(TeCtx *c, TeStage *st) {
   if (vec) te_vectorize(st, vec);
 }
 
+/* The per-lane partials of a reduction's row form (tag "reduce_partial", from reduce.c and norm.c: axes
+ * rows.., l; reduce axes .., j reading element j * L + l of a row): rows.. fused into the parallel loop,
+ * then the reduce axes, then l vectorized, so each row is walked in contiguous vectors into one vector
+ * accumulator. */
+static void schedule_reduce_partial(TeCtx *c, TeStage *st) {
+  TeOp *op = st->op;
+  int nd = op->naxes;
+  IterVar *order[2 * MLC_MAX_DIMS + 1];
+  int k = 0;
+  for (int i = 0; i < nd - 1; i++) order[k++] = op->axes[i];
+  for (int i = 0; i < op->nreduce; i++) order[k++] = op->reduce_axes[i];
+  order[k++] = op->axes[nd - 1];
+  te_reorder(st, k, order);
+  if (nd > 1) {
+    IterVar *f = topi_fuse_range(st, order, nd - 1);
+    if (op_work(op) >= PARALLEL_MIN_WORK && f->extent > 1) te_parallel(st, f);
+  }
+  te_vectorize(st, op->axes[nd - 1]);
+}
+
 /* Reduction: spatial axes fused into one parallel loop, reduce axes inner and serial. */
 static void schedule_reduce(TeCtx *c, TeStage *st) {
   TeOp *op = st->op;
   if (op->kind != TE_COMPUTE || op->naxes == 0 || st->nleaf != op->naxes + op->nreduce) return;
+  if (op->tag && !strcmp(op->tag, "reduce_partial")) {
+    schedule_reduce_partial(c, st);
+    return;
+  }
   IterVar *ivs[MLC_MAX_DIMS];
   memcpy(ivs, st->leaf, sizeof(IterVar *) * (size_t)op->naxes);
   IterVar *f = topi_fuse_range(st, ivs, op->naxes);
