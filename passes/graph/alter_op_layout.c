@@ -202,8 +202,8 @@ static mlc_status pack_dense_weights(Graph *g, int lanes, Diag *d) {
   int total = g->nodes.n, k = 0;
   Node **order = arena_alloc(g->arena, (size_t)total * sizeof(Node *));
   for (int i = 0; i < n0; i++) {
-    for (int j = 0; j < 4; j++)
-      if (pre[4 * i + j]) order[k++] = pre[4 * i + j];
+    for (int j = 0; j < 3; j++)
+      if (pre[3 * i + j]) order[k++] = pre[3 * i + j];
     order[k++] = g->nodes.v[i];
   }
   if (k != total) return diag_set(d, MLC_ERR_INTERNAL, "AlterOpLayout: lost track of %d nodes", total - k);
