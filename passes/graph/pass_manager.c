@@ -11,6 +11,7 @@ static const GraphPass passes[] = {
     {"EliminateCommonSubexpr",  2, pass_eliminate_common_subexpr},
     {"FoldConstant",            2, pass_fold_constant},
     {"SimplifyExpr",            1, pass_simplify_expr}, /* pow(x, 2) -> x * x */
+    {"LayerNormFusion",         1, pass_layer_norm_fusion}, /* decomposed layer norm -> nn.layer_norm */
     {"FoldScaleAxis",           3, pass_fold_scale_axis},
     {"FoldConstant",            3, pass_fold_constant}, /* the weights FoldScaleAxis scaled */
     {"AlterOpLayout",           2, pass_alter_op_layout},

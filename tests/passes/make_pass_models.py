@@ -100,3 +100,37 @@ save("alter_op_layout_depthwise", [
     [helper.make_tensor_value_info("y", F, [1, 8, 3, 3])],
     [const("w", [8, 1, 3, 3]), const("b", [8]), numpy_helper.from_array(np.float32(0.0), "lo"),
      numpy_helper.from_array(np.float32(6.0), "hi"), const("w2", [16, 1, 3, 3]), const("w3", [8, 4, 1, 1])])
+xln = helper.make_tensor_value_info("x", F, [2, 4, 16])
+save("layer_norm_fusion", [
+    # torch's export: Pow form with scale and bias
+    helper.make_node("ReduceMean", ["x"], ["m1"], name="mean1", axes=[-1]),
+    helper.make_node("Sub", ["x", "m1"], ["d1"], name="sub1"),
+    helper.make_node("Pow", ["d1", "two"], ["q1"], name="pow1"),
+    helper.make_node("ReduceMean", ["q1"], ["v1"], name="var1", axes=[-1]),
+    helper.make_node("Add", ["v1", "eps"], ["e1"], name="add_eps1"),
+    helper.make_node("Sqrt", ["e1"], ["s1"], name="sqrt1"),
+    helper.make_node("Div", ["d1", "s1"], ["n1"], name="div1"),
+    helper.make_node("Mul", ["n1", "gamma"], ["g1"], name="scale1"),
+    helper.make_node("Add", ["g1", "beta"], ["y1"], name="bias1"),
+    # Mul form, eps first, no scale or bias; its normalised value is also read by a Relu, so the Add after
+    # it stays outside the fused op
+    helper.make_node("ReduceMean", ["y1"], ["m2"], name="mean2", axes=[2]),
+    helper.make_node("Sub", ["y1", "m2"], ["d2"], name="sub2"),
+    helper.make_node("Mul", ["d2", "d2"], ["q2"], name="square2"),
+    helper.make_node("ReduceMean", ["q2"], ["v2"], name="var2", axes=[-1]),
+    helper.make_node("Add", ["eps", "v2"], ["e2"], name="add_eps2"),
+    helper.make_node("Sqrt", ["e2"], ["s2"], name="sqrt2"),
+    helper.make_node("Div", ["d2", "s2"], ["n2"], name="div2"),
+    helper.make_node("Relu", ["n2"], ["r2"], name="relu"),
+    helper.make_node("Add", ["n2", "r2"], ["y2"], name="residual"),
+    # not a layer norm: the statistics over axis 1
+    helper.make_node("ReduceMean", ["y2"], ["m3"], name="mean3", axes=[1]),
+    helper.make_node("Sub", ["y2", "m3"], ["d3"], name="sub3"),
+    helper.make_node("Mul", ["d3", "d3"], ["q3"], name="square3"),
+    helper.make_node("ReduceMean", ["q3"], ["v3"], name="var3", axes=[1]),
+    helper.make_node("Add", ["v3", "eps"], ["e3"], name="add_eps3"),
+    helper.make_node("Sqrt", ["e3"], ["s3"], name="sqrt3"),
+    helper.make_node("Div", ["d3", "s3"], ["y"], name="div3")], [xln],
+    [helper.make_tensor_value_info("y", F, [2, 4, 16])],
+    [numpy_helper.from_array(np.float32(2.0), "two"), numpy_helper.from_array(np.float32(1e-5), "eps"),
+     const("gamma", [16]), const("beta", [16])])
