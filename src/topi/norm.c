@@ -145,6 +145,12 @@ typedef struct NormCtx {
   int p;          /* lp_norm */
   int param_mode; /* group norm: 0 channel, 1 group */
   int which;      /* reduce stage: 0 mean, 1 variance / sum of squares */
+  /* the row form of a reduce stage (as reduce.c's: the last dim split by the lanes L, extent K) */
+  int form;       /* 0 direct; 1 part[s.., l] over j < kmain / L; 2 the tail over the K - kmain rest;
+                   * 3 the combine over l of part, from the tail */
+  int64_t lanes;  /* 0: the direct form only */
+  int64_t kmain;  /* K - K % L */
+  TeTensor *part, *tail;
 } NormCtx;
 
 /* x index from a stats index and the reduce vars */
@@ -174,14 +180,29 @@ static void s_index(TeCtx *c, const NormCtx *k, Expr **idx, Expr **si) {
 static Expr *reduce_body(TeCtx *c, Expr **idx, void *user) {
   NormCtx *k = user;
   Arena *A = c->arena;
+  int nd = k->s.ndim;
+  if (k->form == 3) {
+    IterVar *l = te_reduce_axis(c, "rl", k->lanes);
+    Expr *pi[MLC_MAX_DIMS + 1];
+    memcpy(pi, idx, sizeof(Expr *) * (size_t)nd);
+    pi[nd] = tir_varref(A, l->var);
+    Expr *init = k->tail ? te_read(c, k->tail, nd, idx) : NULL;
+    return te_reduce(c, RED_SUM, te_read(c, k->part, nd + 1, pi), 1, &l, init, NULL);
+  }
   IterVar *ax[MLC_MAX_DIMS];
   Expr *rv[MLC_MAX_DIMS];
   int na = 0;
-  for (int i = 0; i < k->s.ndim; i++) {
+  for (int i = 0; i < nd; i++) {
     int64_t ext = i == k->s.gdim ? k->s.gsize : k->s.red[i] ? k->x->shape[i] : 0;
     if (ext == 0) continue;
-    ax[na] = te_reduce_axis(c, arena_printf(A, "r%d", i), ext);
+    bool row = i == nd - 1 && k->form != 0;
+    if (row) ext = k->form == 1 ? k->kmain / k->lanes : ext - k->kmain;
+    ax[na] = te_reduce_axis(c, arena_printf(A, row ? (k->form == 1 ? "r%dj" : "r%dt") : "r%d", i), ext);
     rv[na] = tir_varref(A, ax[na]->var);
+    if (row && k->form == 1) /* element j * L + l of the row; l is the partial's last index */
+      rv[na] = tir_add(A, tir_mul(A, rv[na], tir_idx(A, k->lanes)), idx[nd]);
+    else if (row)
+      rv[na] = tir_add(A, rv[na], tir_idx(A, k->kmain));
     na++;
   }
   Expr *xi[MLC_MAX_DIMS];
@@ -263,6 +284,41 @@ static TeTensor *stage(TeCtx *c, NormCtx *k, const char *name, const char *tag, 
   return te_compute(c, name, tag, t, k->s.ndim, k->s.sdims, fn, u);
 }
 
+/* The lanes of the row form, or 0: a CPU target, the last dim reduced (not grouped) and at least one vector
+ * long, an input already in the accumulator's dtype. */
+static int64_t row_lanes(TeCtx *c, const NormCtx *k) {
+  int nd = k->s.ndim;
+  if (!c->target || c->target->kind != TARGET_CPU || nd == 0 || !k->s.red[nd - 1] || k->s.gdim == nd - 1)
+    return 0;
+  if (k->x->dtype != k->acc) return 0;
+  int64_t lanes = topi_vector_lanes(c->target, k->acc);
+  return lanes > 1 && k->x->shape[nd - 1] >= lanes ? lanes : 0;
+}
+
+/* a sum over the normalised dims (k->which says of what): direct, or in the row form: per-lane partials
+ * (tag "reduce_partial", vectorized along the row by the generic schedule), the scalar remainder, and their
+ * combine */
+static TeTensor *reduce_stage(TeCtx *c, NormCtx *k, const char *name) {
+  Arena *A = c->arena;
+  if (!k->lanes) return stage(c, k, name, "reduce", k->acc, reduce_body);
+  int nd = k->s.ndim;
+  int64_t pshape[MLC_MAX_DIMS + 1];
+  memcpy(pshape, k->s.sdims, sizeof(int64_t) * (size_t)nd);
+  pshape[nd] = k->lanes;
+  NormCtx *p = arena_memdup(A, k, sizeof *k);
+  p->form = 1;
+  NormCtx cb = *k;
+  cb.form = 3;
+  cb.part = te_compute(c, arena_printf(A, "%s_part", name), "reduce_partial", k->acc, nd + 1, pshape, reduce_body, p);
+  cb.tail = NULL;
+  if (k->kmain < k->x->shape[nd - 1]) {
+    NormCtx t = *k;
+    t.form = 2;
+    cb.tail = stage(c, &t, arena_printf(A, "%s_tail", name), "reduce", k->acc, reduce_body);
+  }
+  return stage(c, &cb, name, "reduce", k->acc, reduce_body);
+}
+
 static mlc_status norm_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
   NormCtx k0 = {0}, *k = &k0;
   Arena *A = c->arena;
@@ -279,14 +335,19 @@ static mlc_status norm_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **out
   k->p = (int)ir_attr_int(n, "p", 2);
   k->param_mode = strcmp(ir_attr_string(n, "param", "channel"), "group") == 0;
   const char *nm = n->op->name + 3;
+  k->lanes = row_lanes(c, k);
+  if (k->lanes) {
+    int64_t kk = k->x->shape[k->s.ndim - 1];
+    k->kmain = kk - kk % k->lanes;
+  }
   if (k->kind != NK_RMS && k->kind != NK_LP) {
     k->which = 0;
-    k->var = stage(c, k, arena_printf(A, "%s_sum", nm), "reduce", k->acc, reduce_body);
+    k->var = reduce_stage(c, k, arena_printf(A, "%s_sum", nm));
     k->mean = stage(c, k, arena_printf(A, "%s_mean", nm), "elemwise", k->acc, mean_body);
     k->var = NULL;
   }
   k->which = 1;
-  k->var = stage(c, k, arena_printf(A, "%s_sqsum", nm), "reduce", k->acc, reduce_body);
+  k->var = reduce_stage(c, k, arena_printf(A, "%s_sqsum", nm));
   k->rstd = stage(c, k, arena_printf(A, "%s_rstd", nm), "elemwise", k->acc, rstd_body);
   NormCtx *o = arena_memdup(A, k, sizeof *k);
   outs[0] = te_compute(c, nm, "injective", k->out, k->s.ndim, k->x->shape, out_body, o);

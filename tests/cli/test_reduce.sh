@@ -13,7 +13,7 @@ for m in $(cat "$dir/models.txt"); do
   echo "== $m"
   "$mlc" compile "$dir/$m.onnx" --target llvm --output "$dir/$m.tar" --dump-ir "$dir/$m.d"
   case $m in
-  mean_outer_axis | ln_pow_small_row | ln_*) ;;
+  mean_outer_axis | ln_pow_small_row) ;;
   *) if ! grep -q reduce_partial "$dir/$m.d/20_schedules.txt"; then echo "FAIL $m: no reduce_partial stage"; exit 1; fi ;;
   esac
   if grep -qx "$m" "$dir/layernorm.txt" && ! grep -q nn.layer_norm "$dir/$m.d/10_fused_groups.txt"; then
