@@ -22,6 +22,9 @@
  *     to [d0, C/b, d2, d3, b] or [d0, 1, d2, d3, 1]. For constants those nodes are folded by the
  *     FoldConstant that follows; for activations they are injective ops placed right after their producer,
  *     so the consumer can still join the conv's fused group as its epilogue.
+ *   - nn.depthwise_conv2d with one output channel per input channel joins the regions of its data and its
+ *     output (it keeps the channel block); on an NCHWc input it runs in that block (data_block, weight re-blocked
+ *     to [C/b, 1, KH, KW, b] by graph ops on the constant) and writes NCHWc.
  *   - Every other op, and every graph output, reads the NCHW form: a transpose (0, 1, 4, 2, 3) and a reshape
  *     to [N, C, H, W], made once per value right before its first such consumer (the regions above make this
  *     a fallback that a blocked region should not need). So a model's outputs and every op that is not
@@ -152,6 +155,17 @@ static bool is_packed_conv(const Node *n) {
          !ir_attr(n, "data_block") && !ir_attr(n, "out_block");
 }
 
+/* nn.depthwise_conv2d with one output channel per input channel (weight [C, 1, KH, KW]): in NCHWc it reads
+ * and writes the same channel block (src/topi/depthwise_x86.c, data_block), so it passes a region's layout on
+ * like an elementwise op */
+static bool is_blockable_depthwise(const Node *n) {
+  if (strcmp(n->op->name, "nn.depthwise_conv2d") || n->ninputs != 2 || !n->inputs[0] || !n->inputs[1] ||
+      ir_attr(n, "data_block"))
+    return false;
+  const TensorType *w = &n->inputs[1]->type; /* [C * M, 1, KH, KW]: M = 1 when C * M = groups */
+  return w->ndim == 4 && w->dtype == MLC_F32 && w->dims[0] == ir_attr_int(n, "groups", 0);
+}
+
 /* an elementwise/broadcast op that could keep NCHWc (float32, one 4-D output, no shape attribute, NCHW
  * inputs of rank <= 4) */
 static bool layout_agnostic(const LayoutCtx *c, const Node *n) {
@@ -191,6 +205,11 @@ static void find_regions(LayoutCtx *c) {
   for (int i = 0; i < nv; i++) c->region[i] = i, c->region_ok[i] = true, c->region_b[i] = 0;
   for (int i = 0; i < g->nodes.n; i++) {
     Node *n = g->nodes.v[i];
+    if (is_blockable_depthwise(n)) { /* its data and output join one region */
+      member[i] = true;
+      unite(c->region, n->inputs[0]->id, n->outputs[0]->id);
+      continue;
+    }
     if (!(member[i] = layout_agnostic(c, n))) continue;
     for (int k = 0; k < n->ninputs; k++)
       if (joins(n, n->inputs[k])) unite(c->region, n->inputs[k]->id, n->outputs[0]->id);
@@ -212,7 +231,7 @@ static void find_regions(LayoutCtx *c) {
     for (int k = 0; k < n->ninputs; k++) {
       Value *v = n->inputs[k];
       if (!v || v->data) continue;
-      bool inside = member[i] && joins(n, v);
+      bool inside = member[i] && (is_blockable_depthwise(n) ? k == 0 : joins(n, v));
       any_join |= inside;
       if (!inside && !(is_packed_conv(n) && k == 0)) c->region_ok[find(c->region, v->id)] = false;
     }
@@ -272,8 +291,32 @@ static mlc_status read_blocked(LayoutCtx *c, Node *n, int64_t b) {
   return MLC_OK;
 }
 
+/* nn.depthwise_conv2d reading v in block b: its weight [C, 1, KH, KW] re-blocked to [C/b, 1, KH, KW, b], its
+ * output NCHWc in the same block */
+static mlc_status depthwise_blocked(LayoutCtx *c, Node *n, int64_t b) {
+  Value *w = n->inputs[1];
+  const int64_t *d = w->type.dims;
+  int64_t shape[5] = {d[0] / b, b, 1, d[2], d[3]}, perm[5] = {0, 2, 3, 4, 1};
+  Node *r = shape_op(c, c->reshape, "newshape", shape, 5, w, n, n->name, "weight_block_c");
+  if (!r) return c->d->status;
+  Node *t = shape_op(c, c->transpose, "axes", perm, 5, r->outputs[0], n, n->name, "weight_pack_c");
+  if (!t) return c->d->status;
+  add_slot(c, r);
+  add_slot(c, t);
+  n->inputs[1] = t->outputs[0];
+  ir_set_int(c->g, n, "data_block", b);
+  if (ir_infer_node(c->g, n, c->d)) return c->d->status;
+  grow(c);
+  c->block[n->outputs[0]->id] = b;
+  return MLC_OK;
+}
+
 static mlc_status convert_node(LayoutCtx *c, Node *n) {
   Diag *d = c->d;
+  if (is_blockable_depthwise(n)) {
+    int64_t b = block_of(c, n->inputs[0]);
+    if (b && n->inputs[1]->type.dims[0] % b == 0) return depthwise_blocked(c, n, b);
+  }
   if (is_packed_conv(n)) {
     int64_t b = block_of(c, n->inputs[0]), ob = out_block_of(c, n);
     if (!b && !ob) return MLC_OK;

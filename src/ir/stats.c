@@ -29,8 +29,8 @@ static int64_t node_macs(const Node *n) {
   const TensorType *out = &n->outputs[0]->type, *x = &n->inputs[0]->type, *w = &n->inputs[1]->type;
   if (!strcmp(op, "nn.conv1d") || !strcmp(op, "nn.conv2d") || !strcmp(op, "nn.conv3d"))
     return w->ndim >= 2 ? sat_mul(tt_numel(out), prod_from(w, 1)) : 0;
-  if (!strcmp(op, "nn.depthwise_conv2d")) /* weight [C*M, 1, KH, KW], as nn.conv2d with groups = C */
-    return w->ndim == 4 ? sat_mul(tt_numel(out), prod_from(w, 1)) : 0;
+  if (!strcmp(op, "nn.depthwise_conv2d")) /* weight [C*M, 1, KH, KW] (nn.conv2d, groups = C) or [C/b, 1, KH, KW, b] */
+    return w->ndim == 4 || w->ndim == 5 ? sat_mul(tt_numel(out), w->dims[2] * w->dims[3]) : 0;
   if (!strcmp(op, "nn.conv2d_packed")) /* weight [OC/ocb, IC, KH, KW, ocb] or [OC/ocb, IC/ib, KH, KW, ib, ocb] */
     return w->ndim >= 5 && w->dims[w->ndim - 1] > 0 ? sat_mul(tt_numel(out), prod_from(w, 1) / w->dims[w->ndim - 1])
                                                    : 0;

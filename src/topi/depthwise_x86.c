@@ -21,7 +21,15 @@
  * tile_oh x tile_ow outputs computed at ow.o, loops kh, kw (unrolled) | oh (unrolled), ow (vectorized):
  * per tap one broadcast weight and tile_oh vector loads and FMAs, the accumulators in registers. The
  * fallback picks tile_ow among the divisors of OW that fill the vectors best (whole vectors first, then the
- * wider) and tile_oh so the accumulators take half of the vector registers. */
+ * wider) and tile_oh so the accumulators take half of the vector registers.
+ *
+ * NCHWc form (attribute data_block b, set by ConvertLayoutNCHWc when the data comes from packed convs in
+ * NCHWc; multiplier 1): data [N, C/b, H, W, b], weight [C/b, 1, KH, KW, b] -> [N, C/b, OH, OW, b]. Vectors
+ * run along the channel block, so every tap is one contiguous vector load whatever the stride or width (7x7
+ * and 14x14 layers fill the vectors too), and dw_pad [N, C/b, PH, PW, b] tests rows and columns only, as
+ * scalars. Schedule: n x C/b x oh.o (tile_oh rows) fused into the parallel loop with dw_pad's rows for that
+ * step computed there; a tile of tile_ow accumulator vectors (ow unrolled, up to the registers less four)
+ * per tap: one weight vector, tile_ow FMAs. */
 #include <string.h>
 #include "topi/topi.h"
 
@@ -33,6 +41,7 @@ typedef struct Depthwise {
   int64_t n, c, h, w, m, kh, kw, oh, ow;
   int64_t strides[2], dil[2], pad[4]; /* pad: top, left, bottom, right */
   int64_t ph, pw;                     /* rows and columns of the input the windows reach, pads included */
+  int64_t b;                          /* data_block: 0 NCHW, else the channel block (c counts blocks) */
 } Depthwise;
 
 static mlc_status read_pair(const Node *n, const char *name, int64_t *out, Diag *d) {
@@ -50,9 +59,17 @@ static mlc_status read_pair(const Node *n, const char *name, int64_t *out, Diag 
 static mlc_status depthwise_of(const Node *n, Depthwise *p, Diag *d) {
   const TensorType *x = &n->inputs[0]->type, *k = &n->inputs[1]->type;
   memset(p, 0, sizeof *p);
-  if (x->ndim != 4 || k->ndim != 4)
-    return diag_set(d, MLC_ERR_INVALID, "nn.depthwise_conv2d expects rank-4 data and weight, got %d and %d",
+  p->b = ir_attr_int(n, "data_block", 0);
+  int rank = p->b ? 5 : 4;
+  if (p->b < 0) return diag_set(d, MLC_ERR_INVALID, "nn.depthwise_conv2d: data_block must be >= 0");
+  if (x->ndim != rank || k->ndim != rank)
+    return diag_set(d, MLC_ERR_INVALID, "nn.depthwise_conv2d expects rank-%d data and weight, got %d and %d", rank,
                     x->ndim, k->ndim);
+  if (p->b && (x->dims[4] != p->b || k->dims[4] != p->b || k->dims[0] != x->dims[1]))
+    return diag_set(d, MLC_ERR_INVALID,
+                    "nn.depthwise_conv2d with data_block %lld expects data [N, C/%lld, H, W, %lld] and weight "
+                    "[C/%lld, 1, KH, KW, %lld]",
+                    (long long)p->b, (long long)p->b, (long long)p->b, (long long)p->b, (long long)p->b);
   if (x->dtype != MLC_F32 || k->dtype != MLC_F32)
     return diag_set(d, MLC_ERR_UNSUPPORTED, "nn.depthwise_conv2d supports float32 only");
   mlc_status st;
@@ -67,11 +84,12 @@ static mlc_status depthwise_of(const Node *n, Depthwise *p, Diag *d) {
   p->w = x->dims[3];
   p->kh = k->dims[2];
   p->kw = k->dims[3];
-  int64_t groups = ir_attr_int(n, "groups", p->c);
-  if (groups != p->c || p->c < 1 || k->dims[1] != 1 || k->dims[0] % p->c)
+  int64_t chans = p->b ? p->c * p->b : p->c;
+  int64_t groups = ir_attr_int(n, "groups", chans);
+  if (groups != chans || p->c < 1 || k->dims[1] != 1 || k->dims[0] % p->c)
     return diag_set(d, MLC_ERR_INVALID,
                     "nn.depthwise_conv2d: weight [%lld, %lld, ..] and groups %lld do not fit %lld channels",
-                    (long long)k->dims[0], (long long)k->dims[1], (long long)groups, (long long)p->c);
+                    (long long)k->dims[0], (long long)k->dims[1], (long long)groups, (long long)chans);
   p->m = k->dims[0] / p->c;
   int64_t sh = (p->kh - 1) * p->dil[0] + 1, sw = (p->kw - 1) * p->dil[1] + 1;
   int64_t ah = p->h + p->pad[0] + p->pad[2] - sh, aw = p->w + p->pad[1] + p->pad[3] - sw;
@@ -89,6 +107,11 @@ static mlc_status depthwise_infer(Node *n, Diag *d) {
   mlc_status st = depthwise_of(n, &p, d);
   if (st) return st;
   TensorType o = {.dtype = MLC_F32, .ndim = 4, .dims = {p.n, p.c * p.m, p.oh, p.ow}};
+  if (p.b) {
+    if (p.m != 1)
+      return diag_set(d, MLC_ERR_UNSUPPORTED, "nn.depthwise_conv2d: data_block needs a channel multiplier of 1");
+    o = (TensorType){.dtype = MLC_F32, .ndim = 5, .dims = {p.n, p.c, p.oh, p.ow, p.b}};
+  }
   n->outputs[0]->type = o;
   return MLC_OK;
 }
@@ -126,6 +149,43 @@ static Expr *pad_body(TeCtx *c, Expr **idx, void *user) {
   return ok ? tir_select(a, ok, v, tir_float(a, MLC_F32, 0)) : v;
 }
 
+/* blocked: [N, C/b, PH, PW, b], the conditions on rows and columns only, so a vector of the b channels is
+ * one contiguous load (or zeros) */
+static Expr *pad_blocked_body(TeCtx *c, Expr **idx, void *user) {
+  DwCtx *k = user;
+  Arena *a = c->arena;
+  const Depthwise *p = &k->p;
+  Expr *ih = tir_sub(a, idx[2], tir_idx(a, p->pad[0])), *iw = tir_sub(a, idx[3], tir_idx(a, p->pad[1]));
+  Expr *ok = NULL;
+  Expr *conds[4] = {p->pad[0] ? tir_bin(a, E_GE, ih, tir_idx(a, 0)) : NULL,
+                    p->ph - p->pad[0] > p->h ? tir_bin(a, E_LT, ih, tir_idx(a, p->h)) : NULL,
+                    p->pad[1] ? tir_bin(a, E_GE, iw, tir_idx(a, 0)) : NULL,
+                    p->pw - p->pad[1] > p->w ? tir_bin(a, E_LT, iw, tir_idx(a, p->w)) : NULL};
+  for (int i = 0; i < 4; i++)
+    if (conds[i]) ok = ok ? tir_bin(a, E_AND, ok, conds[i]) : conds[i];
+  Expr *ch = tir_bin(a, E_MIN, tir_bin(a, E_MAX, ih, tir_idx(a, 0)), tir_idx(a, p->h - 1));
+  Expr *cw = tir_bin(a, E_MIN, tir_bin(a, E_MAX, iw, tir_idx(a, 0)), tir_idx(a, p->w - 1));
+  Expr *ri[5] = {idx[0], idx[1], ch, cw, idx[4]};
+  Expr *v = te_read(c, k->data, 5, ri);
+  return ok ? tir_select(a, ok, v, tir_float(a, MLC_F32, 0)) : v;
+}
+
+/* blocked: out[n, cb, oh, ow, ci] = sum_{kh, kw} pad[n, cb, oh*s + kh*d, ow*s + kw*d, ci] * w[cb, 0, kh, kw, ci] */
+static Expr *conv_blocked_body(TeCtx *c, Expr **idx, void *user) {
+  DwCtx *k = user;
+  Arena *a = c->arena;
+  const Depthwise *p = &k->p;
+  IterVar *ry = te_reduce_axis(c, "ry", p->kh), *rx = te_reduce_axis(c, "rx", p->kw);
+  Expr *kh = tir_varref(a, ry->var), *kw = tir_varref(a, rx->var);
+  Expr *ih = tir_add(a, tir_mul(a, idx[2], tir_idx(a, p->strides[0])), tir_mul(a, kh, tir_idx(a, p->dil[0])));
+  Expr *iw = tir_add(a, tir_mul(a, idx[3], tir_idx(a, p->strides[1])), tir_mul(a, kw, tir_idx(a, p->dil[1])));
+  Expr *di[5] = {idx[0], idx[1], ih, iw, idx[4]};
+  Expr *wi[5] = {idx[1], tir_idx(a, 0), kh, kw, idx[4]};
+  Expr *prod = tir_mul(a, te_read(c, k->pad, 5, di), te_read(c, k->weight, 5, wi));
+  IterVar *ax[2] = {ry, rx};
+  return te_reduce(c, RED_SUM, prod, 2, ax, NULL, NULL);
+}
+
 static Expr *conv_body(TeCtx *c, Expr **idx, void *user) {
   DwCtx *k = user;
   Arena *a = c->arena;
@@ -159,8 +219,17 @@ static mlc_status depthwise_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor 
   k->data = ins[0];
   k->weight = ins[1];
   k->pad = ins[0];
-  k->phase_split = p->strides[1] > 1;
   bool padded = p->pad[0] || p->pad[1] || p->ph > p->h || p->pw > p->w;
+  if (p->b) {
+    if (padded) {
+      int64_t ps[5] = {p->n, p->c, p->ph, p->pw, p->b};
+      k->pad = te_compute(c, "dw_pad", "depthwise_conv2d_pad", MLC_F32, 5, ps, pad_blocked_body, k);
+    }
+    int64_t os[5] = {p->n, p->c, p->oh, p->ow, p->b};
+    outs[0] = te_compute(c, "depthwise_conv2d", "depthwise_conv2d", MLC_F32, 5, os, conv_blocked_body, k);
+    return MLC_OK;
+  }
+  k->phase_split = p->strides[1] > 1;
   if (padded || k->phase_split) {
     int64_t s = p->strides[1];
     int64_t ps[5] = {p->n, p->c, p->ph, p->pw, 0};
@@ -184,10 +253,20 @@ const OpDef topi_ops_depthwise_x86[] = {
 
 /* ---------------------------------------------------------------- template */
 
-/* anchor: the convolution (4-D, 2 reduce axes) */
-static bool anchor_ok(const TeOp *a) { return a->kind == TE_COMPUTE && a->naxes == 4 && a->nreduce == 2; }
+/* anchor: the convolution (4-D NCHW or 5-D NCHWc, 2 reduce axes) */
+static bool anchor_ok(const TeOp *a) {
+  return a->kind == TE_COMPUTE && (a->naxes == 4 || a->naxes == 5) && a->nreduce == 2;
+}
 
 static int vector_regs(const Target *t) { return t && t->vector_bytes >= 64 ? 32 : 16; }
+
+/* NCHWc: output columns per tile, one accumulator vector each; the rest of the registers hold the weight
+ * vector and the loads */
+static int64_t blocked_tile_ow(const Target *t, int64_t ow) { return topi_largest_divisor(ow, vector_regs(t) - 4); }
+
+/* NCHWc: output rows per parallel step; the padded rows of a step are computed at it, (rows - 1) * s + the
+ * kernel's reach, so a few rows keep that recomputation small */
+static int64_t blocked_tile_oh(int64_t oh) { return topi_largest_divisor(oh, 8); }
 
 /* the divisor of ow up to 4 vectors whose vectors are fullest (lanes used / lanes loaded), the wider on a
  * tie; when none fills half a vector (a prime width), one vector with a guarded last tile */
@@ -213,6 +292,15 @@ void topi_depthwise_x86_space(const Target *t, const TeOp *a, TopiConfigSpace *s
   if (!anchor_ok(a)) return;
   int lanes = topi_vector_lanes(t, MLC_F32);
   int64_t oh = a->axes[2]->extent, ow = a->axes[3]->extent;
+  if (a->naxes == 5) {
+    TopiKnob *k = topi_knob_add(s, "tile_ow");
+    for (int64_t f = 1; f <= ow && f <= vector_regs(t) - 2; f++)
+      if (ow % f == 0) topi_knob_choice(k, f);
+    k = topi_knob_add(s, "tile_oh");
+    for (int64_t f = 1; f <= oh && f <= 16; f++)
+      if (oh % f == 0) topi_knob_choice(k, f);
+    return;
+  }
   TopiKnob *k = topi_knob_add(s, "tile_ow");
   for (int64_t f = 1; f <= ow && f <= 4 * lanes; f++)
     if (ow % f == 0) topi_knob_choice(k, f);
@@ -228,6 +316,11 @@ void topi_depthwise_x86_space(const Target *t, const TeOp *a, TopiConfigSpace *s
 void topi_depthwise_x86_fallback(const Target *t, const TeOp *a, TopiConfig *cfg) {
   memset(cfg, 0, sizeof *cfg);
   if (!anchor_ok(a)) return;
+  if (a->naxes == 5) {
+    topi_cfg_set(cfg, "tile_ow", blocked_tile_ow(t, a->axes[3]->extent));
+    topi_cfg_set(cfg, "tile_oh", blocked_tile_oh(a->axes[2]->extent));
+    return;
+  }
   int lanes = topi_vector_lanes(t, MLC_F32);
   int64_t tow = default_tile_ow(a->axes[3]->extent, lanes);
   topi_cfg_set(cfg, "tile_ow", tow);
@@ -243,10 +336,53 @@ static bool local_ok(TeSchedule *s, const TeOp *a, const TeTensor *out) {
     if (s->outputs[i]->op == a && epi) return false;
   if (!epi) return true;
   const TeOp *o = out->op;
-  if (o->kind != TE_COMPUTE || o->nreduce != 0 || o->naxes != 4) return false;
-  for (int i = 0; i < 4; i++)
+  if (o->kind != TE_COMPUTE || o->nreduce != 0 || o->naxes != a->naxes) return false;
+  for (int i = 0; i < a->naxes; i++)
     if (o->axes[i]->extent != a->axes[i]->extent) return false;
   return true;
+}
+
+/* NCHWc: the output (epilogue) tiled n, cb, oh.o | oh.i, ow.o, ow.i (unrolled), ci (vectorized) with n x cb x
+ * oh.o fused into the parallel loop and dw_pad's rows for that step computed there; the accumulator tile of
+ * tile_ow x b outputs computed at ow.o: kh, kw (unrolled) | ow (unrolled), ci (vectorized), so each tap is one
+ * weight vector and tile_ow FMAs with a contiguous vector load each. */
+static void schedule_blocked(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, TeStage *ps, const TopiConfig *cfg) {
+  int64_t tow = topi_config_get(cfg, "tile_ow", blocked_tile_ow(c->target, a->axes[3]->extent));
+  int64_t toh = topi_config_get(cfg, "tile_oh", blocked_tile_oh(a->axes[2]->extent));
+  int64_t work = 1;
+  for (int i = 0; i < 5; i++) work *= a->axes[i]->extent;
+  work *= a->reduce_axes[0]->extent * a->reduce_axes[1]->extent;
+  bool epi = out && out->op != a;
+  TeTensor *C = a->outputs[0], *L = te_cache_write(s, C);
+  if (L == C) return;
+  if (epi) te_compute_inline(te_stage(s, C));
+  TeStage *os = te_stage(s, epi ? out : C), *ls = te_stage(s, L);
+  TeOp *o = os->op;
+  IterVar *hoo, *hoi, *woo, *woi;
+  topi_split(os, o->axes[2], toh, &hoo, &hoi);
+  topi_split(os, o->axes[3], tow, &woo, &woi);
+  IterVar *order[7] = {o->axes[0], o->axes[1], hoo, hoi, woo, woi, o->axes[4]};
+  te_reorder(os, 7, order);
+  IterVar *par[3] = {o->axes[0], o->axes[1], hoo};
+  IterVar *f = topi_fuse_range(os, par, 3);
+  if (work >= PARALLEL_MIN_WORK && f->extent > 1) te_parallel(os, f);
+  if (woi->extent > 1) te_unroll(os, woi);
+  if (o->axes[4]->extent > 1) te_vectorize(os, o->axes[4]);
+  TeOp *lo = ls->op;
+  IterVar *lorder[7] = {lo->axes[0], lo->axes[1], lo->axes[2], lo->reduce_axes[0], lo->reduce_axes[1],
+                        lo->axes[3], lo->axes[4]};
+  te_reorder(ls, 7, lorder);
+  if (lo->reduce_axes[0]->extent > 1) te_unroll(ls, lo->reduce_axes[0]);
+  if (lo->reduce_axes[1]->extent > 1) te_unroll(ls, lo->reduce_axes[1]);
+  if (tow > 1) te_unroll(ls, lo->axes[3]);
+  if (lo->axes[4]->extent > 1) te_vectorize(ls, lo->axes[4]);
+  te_compute_at(ls, os, woo);
+  if (ps) {
+    TeOp *po = ps->op;
+    ps->attach = ATTACH_ROOT;
+    if (po->axes[4]->extent > 1) te_vectorize(ps, po->axes[4]);
+    te_compute_at(ps, os, f);
+  }
 }
 
 void topi_depthwise_x86_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, const TopiConfig *cfg) {
@@ -255,7 +391,11 @@ void topi_depthwise_x86_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out
   for (int i = 0; i < s->nstages; i++)
     if (s->stages[i]->op->tag && !strcmp(s->stages[i]->op->tag, "depthwise_conv2d_pad")) ps = s->stages[i];
   bool epi = out && out->op != a;
-  if (!anchor_ok(a) || st->nleaf != 6 || !local_ok(s, a, out)) {
+  if (anchor_ok(a) && a->naxes == 5 && st->nleaf == 7 && local_ok(s, a, out)) {
+    schedule_blocked(c, s, a, out, ps, cfg);
+    return;
+  }
+  if (!anchor_ok(a) || st->nleaf != a->naxes + 2 || !local_ok(s, a, out)) {
     /* a group that also outputs the convolution itself: the generic schedules, dw_pad at the root */
     topi_schedule_stage_generic(c, st);
     if (ps) {

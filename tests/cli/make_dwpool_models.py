@@ -62,6 +62,49 @@ def depthwise(name, c, h, w_, k, stride, pads, dil=1, mult=1, residual=False):
     save(name, nodes, x, inits, ref)
 
 
+def conv_ref(x, w, b, stride, pad):
+    """dense cross-correlation, weight [OC, C, K, K], the same pad on every side"""
+    x = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    oc, _, k, _ = w.shape
+    oh = (x.shape[2] - k) // stride + 1
+    ow = (x.shape[3] - k) // stride + 1
+    y = np.zeros((x.shape[0], oc, oh, ow))
+    for i in range(k):
+        for j in range(k):
+            win = x[:, :, i:i + (oh - 1) * stride + 1:stride, j:j + (ow - 1) * stride + 1:stride]
+            y += np.einsum("nchw,oc->nohw", win, w[:, :, i, j].astype(np.float64))
+    return y + b.reshape(1, -1, 1, 1)
+
+
+def depthwise_blocked(name, c, h, w_, k, stride, pads, dil=1, residual=False):
+    """a depthwise conv between packed convs, so that ConvertLayoutNCHWc runs it in NCHWc (data_block): a 1x1
+    conv 8 -> c + bias + Relu, the depthwise conv + bias + Clip(0, 6) (+ the Relu output when residual), a 3x3
+    stride-2 conv c -> 16 that reads it"""
+    x = rng.standard_normal((1, 8, h, w_)).astype(np.float32)
+    w1 = (rng.standard_normal((c, 8, 1, 1)) / 3).astype(np.float32)
+    b1 = rng.standard_normal(c).astype(np.float32)
+    w = rng.standard_normal((c, 1, k, k)).astype(np.float32)
+    b = rng.standard_normal(c).astype(np.float32)
+    w2 = (rng.standard_normal((16, c, 3, 3)) / 8).astype(np.float32)
+    b2 = rng.standard_normal(16).astype(np.float32)
+    inits = [numpy_helper.from_array(v, nm) for v, nm in
+             [(w1, "W1"), (b1, "B1"), (w, "W"), (b, "B"), (w2, "W2"), (b2, "B2"),
+              (np.array(0, np.float32), "lo"), (np.array(6, np.float32), "hi")]]
+    nodes = [helper.make_node("Conv", ["x", "W1", "B1"], ["e"], kernel_shape=[1, 1]),
+             helper.make_node("Relu", ["e"], ["er"]),
+             helper.make_node("Conv", ["er", "W", "B"], ["c"], kernel_shape=[k, k], strides=[stride, stride],
+                              pads=list(pads), dilations=[dil, dil], group=c),
+             helper.make_node("Clip", ["c", "lo", "hi"], ["r"])]
+    e = np.maximum(conv_ref(x, w1, b1, 1, 0), 0)
+    r = np.clip(depthwise_ref(e, w, b, stride, pads, dil), 0, 6)
+    if residual:
+        nodes.append(helper.make_node("Add", ["r", "er"], ["s"]))
+        r = r + e
+    nodes.append(helper.make_node("Conv", ["s" if residual else "r", "W2", "B2"], ["y"], kernel_shape=[3, 3],
+                                  strides=[2, 2], pads=[1, 1, 1, 1]))
+    save(name, nodes, x, inits, conv_ref(r, w2, b2, 2, 1))
+
+
 def pool_ref(x, kind, k, s, pads, dil, ceil, cip):
     """ONNX MaxPool / AveragePool over the trailing len(k) dims; pads [begin..., end...]"""
     nsp = len(k)
@@ -113,6 +156,10 @@ depthwise("dw_s2_mult2_odd", 5, 13, 11, 3, 2, [1, 0, 2, 1], mult=2)
 depthwise("dw_dil2_k5", 6, 17, 19, 5, 1, [2, 2, 2, 2], dil=2)
 depthwise("dw_s3_nopad_mult3", 4, 15, 15, 3, 3, [0, 0, 0, 0], mult=3)
 depthwise("dw_s1_wide", 3, 9, 70, 3, 1, [1, 1, 1, 1])
+depthwise_blocked("dwc_s1_pad1_res", 32, 20, 20, 3, 1, [1, 1, 1, 1], residual=True)
+depthwise_blocked("dwc_s2_pad1", 48, 23, 23, 3, 2, [1, 1, 1, 1])
+depthwise_blocked("dwc_s2_asym_k5", 16, 17, 14, 5, 2, [2, 1, 1, 2])
+depthwise_blocked("dwc_dil2_nopad", 32, 13, 11, 3, 1, [0, 0, 0, 0], dil=2)
 pool("max_s2_pad1", "MaxPool", (1, 16, 56, 56), [3, 3], [2, 2], [1, 1, 1, 1])
 pool("max_ceil_dil", "MaxPool", (2, 3, 15, 13), [3, 2], [2, 2], [1, 0, 1, 1], dil=[2, 2], ceil=1)
 pool("avg_pad_ceil", "AveragePool", (1, 5, 11, 12), [3, 3], [2, 2], [1, 1, 1, 1], ceil=1)

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Depthwise convolution and window pools end to end: each model of make_dwpool_models.py is compiled, run and
 # compared with its float64 numpy reference (max relative error under 1e-4); the depthwise models must compile
-# to nn.depthwise_conv2d (AlterOpLayout's rewrite), the pools to the padded-input form (a pool_pad stage).
+# to nn.depthwise_conv2d (AlterOpLayout's rewrite), the ones between packed convs (dwc_*) to its NCHWc form
+# (ConvertLayoutNCHWc's data_block), the pools to the padded-input form (a pool_pad stage).
 # usage: test_dwpool.sh MLC BUILD_DIR
 set -eu
 mlc=$1 dir=$2/dwpool
@@ -13,6 +14,7 @@ for m in $(cat "$dir/models.txt"); do
   "$mlc" compile "$dir/$m.onnx" --target llvm --output "$dir/$m.tar" --dump-ir "$dir/$m.d"
   case $m in
   dw_*) want=nn.depthwise_conv2d file=10_fused_groups.txt ;;
+  dwc_*) want="nn.depthwise_conv2d(.*data_block=" file=10_after_DeadCodeElim.txt ;;
   *) want=pool_pad file=20_schedules.txt ;;
   esac
   if ! grep -q "$want" "$dir/$m.d/$file"; then echo "FAIL $m: no $want in $file"; exit 1; fi
