@@ -350,7 +350,10 @@ static mlc_status norm_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **out
   k->var = reduce_stage(c, k, arena_printf(A, "%s_sqsum", nm));
   k->rstd = stage(c, k, arena_printf(A, "%s_rstd", nm), "elemwise", k->acc, rstd_body);
   NormCtx *o = arena_memdup(A, k, sizeof *k);
-  outs[0] = te_compute(c, nm, "injective", k->out, k->s.ndim, k->x->shape, out_body, o);
+  /* layer / rms norm in the row form with the output alone: the "layer_norm" template computes everything
+   * per row (the statistics read by other outputs could not live inside the output's row loop) */
+  bool row = k->lanes && (k->kind == NK_LAYER || k->kind == NK_RMS) && n->noutputs == 1 && !k->s.red[0];
+  outs[0] = te_compute(c, nm, row ? "layer_norm" : "injective", k->out, k->s.ndim, k->x->shape, out_body, o);
   /* layer norm's optional outputs: the mean and the reciprocal standard deviation, in the stash type */
   for (int i = 1; i < n->noutputs; i++) {
     NormCtx cc = *k;
@@ -360,6 +363,70 @@ static mlc_status norm_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **out
                     cast_body);
   }
   return MLC_OK;
+}
+
+/* ---------------------------------------------------------------- the per-row template */
+
+/* Layer / rms norm in the row form (output tag "layer_norm"): the output's row axes (those not normalised)
+ * fused into the parallel loop, its last axis split by the lanes and vectorized where they divide it; every
+ * other stage is computed per row at that loop (compute_at): the partial sums vectorized along the row (j,
+ * then l in vectors), their scalar combine and remainder, the mean and the reciprocal deviation once per row
+ * (the group schedule inlined those two; here they are one value each, not a sqrt and a divide per element).
+ * So a row is read from memory once and stays in L1 through the mean, the variance and the scaled output. */
+void topi_layer_norm_space(const Target *t, const TeOp *a, TopiConfigSpace *s) { memset(s, 0, sizeof *s); }
+
+void topi_layer_norm_fallback(const Target *t, const TeOp *a, TopiConfig *cfg) { memset(cfg, 0, sizeof *cfg); }
+
+void topi_layer_norm_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, const TopiConfig *cfg) {
+  TeStage *os = te_stage(s, a->outputs[0]);
+  int nd = a->naxes;
+  if (!os || os->nleaf != nd || nd < 2) {
+    if (os) topi_schedule_stage_generic(c, os);
+    return;
+  }
+  /* the row axes: the leading ones the statistics keep (extent > 1 in the stats shape of every reduce stage) */
+  int nrow = nd - 1;
+  for (int i = 0; i < s->nstages; i++) {
+    TeOp *op = s->stages[i]->op;
+    if (op->kind != TE_COMPUTE || op == a) continue;
+    for (int d = 0; d < nrow && d < op->naxes; d++)
+      if (op->axes[d]->extent == 1 && a->axes[d]->extent != 1) nrow = d;
+  }
+  if (nrow == 0) {
+    for (int i = 0; i < s->nstages; i++)
+      if (s->stages[i]->attach == ATTACH_ROOT) topi_schedule_stage_generic(c, s->stages[i]);
+    return;
+  }
+  int lanes = topi_vector_lanes(c->target, a->outputs[0]->dtype);
+  int64_t numel = 1;
+  for (int i = 0; i < nd; i++) numel *= a->axes[i]->extent;
+  IterVar *rows[MLC_MAX_DIMS];
+  for (int i = 0; i < nrow; i++) rows[i] = a->axes[i];
+  IterVar *f = topi_fuse_range(os, rows, nrow);
+  if (numel >= 16384 && f->extent > 1) te_parallel(os, f);
+  IterVar *last = a->axes[nd - 1], *lo, *li;
+  if (lanes > 1 && last->extent % lanes == 0 && last->extent > lanes) {
+    topi_split(os, last, lanes, &lo, &li);
+    te_vectorize(os, li);
+  } else if (last->extent == lanes) {
+    te_vectorize(os, last);
+  }
+  for (int i = 0; i < s->nstages; i++) {
+    TeStage *st = s->stages[i];
+    TeOp *op = st->op;
+    if (op->kind != TE_COMPUTE || op == a) continue;
+    st->attach = ATTACH_ROOT; /* the mean and the deviation were inlined: here they are per-row values */
+    if (op->tag && !strcmp(op->tag, "reduce_partial") && st->nleaf == op->naxes + op->nreduce) {
+      IterVar *order[2 * MLC_MAX_DIMS + 1];
+      int k = 0;
+      for (int d = 0; d < op->naxes - 1; d++) order[k++] = op->axes[d];
+      for (int d = 0; d < op->nreduce; d++) order[k++] = op->reduce_axes[d];
+      order[k++] = op->axes[op->naxes - 1];
+      te_reorder(st, k, order);
+      te_vectorize(st, op->axes[op->naxes - 1]);
+    }
+    te_compute_at(st, os, f);
+  }
 }
 
 /* ---------------------------------------------------------------- LRN */

@@ -94,6 +94,10 @@ void topi_dense_packed_space(const Target *t, const TeOp *anchor, TopiConfigSpac
 void topi_dense_packed_fallback(const Target *t, const TeOp *anchor, TopiConfig *cfg);
 void topi_dense_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *anchor, TeTensor *out, const TopiConfig *cfg);
 
+/* ---- norm.c: the per-row template of nn.layer_norm / nn.rms_norm (tag "layer_norm", no knobs) ---- */
+void topi_layer_norm_space(const Target *t, const TeOp *anchor, TopiConfigSpace *space);
+void topi_layer_norm_fallback(const Target *t, const TeOp *anchor, TopiConfig *cfg);
+void topi_layer_norm_schedule(TeCtx *c, TeSchedule *s, TeOp *anchor, TeTensor *out, const TopiConfig *cfg);
 /* ---- depthwise_x86.c: the template of nn.depthwise_conv2d (tag "depthwise_conv2d") ---- */
 void topi_depthwise_x86_space(const Target *t, const TeOp *anchor, TopiConfigSpace *space);
 void topi_depthwise_x86_fallback(const Target *t, const TeOp *anchor, TopiConfig *cfg);
