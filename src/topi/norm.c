@@ -13,7 +13,9 @@
  * (group norm: the channel dim becomes the group count, and a reduce axis walks the channels of a group).
  * Two reduce stages (mean, then the variance around it: the two-pass form, numerically stable), an
  * elementwise stage for the reciprocal deviation, and the output stage reading x and the stats. float16 and
- * bfloat16 compute in float32, float64 in float64. */
+ * bfloat16 compute in float32, float64 in float64. When the last dim is normalised and holds a vector, each
+ * sum takes reduce.c's row form (per-lane partials along the row, combine, remainder); layer and rms norm
+ * then also get the per-row template below (everything computed at the output's row loop). */
 #include <math.h>
 #include <string.h>
 #include "topi/topi.h"

@@ -10,7 +10,11 @@
  *   3. out = post(r): r / count (mean), sqrt(r) (L2), log(r) (LogSum), log(r) + m (LogSumExp), and the cast
  *      back to the output dtype. Stage 3 is an elementwise epilogue, present only where needed.
  * float16/bfloat16 accumulate in float32; bool max/min in uint8; integer L2/LogSum/LogSumExp take the square
- * root / log in float64 and truncate back, as the ONNX reference does. */
+ * root / log in float64 and truncate back, as the ONNX reference does.
+ * Stages 1 and 2 take the row form (RedForm) on CPU targets when the last input dim is reduced and holds at
+ * least one vector: an rfactor by the vector lanes written into the compute (partials per lane, vectorized
+ * along the contiguous row by the generic schedule, then a scalar horizontal combine and remainder). It
+ * reassociates the float combine, so sums differ from the serial order in the last bits. */
 #include <math.h>
 #include <string.h>
 #include "topi/topi.h"
