@@ -34,15 +34,13 @@ test: check sanitize fuzz
 check: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-# ASan+UBSan build: the unit tests, the CLI's bad/absurd-input tests and every 10th core conformance test.
+# ASan+UBSan build (-DMLC_SANITIZE=ON): every ctest, as `make check` runs them, against the sanitized mlc, runner
+# and runtime. The tests' environment (tests/CMakeLists.txt) makes any ASan, LeakSanitizer or UBSan report fail
+# its test.
 sanitize: deps
 	cmake -S . -B $(BUILD)-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMLC_SANITIZE=ON
 	cmake --build $(BUILD)-asan -j $(JOBS)
-	cd $(BUILD)-asan && ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -j $(JOBS) \
-	  -R '^unit\.|^cli\.bad_input$$|^cli\.json$$|^fuzz\.'
-	awk 'NR % 10 == 1' ../shared/onnx-tests/tiers/core.txt | grep -Fx -f tests/onnx/expected_pass.txt \
-	  > $(BUILD)-asan/sanitize_tier.txt
-	ASAN_OPTIONS=detect_leaks=0 $(BUILD)-asan/mlc-conformance --expected $(BUILD)-asan/sanitize_tier.txt -j $(JOBS)
+	cd $(BUILD)-asan && ctest --output-on-failure -j $(JOBS)
 
 # libFuzzer on the ONNX reader+importer for FUZZ_SECONDS, seeded from the test models (clang-19).
 fuzz: deps
