@@ -3,36 +3,37 @@
  * topi/nn/winograd_util.py and topi/x86 (the code here is written for mlc's TE).
  *
  * Each m x m output tile is Y = At [ (G g Gt) .* (Bt d Bt^T) ] A over an alpha x alpha input tile d, so the
- * 9 m^2 multiplies of a direct 3 x 3 tile become alpha^2 multiplies in the transformed domain (2.25x fewer
- * for m = 4), shared over input channels as a batched GEMM.
+ * 9 m^2 multiplies of a direct 3 x 3 tile become alpha^2 multiplies in the transformed domain (4x fewer for
+ * m = 4, 2.25x for m = 2), shared over the input channels as a batched GEMM.
  *
- * Ops (AlterOpLayout, passes/graph/alter_op_layout.c, rewrites eligible nn.conv2d into them):
- *   nn.winograd_weight_transform(weight[K, C, 3, 3], tile = m, block = kb) -> U[alpha^2, K/kb, C, kb]:
- *     U = G g Gt per (k, c), laid out so the GEMM's inner loop loads kb contiguous output channels. Its input
- *     is constant, so FoldConstant evaluates it at compile time.
- *   nn.conv2d_winograd(data[N, C, H, W], U[alpha^2, K/kb, C, kb], padding = [t, l, b, r], tile = m)
- *     -> [N, K, OH, OW]; stride 1, dilation 1, groups 1 implied.
- *
- * Compute stages of nn.conv2d_winograd (P = N * tiles_h * tiles_w tiles, PP = P rounded up to a multiple of
- * the GEMM's register tile so that tile needs no guard; the extra tiles repeat the last one and are never
- * stored):
- *   winograd_pad   D[N, m*th + 2, m*tw + 2, C]   zero-padded input, channels innermost (one transposition)
- *   winograd_input V[alpha, alpha, PP, C]        Bt d B per tile and channel, vectorized over channels
- *   conv2d_winograd M[alpha^2, K/kb, PP, kb]     sum_c V[e, p, c] * U[e, k/kb, c, k%kb]  (the anchor)
- *   winograd_output Y[N, K, OH, OW]              At M A written straight into NCHW; inlined into the fused
- *                                                epilogue (bias, relu, residual add) or the group output
+ * AlterOpLayout (passes/graph/alter_op_layout.c) rewrites an eligible nn.conv2d(x, w) (float32, 3x3, stride 1,
+ * dilation 1, groups 1, constant w, K a multiple of 8) into five ops, each its own kernel, so every
+ * intermediate is an activation placed by the memory plan rather than per-call scratch (P = N * th * tw
+ * tiles; PP = P rounded up to a multiple of the GEMM's default register tile, so that tile needs no guard:
+ * the extra tiles repeat the last one and are never stored):
+ *   nn.winograd_weight_transform(w[K, C, 3, 3], tile, block = kb) -> U[alpha^2, K/kb, C, kb]
+ *       G g Gt per (k, c), kb output channels contiguous for the GEMM's vector loads; constant input, so
+ *       FoldConstant evaluates it at compile time.
+ *   nn.winograd_pad(x[N, C, H, W], padding, tile) -> D[N, m*th + 2, m*tw + 2, C]
+ *       zero-padded, channels innermost (the one transposition), so the transform reads contiguous channels.
+ *   nn.winograd_input(D, tile, ptiles = PP) -> V[alpha, alpha, PP, C]: Bt d B per tile and channel.
+ *   nn.winograd_gemm(V, U) -> M[alpha^2, K/kb, PP, kb] = sum_c V[e, p, c] * U[e, k/kb, c, k%kb].
+ *   nn.winograd_output(M, tile, out_shape = [N, OH, OW]) -> Y[N, K, OH, OW]: At M A written straight into
+ *       NCHW; injective, so the conv's elementwise epilogue (bias, relu, residual add) fuses into it.
  * The transforms multiply by constant matrices. They are written as explicit sums over the non-zero
  * coefficients (a coefficient of +-1 is an add or a subtract), separably: the row transform values are lets,
- * the column transform picks its row by a select on the (unrolled) tile coordinate. Once the tile loops are
- * unrolled every select condition is a constant, so LLVM keeps exactly one arm: no multiply by a zero, no
- * reduction over a constant matrix.
+ * the column transform picks its row by a select on the tile coordinate. The schedules unroll the tile
+ * coordinates, so every select condition is a constant and LLVM keeps exactly one arm: no multiply by zero,
+ * no reduction over a constant matrix.
  *
- * Schedule "conv2d_winograd.x86" (knobs tile_p, tile_c): the GEMM runs parallel over alpha^2 x K/kb; inside,
- * [c.o,] p.o, c.i, p.i (unrolled), kb (vectorized): tile_p x kb accumulators stay in registers over the
- * channel loop (one U vector load per kb/lanes vectors, tile_p broadcasts of V, tile_p * kb/lanes FMAs).
- * The input transform runs parallel over tiles, channels split by the lanes (vectorized) with the alpha x
- * alpha coordinates unrolled inside; the output stage is tiled n, k/kb, h/m (parallel), w/m, h%m, w%m
- * (unrolled), k%kb (vectorized). The fallback takes the register tile from the target's vector registers. */
+ * Schedules: "conv2d_winograd.x86" (the GEMM, knob tile_p) runs parallel over the fused alpha^2 x K/kb; a
+ * cache_write accumulator of tile_p tiles x kb channels is computed at p.o with loops c, p.i (unrolled), kb
+ * (vectorized): it stays in vector registers over the channel loop (one U vector load per kb/lanes vectors,
+ * tile_p broadcasts of V, tile_p * kb/lanes FMAs). The fallback tile_p fills the vector registers (AVX-512:
+ * 12 x 1 zmm; AVX2: 6 x 2 ymm). "winograd_input.x86": parallel over tiles, channels split by the lanes
+ * (vectorized) with the alpha x alpha coordinates unrolled inside. "winograd_output.x86": the group output
+ * (epilogue included) tiled n, k/kb, h/m (fused parallel), w/m, h%m, w%m (unrolled), k%kb (vectorized over
+ * kb contiguous M values; the NCHW store is a scatter). */
 #include <string.h>
 #include "topi/topi.h"
 
