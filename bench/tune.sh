@@ -4,15 +4,19 @@
 #     of the task, one after the other, so they see the same load; the cost of a config is its fastest repeat);
 #   - the whole model: the default package, the tuned package and ONNX Runtime, at each thread count (medians
 #     of ROUNDS rounds, the three runners alternating within a round; outputs checked against ORT's);
-#   - optionally xgb against random at equal trials: per task, how many trials xgb took to reach the best
-#     config random found in K trials (K per task for both, same seed).
+#   - optionally xgb against random at equal trials: per task, how many trials xgb takes to reach the best
+#     config random finds in K trials. Both replay the costs the tuning run recorded (`mlc tune --replay`,
+#     seeds 1-5): on a shared machine live runs would mostly compare the noise of two different moments. The
+#     tuning run measures whole spaces when they are small enough; the coverage is reported per task.
 # usage: bench/tune.sh MODEL [--minutes N] [--threads 1,2] [--tuner xgb] [--compare-trials K] [--rounds R]
 #                      [--runs N] [--tune-threads N] [--out DIR] [--mlc PATH] [--report-only]
 #   MODEL             a .onnx file, or a name of /tmp/benchmodels/NAME.onnx (/work/shared/bench/gen_models.py)
 #   --minutes N       the tuning time budget of the whole model (default 10; may be fractional)
 #   --threads LIST    thread counts of the whole-model timing (default 1,2)
 #   --tune-threads N  threads of each kernel while tuning (default 1: least disturbed on a shared machine)
-#   --compare-trials K  xgb against random with K trials per task each (default 0: skipped)
+#   --repeat N, --min-repeat-ms MS  mlc tune's timing of a config (defaults 5 and 10: the fastest of 5 repeats
+#                     of at least 10 ms each)
+#   --compare-trials K  xgb against random at K trials per task (replayed, seconds; default 0: skipped)
 #   --rounds R, --runs N  whole-model timing: R rounds of N runs each (defaults 5 and 20)
 #   --report-only     reuse OUT's records and tuning output (re-time the model only)
 # Writes OUT (default /tmp/tune_MODEL): tuned.json (records), tune.out (mlc tune --json), report.txt, report.json.
@@ -23,11 +27,14 @@ peer=$root/../shared/bench
 model=${1:?usage: bench/tune.sh MODEL [--minutes N] ...}
 shift
 minutes=10 threads=1,2 tuner=xgb cmp=0 rounds=5 runs=20 tune_threads=1 out= mlc=$root/build/mlc report_only=0
+repeat=5 min_ms=10
 while [ $# -gt 0 ]; do
   case $1 in
   --minutes) minutes=$2; shift ;;
   --threads) threads=$2; shift ;;
   --tune-threads) tune_threads=$2; shift ;;
+  --repeat) repeat=$2; shift ;;
+  --min-repeat-ms) min_ms=$2; shift ;;
   --tuner) tuner=$2; shift ;;
   --compare-trials) cmp=$2; shift ;;
   --rounds) rounds=$2; shift ;;
@@ -53,16 +60,18 @@ if [ $report_only = 0 ]; then
   rm -f "$out/tuned.json"
   log "tuning $name with $tuner for $budget s"
   "$mlc" tune "$model" --tuner "$tuner" --time-budget "$budget" --threads "$tune_threads" --seed 1 \
+    --repeat "$repeat" --min-repeat-ms "$min_ms" --remeasure 3 \
     --output "$out/tuned.json" --plot "$out/curves.svg" --json > "$out/tune.out"
   log "tuned: $(/usr/bin/python3 -c 'import json,sys; print("%.0f s" % json.load(open(sys.argv[1]))["elapsed_s"])' "$out/tune.out")"
-  if [ "$cmp" -gt 0 ]; then
-    for t in random xgb; do
-      rm -f "$out/cmp_$t.json"
-      log "$t, $cmp trials per task"
-      "$mlc" tune "$model" --tuner "$t" --trials "$cmp" --remeasure 0 --threads "$tune_threads" --seed 1 \
-        --output "$out/cmp_$t.json" --json > "$out/cmp_$t.out"
+fi
+if [ "$cmp" -gt 0 ]; then
+  log "xgb and random replayed on the recorded costs, seeds 1-5"
+  for t in random xgb; do
+    for s in 1 2 3 4 5; do
+      "$mlc" tune "$model" --replay "$out/tuned.json" --tuner "$t" --trials 100000 --seed "$s" --json \
+        > "$out/replay_${t}_$s.out" 2> /dev/null
     done
-  fi
+  done
 fi
 
 log "compiling the default and the tuned package"
@@ -119,41 +128,42 @@ if tot_t > 0:
     say("tuned tasks, x groups: default %.2f ms -> tuned %.2f ms (%.2fx)" % (tot_d, tot_t, tot_d / tot_t))
 report["task_sum_ms"] = {"default": tot_d, "tuned": tot_t}
 
-# ---- xgb against random at equal trials
-if cmp > 0 and os.path.exists(out + "/cmp_xgb.json"):
-    def by_task(path):
-        tasks = {}
-        for l in open(path):
-            if l.strip():
-                r = json.loads(l)
-                k = (r["input"][1], json.dumps(r["input"][2]), json.dumps(r["input"][3], sort_keys=True))
-                c = min(r["result"][0]) if r["result"][1] == 0 else float("inf")
-                tasks.setdefault(k, []).append(c)
-        return tasks
-    rnd, xgb = by_task(out + "/cmp_random.json"), by_task(out + "/cmp_xgb.json")
+# ---- xgb against random at equal trials, replayed on the recorded costs
+if cmp > 0 and os.path.exists(out + "/replay_xgb_1.out"):
+    covered = {}
+    for l in open(out + "/tuned.json"):
+        if l.strip():
+            r = json.loads(l)
+            covered.setdefault((r["input"][1], json.dumps(r["input"][2])), set()).add(r["config"]["index"])
+    curves = {}
+    for tn in ("random", "xgb"):
+        for s in range(1, 6):
+            for t in json.load(open("%s/replay_%s_%d.out" % (out, tn, s)))["tasks"]:
+                if t["tuned"] and t["best_gflops_curve"]:
+                    curves.setdefault(t["index"], [t, {}])[1].setdefault(tn, []).append(t["best_gflops_curve"])
     say()
-    say("xgb against random, %d trials per task each: trials xgb needed to reach random's best (within 2%%)" % cmp)
+    say("xgb against random at %d trials per task (or the whole space when smaller), replayed on the recorded costs,"
+        " seeds 1-5:" % cmp)
+    say("trials xgb needs to reach random's best, as a share of random's trials (mean over the seeds)")
     ratios = []
-    for k, rc in rnd.items():
-        xc = xgb.get(k)
-        best = min(rc)
-        if not xc or best == float("inf"):
+    for i, (t, c) in sorted(curves.items()):
+        n = t["space_size"]
+        k = min(cmp, n)
+        rs = []
+        for rc, xc in zip(c.get("random", []), c.get("xgb", [])):
+            if len(rc) < k or rc[k - 1] <= 0:
+                continue
+            reach = next((j + 1 for j, g in enumerate(xc) if g >= rc[k - 1] * 0.999), len(xc) + 1)
+            rs.append(reach / k)
+        if not rs:
             continue
-        reach, cur = None, float("inf")
-        for i, c in enumerate(xc):
-            cur = min(cur, c)
-            if cur <= best * 1.02:
-                reach = i + 1
-                break
-        n = len(rc)
-        ratios.append((reach or 2 * n) / n)
-        say("  %-20s %-34s random best %.3f ms in %d, xgb best %.3f ms, reached at trial %s" %
-            (k[0], "x".join(str(x) for x in json.loads(k[1])[-1][1]), best * 1e3, n, min(xc) * 1e3,
-             reach if reach else "never"))
+        ratios.append(float(np.mean(rs)))
+        cov = len(covered.get((t["name"], json.dumps(t["args"])), ()))
+        say("  task %-3d %-20s space %4d (%3d recorded)  k %3d  xgb/random trials %.2f" % (i, t["name"], n, cov, k,
+                                                                                          ratios[-1]))
     if ratios:
-        half = sum(r <= 0.5 for r in ratios)
-        say("  xgb reached random's best in at most half the trials on %d of %d tasks (median ratio %.2f)" %
-            (half, len(ratios), float(np.median(ratios))))
+        say("  mean %.2f; xgb within half of random's trials on %d of %d tasks" %
+            (float(np.mean(ratios)), sum(r <= 0.5 for r in ratios), len(ratios)))
         report["xgb_vs_random"] = {"trials": cmp, "ratios": ratios}
 
 # ---- the whole model

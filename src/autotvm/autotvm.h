@@ -202,6 +202,9 @@ typedef struct TuneOptions {
   MeasureOptions measure;
   uint64_t seed;
   const TuneRecords *prior; /* --tuning-records: measured already, skipped */
+  /* --replay: nothing is built or timed; a config's result is its best record here (an error when it has
+   * none), the default's that of the fallback config. Compares tuners on the same costs, free of noise. */
+  const TuneRecords *replay;
   FILE *log;                /* records are appended and flushed here */
   /* called after each measured batch and once when the task is done */
   void (*progress)(void *user, const TuneTask *t, const TuneSummary *s, double elapsed, bool done);

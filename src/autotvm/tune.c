@@ -10,7 +10,11 @@
  * JSON line and flushed at once, and the tuner learns from the batch. Near the deadline batches shrink to
  * what the measured seconds per config say still fits. Last, the best few configs and the default are
  * measured again, one after the other: on a shared machine the load drifts during a run, and the
- * comparison of the default with the best (and the choice among the best) should see the same load. */
+ * comparison of the default with the best (and the choice among the best) should see the same load.
+ *
+ * Replay (o->replay) runs the same loop on recorded costs instead of measurements, e.g. on the records of a
+ * run that measured whole spaces: tuners can then be compared on identical costs, without the noise of a
+ * shared machine deciding which one wins. Nothing is logged then (the results are not measurements). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +40,7 @@ static void note(TuneSummary *sum, const TuneTask *task, double cost, int64_t id
 
 static mlc_status log_record(const TuneTasks *ts, const TuneTask *task, const TuneOptions *o, int64_t index,
                              const MeasureResult *r, Diag *d) {
+  if (o->replay) return MLC_OK;
   TopiConfig cfg;
   tune_config_from_index(&task->space, index, &cfg);
   char *line = tune_record_line(ts->target.str, task, index, &cfg, r);
@@ -64,6 +69,41 @@ static int best_seen(const Seen *seen, int n, int k, int64_t *out) {
   return got;
 }
 
+/* the replayed result of config index: its fastest valid record, else its first error, else "not recorded" */
+static void replay_result(const TuneTasks *ts, const TuneTask *task, const TuneRecords *recs, int64_t index,
+                          MeasureResult *res) {
+  memset(res, 0, sizeof *res);
+  res->error_no = TUNE_ERR_UNKNOWN;
+  snprintf(res->msg, sizeof res->msg, "not in the replayed records");
+  double best = 1e9;
+  for (int i = 0; i < recs->v.n; i++) {
+    const TuneRecord *r = &recs->v.v[i];
+    if (strcmp(r->target, ts->target.str) || strcmp(r->key, task->key) ||
+        tune_index_from_config(&task->space, &r->config) != index)
+      continue;
+    if (r->error_no == TUNE_NO_ERROR && r->cost < best) {
+      best = r->cost;
+      res->error_no = TUNE_NO_ERROR;
+      res->ncosts = 1;
+      res->costs[0] = r->cost;
+      res->all_cost = r->all_cost;
+      res->timestamp = r->timestamp;
+      res->msg[0] = 0;
+    } else if (r->error_no != TUNE_NO_ERROR && res->error_no == TUNE_ERR_UNKNOWN && best >= 1e9) {
+      res->error_no = r->error_no;
+      snprintf(res->msg, sizeof res->msg, "replayed error");
+    }
+  }
+}
+
+static void measure(Measurer *m, const TuneTasks *ts, const TuneTask *task, const TuneOptions *o, int n,
+                    const int64_t *idx, MeasureResult *res) {
+  if (o->replay)
+    for (int i = 0; i < n; i++) replay_result(ts, task, o->replay, idx[i], &res[i]);
+  else
+    tune_measure_batch(m, n, idx, res);
+}
+
 mlc_status tune_task_run(Arena *a, const TuneTasks *ts, const TuneTask *task, const TuneOptions *o, TuneSummary *sum,
                          Diag *d) {
   memset(sum, 0, sizeof *sum);
@@ -83,13 +123,17 @@ mlc_status tune_task_run(Arena *a, const TuneTasks *ts, const TuneTask *task, co
     return d->status;
   }
   Measurer *m = NULL;
-  if (tune_measurer_new(ts, task, &o->measure, &m, d) != MLC_OK) {
+  MeasureResult replayed_default;
+  if (o->replay) {
+    if (task->default_index >= 0) replay_result(ts, task, o->replay, task->default_index, &replayed_default);
+    else replayed_default = (MeasureResult){.error_no = TUNE_ERR_UNKNOWN};
+  } else if (tune_measurer_new(ts, task, &o->measure, &m, d) != MLC_OK) {
     tune_tuner_free(t);
     free(seen);
     return d->status;
   }
   mlc_status st = MLC_OK;
-  const MeasureResult *dr = tune_measurer_default(m);
+  const MeasureResult *dr = o->replay ? &replayed_default : tune_measurer_default(m);
   sum->default_error = dr->error_no;
   sum->default_cost = tune_result_cost(dr);
   int last_improve = 0;
@@ -156,7 +200,7 @@ mlc_status tune_task_run(Arena *a, const TuneTasks *ts, const TuneTask *task, co
     int k = t->next_batch(t, want, idx);
     if (k <= 0) break; /* the space is exhausted */
     double b0 = tune_clock();
-    tune_measure_batch(m, k, idx, res);
+    measure(m, ts, task, o, k, idx, res);
     measure_s += tune_clock() - b0;
     measure_n += k;
     for (int i = 0; i < k && st == MLC_OK; i++) {
@@ -171,7 +215,7 @@ mlc_status tune_task_run(Arena *a, const TuneTasks *ts, const TuneTask *task, co
     if (o->progress) o->progress(o->progress_user, task, sum, tune_clock() - t0, false);
   }
   /* the best few and the default again, under the same load */
-  if (st == MLC_OK && remeasure > 0 && sum->measured > 0) {
+  if (st == MLC_OK && remeasure > 0 && sum->measured > 0 && !o->replay) {
     int k = best_seen(seen, nseen, remeasure, idx);
     if (k > 0) {
       tune_measure_batch(m, k, idx, res);

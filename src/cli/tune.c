@@ -21,14 +21,16 @@
 static const char *tune_usage =
     "usage: mlc tune model.onnx --output records.json [--target T] [--tuner xgb|ga|random|grid] [--trials N]\n"
     "                [--time-budget S] [--early-stopping N] [--number N] [--repeat N] [--min-repeat-ms MS]\n"
-    "                [--timeout S] [--remeasure N]"
+    "                [--timeout S] [--remeasure N] [--replay records.json]"
     "                [--parallel N] [--threads N] [--seed N] [--tuning-records old.json] [--task-shard K/N]\n"
     "                [--plot FILE.svg] [--opt-level 0..3] [--input-shapes name:[d,..]] [--json]\n"
     "  --time-budget S   stop after S seconds in all (shared out over the tasks by FLOPs; without --trials,\n"
     "                    as many trials as fit); a batch in flight finishes (each config bounded by --timeout)\n"
     "  --trials N        configs per task (default 64; records resumed from --tuning-records count)\n"
     "  --repeat N        timed repeats per config; its cost is the fastest (default 3)\n"
-    "  --remeasure N     at the end of a task, its best N configs and the default measured again (default 2)\n";
+    "  --remeasure N     at the end of a task, its best N configs and the default measured again (default 2)\n"
+    "  --replay FILE     measure nothing: each config's cost is its best record in FILE (tuners compared on the\n"
+    "                    same costs); no records are written, --output is not needed\n";
 
 static int report(bool json, int code, const char *msg) {
   fprintf(stderr, PROG ": %s\n", msg);
@@ -62,7 +64,7 @@ static void progress(void *user, const TuneTask *t, const TuneSummary *s, double
 
 int cmd_tune(int argc, char **argv) {
   const char *model = NULL, *output = NULL, *tuner = "xgb", *shapes = NULL, *prior_path = NULL, *plot = NULL,
-             *shard = NULL;
+             *shard = NULL, *replay_path = NULL;
   CompileOptions copt = {.target = "llvm", .opt_level = 3};
   long long trials = 64, early = 0, number = 10, repeat = 3, min_ms = 0, timeout = 10, parallel = 0, threads = 0,
             seed = 0, budget = 0, remeasure = 2, lv;
@@ -92,6 +94,7 @@ int cmd_tune(int argc, char **argv) {
     else if (arg_int(&it, "--seed", 0, (long long)1 << 62, &seed)) {}
     else if (arg_int(&it, "--opt-level", 0, 3, &lv) || arg_int(&it, "-O", 0, 3, &lv)) copt.opt_level = (int)lv;
     else if (arg_value(&it, "--tuning-records", &v)) prior_path = v;
+    else if (arg_value(&it, "--replay", &v)) replay_path = v;
     else if (arg_value(&it, "--task-shard", &v)) shard = v;
     else if (arg_value(&it, "--plot", &v)) plot = v;
     else if (arg_value(&it, "--input-shapes", &v)) shapes = v;
@@ -101,7 +104,7 @@ int cmd_tune(int argc, char **argv) {
     } else arg_unknown(&it);
   }
   if (!it.error[0] && !model) snprintf(it.error, sizeof it.error, "no model given");
-  if (!it.error[0] && !output) snprintf(it.error, sizeof it.error, "no --output records file given");
+  if (!it.error[0] && !output && !replay_path) snprintf(it.error, sizeof it.error, "no --output records file given");
   if (!it.error[0] && strcmp(tuner, "xgb") && strcmp(tuner, "ga") && strcmp(tuner, "random") && strcmp(tuner, "grid"))
     snprintf(it.error, sizeof it.error, "--tuner '%.100s': expected xgb, ga, random or grid", tuner);
   long long shard_k = 0, shard_n = 1;
@@ -128,12 +131,13 @@ int cmd_tune(int argc, char **argv) {
   OnnxImportOptions io = {0};
   Graph *g = NULL;
   TuneTasks ts;
-  TuneRecords prior = {0};
+  TuneRecords prior = {0}, replay = {0};
   int nbad = 0, rc = 0;
   char msg[2300];
   if ((shapes && onnx_parse_input_shapes(a, shapes, &io, &d) != MLC_OK) || onnx_import_file(a, model, &io, &g, &d) ||
       tune_extract_tasks(a, g, &copt, &ts, &d) ||
-      (prior_path && access(prior_path, F_OK) == 0 && tune_records_load(a, prior_path, &prior, &nbad, &d))) {
+      (prior_path && access(prior_path, F_OK) == 0 && tune_records_load(a, prior_path, &prior, &nbad, &d)) ||
+      (replay_path && tune_records_load(a, replay_path, &replay, NULL, &d))) {
     rc = report(json, d.status ? (int)d.status : MLC_ERR_INTERNAL, d.msg);
     arena_free(a);
     return rc;
@@ -149,8 +153,8 @@ int cmd_tune(int argc, char **argv) {
     }
     fflush(stdout);
   }
-  FILE *log = trials > 0 ? fopen(output, "a") : NULL;
-  if (trials > 0 && !log) {
+  FILE *log = trials > 0 && !replay_path ? fopen(output, "a") : NULL;
+  if (trials > 0 && !replay_path && !log) {
     snprintf(msg, sizeof msg, "%s: cannot open for appending", output);
     arena_free(a);
     return report(json, MLC_ERR_INVALID, msg);
@@ -163,6 +167,7 @@ int cmd_tune(int argc, char **argv) {
                                 .timeout = (double)timeout, .threads = (int)threads, .parallel = (int)parallel,
                                 .seed = (uint64_t)seed},
                     .seed = (uint64_t)seed, .prior = prior_path ? &prior : NULL, .log = log,
+                    .replay = replay_path ? &replay : NULL,
                     .remeasure = (int)remeasure, .progress = progress, .progress_user = &pr};
   TuneSummary *sums = arena_alloc(a, sizeof(TuneSummary) * (size_t)(ts.tasks.n + 1));
   const TuneTask **tuned = arena_alloc(a, sizeof(TuneTask *) * (size_t)(ts.tasks.n + 1));
@@ -218,7 +223,9 @@ int cmd_tune(int argc, char **argv) {
     printf(",\"model\":");
     cli_json_string(stdout, model);
     printf(",\"output\":");
-    cli_json_string(stdout, output);
+    if (output) cli_json_string(stdout, output);
+    else printf("null");
+    printf(",\"replay\":%s", replay_path ? "true" : "false");
     printf(",\"target\":");
     cli_json_string(stdout, ts.target.str);
     printf(",\"tuner\":\"%s\",\"time_budget_s\":%lld,\"elapsed_s\":%.3f,\"tasks\":[", tuner, budget,
@@ -244,8 +251,10 @@ int cmd_tune(int argc, char **argv) {
                  s->default_cost * 1e3);
         else
           printf(",\"default_gflops\":null,\"default_ms\":null");
-        printf(",\"default_error\":%d,\"seconds\":%.3f,\"out_of_time\":%s", s->default_error, s->seconds,
-               s->out_of_time ? "true" : "false");
+        printf(",\"default_error\":%d,\"seconds\":%.3f,\"out_of_time\":%s,\"best_gflops_curve\":[", s->default_error,
+               s->seconds, s->out_of_time ? "true" : "false");
+        for (int j = 0; j < s->curve.n; j++) printf("%s%.4f", j ? "," : "", s->curve.best_gflops[j]);
+        printf("]");
       }
       printf("}");
     }
@@ -263,7 +272,7 @@ int cmd_tune(int argc, char **argv) {
              s->seconds);
     }
     if (budget > 0) printf("%.1f s of a %lld s time budget\n", tune_clock() - start, budget);
-    if (trials > 0) printf("records appended to %s\n", output);
+    if (trials > 0 && log) printf("records appended to %s\n", output);
   }
   arena_free(a);
   return rc;

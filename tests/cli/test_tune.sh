@@ -2,7 +2,8 @@
 # mlc tune end to end on models/cnn_small.onnx, bounded (a few trials per task): each tuner writes valid
 # records, a resumed run measures nothing twice, compiling with the records gives the untuned outputs,
 # a time budget stops the run in time, configs and a default schedule that time out are recorded without
-# stopping it, and shard files merge into one best record per task.
+# stopping it, a replay of the records reproduces their best, and shard files merge into one best record per
+# task.
 # usage: test_tune.sh MLC BUILD_DIR SOURCE_DIR
 set -u
 mlc=$1 dir=$2/tune src=$3
@@ -55,6 +56,28 @@ before=$(wc -l < "$dir/random.json")
   > "$dir/resume.txt" 2>&1 || fail "resume"
 [ "$(wc -l < "$dir/random.json")" = "$before" ] || fail "resume measured again"
 grep -q "2 resumed" "$dir/resume.txt" || fail "resume: $(cat "$dir/resume.txt")"
+
+# replay: the same tuner and seed on the recorded costs proposes the same configs, so each task's best is the
+# best recorded; nothing is measured or written
+"$mlc" tune "$m" --replay "$dir/random.json" --tuner random --trials 2 --seed 7 --json > "$dir/replay.out" ||
+  fail "replay"
+/usr/bin/python3 - "$dir" <<'PY' || fails=$((fails + 1))
+import json, sys
+d = sys.argv[1]
+o = json.loads(open(d + "/replay.out").read())
+assert o["replay"] and o["output"] is None, o
+best = {}
+for l in open(d + "/random.json"):
+    r = json.loads(l)
+    if r["result"][1] == 0:
+        k = (r["input"][1], json.dumps(r["input"][2]))
+        best[k] = min(best.get(k, 1e9), min(r["result"][0]))
+for t in o["tasks"]:
+    want = t["flops"] / best[(t["name"], json.dumps(t["args"]))] * 1e-9
+    assert t["tuned"] and t["trials"] == 2 and abs(t["best_gflops"] - want) <= 1e-3 * want + 1e-3, (t, want)
+    assert len(t["best_gflops_curve"]) == 2 and t["best_gflops_curve"][-1] == t["best_gflops"], t
+print("ok   replay")
+PY
 
 # compile with the records: every task uses one, and the outputs match the untuned package
 "$mlc" compile "$m" --output "$dir/plain.tar" >/dev/null || fail "compile"
