@@ -138,7 +138,10 @@ void topi_split(TeStage *st, IterVar *iv, int64_t factor, IterVar **o, IterVar *
 
 /* ---------------------------------------------------------------- generic schedules */
 
-/* Injective: innermost axis split by the lanes and vectorized when they divide it; the other axes fused
+/* Injective: innermost axis split by the lanes and vectorized when they divide it, else vectorized whole
+ * when it is at most four vectors long (odd rows of 7, 13 or 55 columns: codegen splits an odd-width vector
+ * into whole and partial ones, and LLVM no longer vectorizes loops on its own), else split by its largest
+ * divisor up to four vectors when that fills at least one vector; the other axes fused
  * into one parallel loop (with the innermost's outer part when there is little else to share out). */
 static void schedule_injective(TeCtx *c, TeStage *st) {
   TeOp *op = st->op;
@@ -149,8 +152,13 @@ static void schedule_injective(TeCtx *c, TeStage *st) {
   IterVar *ivs[MLC_MAX_DIMS + 1];
   memcpy(ivs, st->leaf, sizeof(IterVar *) * (size_t)nd);
   IterVar *last = ivs[nd - 1], *vec = NULL, *lo = NULL;
+  int64_t wide = lanes > 1 && last->extent > 4 * lanes ? topi_largest_divisor(last->extent, 4 * lanes) : 0;
   if (lanes > 1 && last->extent >= lanes && last->extent % lanes == 0) {
     topi_split(st, last, lanes, &lo, &vec);
+  } else if (lanes > 1 && last->extent >= 4 && last->extent <= 4 * lanes) {
+    vec = last;
+  } else if (wide >= lanes) {
+    topi_split(st, last, wide, &lo, &vec);
   } else if (nd == 1 && numel >= PARALLEL_MIN_WORK) {
     topi_split(st, last, 256, &lo, NULL); /* a 1-D tensor: chunks of 256 to share out */
     last = NULL;
