@@ -19,6 +19,7 @@
 #   --compare-trials K  xgb against random at K trials per task (replayed, seconds; default 0: skipped)
 #   --rounds R, --runs N  whole-model timing: R rounds of N runs each (defaults 5 and 20)
 #   --report-only     reuse OUT's records and tuning output (re-time the model only)
+#   --tune-only       tune, then stop (time the model later with --report-only, e.g. once the machine is quiet)
 # Writes OUT (default /tmp/tune_MODEL): tuned.json (records), tune.out (mlc tune --json), report.txt, report.json.
 # Exit status: 0, or 1 when a step fails or the tuned model's outputs disagree with ORT's.
 set -eu
@@ -27,7 +28,7 @@ peer=$root/../shared/bench
 model=${1:?usage: bench/tune.sh MODEL [--minutes N] ...}
 shift
 minutes=10 threads=1,2 tuner=xgb cmp=0 rounds=5 runs=20 tune_threads=1 out= mlc=$root/build/mlc report_only=0
-repeat=5 min_ms=10
+repeat=5 min_ms=10 tune_only=0
 while [ $# -gt 0 ]; do
   case $1 in
   --minutes) minutes=$2; shift ;;
@@ -42,6 +43,7 @@ while [ $# -gt 0 ]; do
   --out) out=$2; shift ;;
   --mlc) mlc=$2; shift ;;
   --report-only) report_only=1 ;;
+  --tune-only) tune_only=1 ;;
   *) echo "bench/tune.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -73,6 +75,7 @@ if [ "$cmp" -gt 0 ]; then
     done
   done
 fi
+[ $tune_only = 0 ] || exit 0
 
 log "compiling the default and the tuned package"
 "$mlc" compile "$model" --output "$out/default.tar" > /dev/null

@@ -221,7 +221,8 @@ struct TuneSummary {
   int remeasured;   /* extra measurements of configs measured already (records too; not trials) */
   double best_cost; /* seconds, 1e9 if none valid */
   int64_t best_index;
-  double default_cost;  /* seconds, the fastest of its measurements; 1e9 when it never measured (unknown) */
+  double default_cost;  /* seconds, the fastest measurement of the default schedule or of the same config in the
+                         * space (the fallback); 1e9 when it never measured (unknown) */
   int default_error;    /* error_no of the default's first measurement (0: it measured) */
   bool out_of_time;     /* stopped at the deadline before the trials or the space were done */
   double seconds;       /* wall time of the task */

@@ -27,6 +27,7 @@ typedef struct Seen {
 
 static void note(TuneSummary *sum, const TuneTask *task, double cost, int64_t idx, int trials_done,
                  int *last_improve) {
+  if (idx == task->default_index && cost < sum->default_cost) sum->default_cost = cost; /* the same schedule */
   if (cost < sum->best_cost) {
     sum->best_cost = cost;
     sum->best_index = idx;
