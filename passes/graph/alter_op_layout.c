@@ -20,9 +20,12 @@
 #include "passes/graph/passes.h"
 #include "topi/topi.h"
 
+/* the output channel block of a packed conv: 16, the lanes, or 8 (half an AVX-512 vector: MobileNet's 24-channel
+ * projections, so that the depthwise convs around them stay NCHWc too) */
 static int64_t pick_block(int64_t oc, int lanes) {
   if (oc % 16 == 0 && lanes <= 16) return 16;
   if (oc % lanes == 0) return lanes;
+  if (oc % 8 == 0) return 8;
   return 0;
 }
 
