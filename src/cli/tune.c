@@ -48,9 +48,10 @@ static void progress(void *user, const TuneTask *t, const TuneSummary *s, double
   double best = s->best_cost < 1e9 ? t->flops / s->best_cost * 1e-9 : 0;
   int new_trials = s->trials - s->resumed;
   if (p->tty) {
-    double left = new_trials > 0 && !done ? elapsed / new_trials * (p->trials - s->trials) : 0;
+    int total = t->space_size < p->trials ? (int)t->space_size : p->trials; /* a config is measured once */
+    double left = new_trials > 0 && !done ? elapsed / new_trials * (total - s->trials) : 0;
     fprintf(stderr, "\r[task %2d/%2d] %-20.20s trials %4d/%d  best %8.2f GFLOP/s  elapsed %6.1f s  left ~%5.1f s %s",
-            p->pos, p->count, t->name, s->trials, p->trials, best, elapsed, left, done ? "\n" : "");
+            p->pos, p->count, t->name, s->trials, total, best, elapsed, left, done ? "\n" : "");
   } else if (done) {
     char dflt[48];
     if (s->default_cost < 1e9) snprintf(dflt, sizeof dflt, "%.2f", t->flops / s->default_cost * 1e-9);
