@@ -549,6 +549,11 @@ LLVMValueRef cg_expr(CgModule *m, const Expr *e) {
   }
   case E_SELECT: {
     LLVMValueRef c = cg_expr(m, e->op.c);
+    /* a condition that folded to a constant (a select on an unrolled loop's variable, e.g. Winograd's
+     * per-coordinate transform rows): emit only the chosen arm, not both for LLVM to delete */
+    if (c && LLVMIsAConstantInt(c) && e->op.c->dtype == MLC_BOOL && e->op.a->dtype == e->op.b->dtype &&
+        e->op.a->lanes == e->op.b->lanes && e->op.a->lanes == e->lanes)
+      return cg_expr(m, LLVMConstIntGetZExtValue(c) ? e->op.a : e->op.b);
     LLVMValueRef a = c ? cg_expr(m, e->op.a) : NULL;
     LLVMValueRef b = a ? cg_expr(m, e->op.b) : NULL;
     if (!b) return NULL;
