@@ -338,6 +338,12 @@ static mlc_status norm_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **out
   k->param_mode = strcmp(ir_attr_string(n, "param", "channel"), "group") == 0;
   const char *nm = n->op->name + 3;
   k->lanes = row_lanes(c, k);
+  /* layer / rms norm with the output alone get the per-row template (partials per row); the others keep the
+   * partials of every row in one scratch buffer, which must stay small (see reduce.c) */
+  bool per_row = (k->kind == NK_LAYER || k->kind == NK_RMS) && n->noutputs == 1 && !k->s.red[0];
+  int64_t rows = 1;
+  for (int i = 0; i < k->s.ndim; i++) rows *= k->s.sdims[i];
+  if (!per_row && rows * k->lanes * mlc_dtype_size(k->acc) > (4 << 20)) k->lanes = 0;
   if (k->lanes) {
     int64_t kk = k->x->shape[k->s.ndim - 1];
     k->kmain = kk - kk % k->lanes;
@@ -353,9 +359,9 @@ static mlc_status norm_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **out
   k->rstd = stage(c, k, arena_printf(A, "%s_rstd", nm), "elemwise", k->acc, rstd_body);
   NormCtx *o = arena_memdup(A, k, sizeof *k);
   /* layer / rms norm in the row form with the output alone: the "layer_norm" template computes everything
-   * per row (the statistics read by other outputs could not live inside the output's row loop) */
-  bool row = k->lanes && (k->kind == NK_LAYER || k->kind == NK_RMS) && n->noutputs == 1 && !k->s.red[0];
-  outs[0] = te_compute(c, nm, row ? "layer_norm" : "injective", k->out, k->s.ndim, k->x->shape, out_body, o);
+   * per row (statistics that other outputs read could not live inside the output's row loop) */
+  outs[0] = te_compute(c, nm, k->lanes && per_row ? "layer_norm" : "injective", k->out, k->s.ndim, k->x->shape,
+                       out_body, o);
   /* layer norm's optional outputs: the mean and the reciprocal standard deviation, in the stash type */
   for (int i = 1; i < n->noutputs; i++) {
     NormCtx cc = *k;

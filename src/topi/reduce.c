@@ -19,6 +19,8 @@
 #include <string.h>
 #include "topi/topi.h"
 
+#define RED_ROW_MAX_SCRATCH (4 << 20) /* bytes of per-lane partials the row form may allocate */
+
 typedef enum RedOp {
   R_SUM, R_MEAN, R_MAX, R_MIN, R_PROD, R_L1, R_L2, R_LOGSUM, R_LOGSUMEXP, R_SUMSQ, R_ARGMAX, R_ARGMIN, R_COUNT
 } RedOp;
@@ -218,7 +220,13 @@ static int64_t red_row_lanes(TeCtx *c, const RedArgs *r, mlc_dtype in) {
   mlc_dtype t = r->acc;
   if (in != t || !(t == MLC_F32 || t == MLC_F64 || t == MLC_I32 || t == MLC_I64)) return 0;
   int64_t lanes = topi_vector_lanes(c->target, t);
-  return lanes > 1 && r->x->shape[r->ndim - 1] >= lanes ? lanes : 0;
+  if (lanes < 2 || r->x->shape[r->ndim - 1] < lanes) return 0;
+  /* the generic schedule keeps the partials of every row in one scratch buffer (rows x lanes): past a few MiB
+   * (many short rows) that allocation costs more than the vector loop saves */
+  int64_t rows = 1;
+  for (int i = 0; i < r->ndim; i++)
+    if (!r->red[i]) rows *= r->x->shape[i];
+  return rows * lanes * mlc_dtype_size(t) <= RED_ROW_MAX_SCRATCH ? lanes : 0;
 }
 
 /* one reduce stage (ST_EXTREME or ST_REDUCE) of the output's shape, direct or in the row form */

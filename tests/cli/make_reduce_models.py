@@ -68,6 +68,8 @@ reduce("logsum_rem", "ReduceLogSum", f32(3, 21, lo=0.1, hi=2.0), [1], 0,
 reduce("logsumexp_rows", "ReduceLogSumExp", f32(7, 50) * 10, [1], 1, lse)
 reduce("sum_int32", "ReduceSum", rng.integers(-100, 100, (3, 40)).astype(np.int32), [1], 1,
        lambda x, a, k: np.sum(x, axis=a, keepdims=k))
+# many short rows: the row form's scratch (rows x lanes) would pass 4 MiB, so the direct form
+reduce("sum_many_short_rows", "ReduceSum", f32(66000, 16), [1], 1, lambda x, a, k: np.sum(x, axis=a, keepdims=k))
 reduce("mean_outer_axis", "ReduceMean", f32(40, 6), [0], 1, lambda x, a, k: np.mean(x, axis=a, keepdims=k))
 
 
