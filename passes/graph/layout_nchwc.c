@@ -32,6 +32,7 @@
  * Different blocks on adjacent convs need no transform: data_block follows the producer, out_block the
  * consumer's own weight. */
 #include <string.h>
+#include "codegen/llvm/codegen.h"
 #include "passes/graph/passes.h"
 
 typedef struct Slot {
@@ -53,6 +54,7 @@ typedef struct LayoutCtx {
   int *region;        /* by value id (of the original graph): union-find parent */
   bool *region_ok;    /* by region root: blocked (see the opening note) */
   int64_t *region_b;  /* by region root: the block of the convs writing into it, -1 when they differ */
+  int lanes;          /* float lanes of the target's vectors (0: not a CPU target) */
 } LayoutCtx;
 
 static void grow(LayoutCtx *c) {
@@ -155,6 +157,19 @@ static bool is_packed_conv(const Node *n) {
          !ir_attr(n, "data_block") && !ir_attr(n, "out_block");
 }
 
+/* whether nn.conv2d_packed n takes conv2d_x86.c's rows form when it reads and writes NCHW: 1x1 kernel
+ * (weight [OC/ocb, IC, 1, 1, ocb]), stride 1, no padding, H x W a multiple of the target's float lanes */
+static bool pointwise_rows(const LayoutCtx *c, const Node *n) {
+  const int64_t *w = n->inputs[1]->type.dims, *o = n->outputs[0]->type.dims;
+  int64_t v[4] = {0, 0, 0, 0};
+  if (c->lanes < 1 || w[2] != 1 || w[3] != 1 || n->outputs[0]->type.ndim != 4) return false;
+  int cnt = ir_attr_ints(n, "strides", v, 4);
+  if (cnt && (v[0] != 1 || v[1] != 1)) return false;
+  cnt = ir_attr_ints(n, "padding", v, 4);
+  if (cnt && (v[0] || v[1] || v[2] || v[3])) return false;
+  return (o[2] * o[3]) % c->lanes == 0;
+}
+
 /* nn.depthwise_conv2d with one output channel per input channel (weight [C, 1, KH, KW]): in NCHWc it reads
  * and writes the same channel block (src/topi/depthwise_x86.c, data_block), so it passes a region's layout on
  * like an elementwise op */
@@ -239,6 +254,19 @@ static void find_regions(LayoutCtx *c) {
   }
   for (int i = 0; i < g->inputs.n; i++) c->region_ok[find(c->region, g->inputs.v[i]->id)] = false;
   for (int i = 0; i < g->outputs.n; i++) c->region_ok[find(c->region, g->outputs.v[i]->id)] = false;
+  /* A pointwise conv that writes NCHW is a matrix product with vectors along H x W when it also reads NCHW
+   * (conv2d_x86.c's rows form); reading NCHWc it would store each channel-block vector as a scatter into
+   * NCHW. So its data's region stays NCHW too; that may turn the conv writing that region to NCHW output,
+   * and so on: repeat until nothing changes. */
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int i = 0; i < g->nodes.n; i++) {
+      Node *n = g->nodes.v[i];
+      if (!is_packed_conv(n) || !pointwise_rows(c, n) || c->region_ok[find(c->region, n->outputs[0]->id)]) continue;
+      int r = find(c->region, n->inputs[0]->id);
+      if (c->region_ok[r]) c->region_ok[r] = false, changed = true;
+    }
+  }
 }
 
 /* the block a packed conv writes: its own, when its output's region is blocked */
@@ -365,12 +393,15 @@ static mlc_status convert_node(LayoutCtx *c, Node *n) {
 }
 
 mlc_status pass_convert_layout_nchwc(Graph *g, const PassOptions *opt, Diag *d) {
-  (void)opt;
   bool any = false;
   for (int i = 0; i < g->nodes.n && !any; i++) any = !strcmp(g->nodes.v[i]->op->name, "nn.conv2d_packed");
   if (!any) return MLC_OK;
   LayoutCtx c = {.g = g, .d = d, .reshape = ir_op_find("reshape"), .transpose = ir_op_find("transpose")};
   if (!c.reshape || !c.transpose) return MLC_OK;
+  Target t;
+  Diag td = {0};
+  if (cg_target_parse(opt->target ? opt->target : "llvm", &t, &td) == MLC_OK && t.kind == TARGET_CPU)
+    c.lanes = t.vector_bytes <= 0 ? 4 : t.vector_bytes < 4 ? 1 : t.vector_bytes / 4; /* as conv2d_x86.c */
   find_regions(&c);
   grow(&c);
   int n0 = g->nodes.n;

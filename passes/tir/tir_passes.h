@@ -11,4 +11,9 @@
 Stmt *tir_lower_intrinsics(Arena *a, Stmt *s, const Target *t);
 void tir_lower_intrinsics_func(Arena *a, TirFunc *f, const Target *t);
 
+/* flatten_split_index.c: an access buf[.., floordiv(x, W), floormod(x, W)] (a fused H x W index split back
+ * into its axes) becomes buf[flat] with the div/mod pair folded into x, so a vector along x is contiguous. */
+Stmt *tir_flatten_split_index(Arena *a, Stmt *s);
+void tir_flatten_split_index_func(Arena *a, TirFunc *f);
+
 #endif

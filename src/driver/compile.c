@@ -123,6 +123,7 @@ static TirFunc *schedule_and_lower(TeCtx *tc, const Graph *g, const FusedGroup *
     return NULL;
   }
   tir_lower_intrinsics_func(tc->arena, f, tc->target); /* vectorizable exp/erf/tanh/..., fma */
+  tir_flatten_split_index_func(tc->arena, f);           /* contiguous vectors along a fused H x W */
   if (tir_dump) {
     tir_print_func(tir_dump, f);
     sb_printf(tir_dump, "\n");

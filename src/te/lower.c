@@ -489,7 +489,9 @@ static void region_add_load(Region *r, Expr *e) {
   for (int d = 0; d < r->nd; d++) {
     if (r->full[d]) continue;
     Expr *lo, *hi;
-    if (!interval(r, e->load.idx[d], &lo, &hi)) {
+    /* simplified first: an index that splits a fused var into two axes and joins them again
+     * (floordiv(x, W) * W + floormod(x, W)) is x, whose interval is tight */
+    if (!interval(r, tir_simplify(a, e->load.idx[d]), &lo, &hi)) {
       r->full[d] = true;
       continue;
     }

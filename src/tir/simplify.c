@@ -172,6 +172,25 @@ static bool lin_of(Expr *e, Lin *l) {
   return l->ok;
 }
 
+/* m*c*floordiv(x, c) + m*floormod(x, c) = m*x: a fused loop index split back into its axes (h = f / W,
+ * w = f % W) and flattened again (h*W + w) becomes the fused index, so a vector along it stays contiguous */
+static void lin_merge_divmod(Lin *l) {
+  for (int i = 0; i < l->n && l->ok; i++) {
+    Expr *d = l->t[i];
+    int64_t c, c2, m;
+    if (l->c[i] == 0 || d->kind != E_FLOORDIV || !tir_is_const_int(d->op.b, &c) || c <= 0) continue;
+    for (int j = 0; j < l->n; j++) {
+      Expr *r = l->t[j];
+      if (j == i || l->c[j] == 0 || r->kind != E_FLOORMOD || !tir_is_const_int(r->op.b, &c2) || c2 != c) continue;
+      if (__builtin_mul_overflow(l->c[j], c, &m) || m != l->c[i] || !tir_expr_equal(d->op.a, r->op.a)) continue;
+      int64_t scale = l->c[j];
+      l->c[i] = l->c[j] = 0;
+      linearize(l, d->op.a, scale);
+      break;
+    }
+  }
+}
+
 static Expr *lin_build(Arena *a, mlc_dtype t, const Lin *l) {
   Expr *acc = NULL;
   for (int pass = 0; pass < 2; pass++)
@@ -286,6 +305,8 @@ static Expr *rewrite(Simp *s, Expr *e) {
     if (!dtype_is_int(e->dtype)) return e;
     Lin l;
     if (!lin_of(e, &l)) return e;
+    lin_merge_divmod(&l);
+    if (!l.ok) return e;
     return lin_build(a, e->dtype, &l);
   }
   case E_DIV: case E_MOD: case E_FLOORDIV: case E_FLOORMOD:

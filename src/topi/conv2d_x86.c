@@ -192,6 +192,41 @@ static Expr *copy_block_body(TeCtx *c, Expr **idx, void *user) {
   return te_read(c, k->conv, 5, idx);
 }
 
+/* ---- the pointwise NCHW form: a 1x1 stride-1 unpadded conv from NCHW to NCHW is the matrix product
+ * Y[n][OC][HW] = W[OC][IC] . X[n][IC][HW]. Its compute conv2d_packed[n, oc, hw] = sum_ic
+ * data[n, ic, hw / W, hw % W] * weight[oc / ocb, ic, 0, 0, oc % ocb] puts the vectors along hw (contiguous loads of X
+ * and contiguous stores of Y: the simplifier folds (hw / W) * W + hw % W back into hw) and broadcasts one
+ * weight per output channel row; the register tile is rows x vectors (see rows_tile). It needs whole vectors:
+ * H*W a multiple of the float lanes (else the blocked form, whose vectors run along the channel block). */
+static int64_t target_lanes(const Target *t) {
+  int vb = t && t->vector_bytes > 0 ? t->vector_bytes : 16;
+  return vb / 4 < 1 ? 1 : vb / 4;
+}
+
+static bool rows_form(const Target *t, const PackedConv *p) {
+  return p->ib == 0 && p->out_block == 0 && p->kh == 1 && p->kw == 1 && p->strides[0] == 1 &&
+         p->strides[1] == 1 && !p->pad[0] && !p->pad[1] && !p->pad[2] && !p->pad[3] &&
+         (p->oh * p->ow) % target_lanes(t) == 0;
+}
+
+static Expr *rows_body(TeCtx *c, Expr **idx, void *user) {
+  PackedCtx *k = user;
+  Arena *a = c->arena;
+  IterVar *rc = te_reduce_axis(c, "rc", k->p.c);
+  Expr *ic = tir_varref(a, rc->var), *w = tir_idx(a, k->p.w), *b = tir_idx(a, k->p.ocb);
+  Expr *di[4] = {idx[0], ic, tir_bin(a, E_FLOORDIV, idx[2], w), tir_bin(a, E_FLOORMOD, idx[2], w)};
+  Expr *wi[5] = {tir_bin(a, E_FLOORDIV, idx[1], b), ic, tir_idx(a, 0), tir_idx(a, 0), tir_bin(a, E_FLOORMOD, idx[1], b)};
+  Expr *prod = tir_mul(a, te_read(c, k->data, 4, di), te_read(c, k->weight, 5, wi));
+  return te_reduce(c, RED_SUM, prod, 1, &rc, NULL, NULL);
+}
+
+static Expr *rows_unpack_body(TeCtx *c, Expr **idx, void *user) {
+  PackedCtx *k = user;
+  Arena *a = c->arena;
+  Expr *ri[3] = {idx[0], idx[1], tir_add(a, tir_mul(a, idx[2], tir_idx(a, k->p.ow)), idx[3])};
+  return te_read(c, k->conv, 3, ri);
+}
+
 static mlc_status packed_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
   PackedCtx *k = arena_alloc(c->arena, sizeof *k);
   mlc_status st = packed_conv_of(n, &k->p, d);
@@ -199,6 +234,12 @@ static mlc_status packed_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **o
   PackedConv *p = &k->p;
   k->data = ins[0];
   k->weight = ins[1];
+  if (rows_form(c->target, p)) {
+    int64_t cs[3] = {p->n, p->occ * p->ocb, p->oh * p->ow}, os[4] = {p->n, p->occ * p->ocb, p->oh, p->ow};
+    k->conv = te_compute(c, "conv2d_packed", "conv2d_packed", MLC_F32, 3, cs, rows_body, k);
+    outs[0] = te_compute(c, "conv2d_nchw", "conv2d_packed_unpack", MLC_F32, 4, os, rows_unpack_body, k);
+    return MLC_OK;
+  }
   k->pad = ins[0];
   p->owp = padded_width(c->target, p->ow, p->ocb);
   /* the padded input must cover the extra columns: (owp - 1) * stride + the dilated kernel width */
@@ -260,8 +301,48 @@ static bool anchor_ok(const TeOp *a) {
   return a->kind == TE_COMPUTE && a->naxes == 5 && (a->nreduce == 3 || a->nreduce == 4);
 }
 
+/* anchor of the pointwise NCHW form: [n, oc, hw], reduce axis ic */
+static bool rows_anchor_ok(const TeOp *a) { return a->kind == TE_COMPUTE && a->naxes == 3 && a->nreduce == 1; }
+
+/* The rows form's register tile: tile_rows output channels (a power of two dividing OC, at most 16, so the
+ * rows' broadcasts come from one or two cache lines of the packed weight per ic) x tile_vecs vectors along hw (a divisor of HW/lanes, so no
+ * tile is partial). Per ic step: tile_vecs vector loads, tile_rows broadcasts, rows x vecs FMAs. The
+ * fallback takes the tile with the most FMAs per load whose accumulators fit the register file (AVX-512:
+ * 24 of 32 zmm, AVX2: 12 of 16 ymm, leaving room for the data vectors and a broadcast); ties: more
+ * accumulators (hide the 4-cycle FMA latency of two pipes). */
+static int64_t rows_max_acc(const Target *t) { return target_lanes(t) >= 16 ? 24 : 12; }
+
+static bool rows_ok(int64_t oc, int64_t r) { return r >= 1 && r <= 16 && (r & (r - 1)) == 0 && oc % r == 0; }
+
+static void rows_tile(const Target *t, int64_t oc, int64_t nvec, int64_t *rows, int64_t *vecs) {
+  int64_t mx = rows_max_acc(t), br = 1, bv = 1;
+  double best = 0;
+  for (int64_t v = 1; v <= 4; v++) {
+    if (nvec % v) continue;
+    for (int64_t r = 1; r * v <= mx; r *= 2) {
+      if (!rows_ok(oc, r)) continue;
+      double score = (double)(r * v) / (double)(r + v);
+      if (score > best + 1e-9 || (score > best - 1e-9 && r * v > br * bv)) best = score, br = r, bv = v;
+    }
+  }
+  *rows = br;
+  *vecs = bv;
+}
+
 void topi_conv2d_packed_space(const Target *t, const TeOp *a, TopiConfigSpace *s) {
   memset(s, 0, sizeof *s);
+  if (rows_anchor_ok(a)) {
+    int64_t oc = a->axes[1]->extent, nvec = a->axes[2]->extent / target_lanes(t);
+    TopiKnob *k = &s->knobs[s->nknobs++];
+    k->name = "tile_rows";
+    for (int64_t r = 1; r <= 16; r *= 2)
+      if (rows_ok(oc, r)) k->choices[k->nchoices++] = r;
+    k = &s->knobs[s->nknobs++];
+    k->name = "tile_vecs";
+    for (int64_t v = 1; v <= 4 && v <= nvec; v++)
+      if (nvec % v == 0) k->choices[k->nchoices++] = v;
+    return;
+  }
   if (!anchor_ok(a)) return;
   int64_t ow = a->axes[3]->extent, ic = a->reduce_axes[0]->extent, mx = reg_n_max(t, a->axes[4]->extent);
   TopiKnob *k = &s->knobs[s->nknobs++];
@@ -276,6 +357,16 @@ void topi_conv2d_packed_space(const Target *t, const TeOp *a, TopiConfigSpace *s
 
 void topi_conv2d_packed_fallback(const Target *t, const TeOp *a, TopiConfig *cfg) {
   memset(cfg, 0, sizeof *cfg);
+  if (rows_anchor_ok(a)) {
+    int64_t r, v;
+    rows_tile(t, a->axes[1]->extent, a->axes[2]->extent / target_lanes(t), &r, &v);
+    cfg->names[0] = "tile_rows";
+    cfg->values[0] = r;
+    cfg->names[1] = "tile_vecs";
+    cfg->values[1] = v;
+    cfg->nknobs = 2;
+    return;
+  }
   if (!anchor_ok(a)) return;
   cfg->names[0] = "tile_ow";
   cfg->values[0] = default_reg_n(a->axes[3]->extent, reg_n_max(t, a->axes[4]->extent));
@@ -295,8 +386,58 @@ static void schedule_pad(TeStage *st) {
   if (op->naxes == 5) te_vectorize(st, op->axes[4]);
 }
 
+/* The rows form: the output [n, OC, OH, OW] (unpack + epilogue) is tiled n, oc.o, hw.o | oc.i (unrolled
+ * rows), hw.v (unrolled vectors), hw.l (lanes) with hw = OH x OW fused and n x oc.o the parallel loop; the
+ * conv is computed at hw.o: ic, then the rows x vectors accumulator tile, so the tile's
+ * data loads are contiguous and its weight broadcasts walk the packed block; the epilogue is applied at the
+ * tile and stored as whole vectors. */
+static void schedule_rows(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, const TopiConfig *cfg) {
+  TeStage *cs = te_stage(s, a->outputs[0]);
+  int64_t lanes = target_lanes(c->target), oc = a->axes[1]->extent, hw = a->axes[2]->extent, r0, v0;
+  rows_tile(c->target, oc, hw / lanes, &r0, &v0);
+  int64_t rows = topi_config_get(cfg, "tile_rows", r0), vecs = topi_config_get(cfg, "tile_vecs", v0);
+  if (!rows_ok(oc, rows)) rows = r0;
+  if (vecs < 1 || (hw / lanes) % vecs) vecs = v0;
+  IterVar *cro, *cri, *cho, *chi, *chv, *chl;
+  topi_split(cs, a->axes[1], rows, &cro, &cri);
+  topi_split(cs, a->axes[2], vecs * lanes, &cho, &chi);
+  topi_split(cs, chi, lanes, &chv, &chl);
+  IterVar *order[7] = {a->axes[0], cro, cho, a->reduce_axes[0], cri, chv, chl};
+  te_reorder(cs, 7, order);
+  te_unroll(cs, cri);
+  te_unroll(cs, chv);
+  te_vectorize(cs, chl);
+  TeStage *os = out ? te_stage(s, out) : NULL;
+  bool tiled_out = os && os->op != a && os->op->kind == TE_COMPUTE && os->op->nreduce == 0 && out->ndim == 4 &&
+                   os->nleaf == 4 && os->attach == ATTACH_ROOT && out->shape[0] == a->axes[0]->extent &&
+                   out->shape[1] == oc && out->shape[2] * out->shape[3] == hw;
+  if (!tiled_out) { /* the conv is materialised whole: parallel over its channel row blocks */
+    IterVar *f = te_fuse(cs, a->axes[0], cro);
+    if (f->extent > 1) te_parallel(cs, f);
+    return;
+  }
+  TeOp *o = os->op;
+  IterVar *oro, *ori, *ohw, *hwo, *hwi, *hwv, *hwl;
+  ohw = te_fuse(os, o->axes[2], o->axes[3]);
+  topi_split(os, o->axes[1], rows, &oro, &ori);
+  topi_split(os, ohw, vecs * lanes, &hwo, &hwi);
+  topi_split(os, hwi, lanes, &hwv, &hwl);
+  IterVar *oorder[6] = {o->axes[0], oro, hwo, ori, hwv, hwl};
+  te_reorder(os, 6, oorder);
+  IterVar *f = te_fuse(os, o->axes[0], oro);
+  if (f->extent > 1) te_parallel(os, f);
+  te_unroll(os, ori);
+  te_unroll(os, hwv);
+  te_vectorize(os, hwl);
+  te_compute_at(cs, os, hwo);
+}
+
 void topi_conv2d_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, const TopiConfig *cfg) {
   TeStage *cs = te_stage(s, a->outputs[0]);
+  if (cs && rows_anchor_ok(a)) {
+    schedule_rows(c, s, a, out, cfg);
+    return;
+  }
   if (!cs || !anchor_ok(a)) return;
   for (int i = 0; i < s->nstages; i++)
     if (s->stages[i]->op->tag && !strcmp(s->stages[i]->op->tag, "conv2d_packed_pad")) schedule_pad(s->stages[i]);

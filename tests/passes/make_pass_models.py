@@ -69,12 +69,19 @@ save("convert_layout_nchwc", [
     helper.make_node("Mul", ["r1", "scale"], ["m1"], name="scale"),
     helper.make_node("Conv", ["m1", "w2", "b2"], ["c2"], name="conv2", kernel_shape=[1, 1]),
     helper.make_node("Relu", ["c2"], ["r2"], name="relu2"),
-    helper.make_node("Conv", ["r2", "w3", "b3"], ["c3"], name="conv3", kernel_shape=[1, 1]),
+    helper.make_node("Conv", ["r2", "w3", "b3"], ["c3"], name="conv3", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
     helper.make_node("MaxPool", ["c3"], ["p"], name="pool", kernel_shape=[2, 2], strides=[2, 2]),
     helper.make_node("Conv", ["p", "w4"], ["y"], name="conv4", kernel_shape=[1, 1])], [xl],
     [helper.make_tensor_value_info("y", F, [1, 16, 4, 4])],
     [const("w1", [16, 3, 3, 3]), const("b1", [16]), const("scale", [16, 1, 1]), const("w2", [32, 16, 1, 1]),
-     const("b2", [32]), const("w3", [32, 32, 1, 1]), const("b3", [32]), const("w4", [16, 32, 1, 1])])
+     const("b2", [32]), const("w3", [32, 32, 3, 3]), const("b3", [32]), const("w4", [16, 32, 1, 1])])
+save("convert_layout_nchwc_pointwise", [
+    helper.make_node("Conv", ["x", "w1"], ["c1"], name="expand", kernel_shape=[1, 1]),
+    helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+    helper.make_node("Conv", ["r1", "w2"], ["c2"], name="project", kernel_shape=[1, 1]),
+    helper.make_node("MaxPool", ["c2"], ["y"], name="pool", kernel_shape=[2, 2], strides=[2, 2])],
+    [helper.make_tensor_value_info("x", F, [1, 16, 8, 8])], [helper.make_tensor_value_info("y", F, [1, 16, 4, 4])],
+    [const("w1", [32, 16, 1, 1]), const("w2", [16, 32, 1, 1])])
 xd = helper.make_tensor_value_info("x", F, [2, 20])
 save("alter_op_layout_dense", [
     helper.make_node("Gemm", ["x", "w", "b"], ["g"], name="gemm", transB=1),

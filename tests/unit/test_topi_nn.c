@@ -552,6 +552,14 @@ int main(void) {
     test_conv_packed("conv2d_packed 1x1 width 13", xs4, ws4, 16, 1, p3);
     int64_t xs5[4] = {1, 4, 5, 14}, ws5[4] = {16, 4, 3, 3};
     test_conv_packed("conv2d_packed width 14", xs5, ws5, 16, 1, p);
+    /* 1x1 NCHW -> NCHW with H*W a multiple of the lanes: the rows form (vectors along the fused H x W;
+     * 7 x 16 = 7 vectors of AVX-512, 14 of AVX2; 2 images; a block of 8 with 24 channels) */
+    int64_t xr[4] = {1, 5, 7, 16}, wr[4] = {32, 5, 1, 1};
+    test_conv_packed("conv2d_packed 1x1 rows 7x16", xr, wr, 16, 1, p3);
+    int64_t xr2[4] = {2, 24, 8, 12}, wr2[4] = {48, 24, 1, 1};
+    test_conv_packed("conv2d_packed 1x1 rows 2 images", xr2, wr2, 16, 1, p3);
+    int64_t xr3[4] = {1, 3, 16, 6}, wr3[4] = {24, 3, 1, 1};
+    test_conv_packed("conv2d_packed 1x1 rows block 8", xr3, wr3, 8, 1, p3);
   }
   {
     int64_t xs[4] = {1, 16, 6, 14}, ws[4] = {32, 16, 3, 3}, p[4] = {1, 1, 1, 1}, p0[4] = {0, 0, 0, 0};
