@@ -262,6 +262,10 @@ mlc_status pass_alter_op_layout(Graph *g, const PassOptions *opt, Diag *d) {
     if (x->type.dtype != MLC_F32 || w->type.dtype != MLC_F32 || x->type.ndim != 4 || w->type.ndim != 4) continue;
     if (!w->data || ir_attr_int(n, "groups", 1) != 1) continue;
     int64_t ocb = pick_block(w->type.dims[0], lanes);
+    if (opt->conv_block) { /* a tuned block (tile_oc of the conv's tuning record) */
+      int64_t tb = opt->conv_block(opt->conv_block_user, n);
+      if (tb > 0 && w->type.dims[0] % tb == 0) ocb = tb;
+    }
     if (!ocb) continue;
     const int64_t *wd = w->type.dims;
     Node *r = ir_node_new(g, reshape, arena_printf(g->arena, "%s_weight_block", n->name), n->op_type, n->opset, &w,

@@ -16,6 +16,10 @@ typedef struct PassOptions {
   const char *target;          /* for passes that compile (FoldConstant) */
   int nconfig;
   const char *const *config; /* "Pass.key=value" from --pass-config */
+  /* AlterOpLayout: the output channel block of nn.conv2d node conv from the tuning records (knob tile_oc of
+   * conv2d_packed.x86), 0 when they have none for its workload (then the block rule decides) */
+  int64_t (*conv_block)(void *user, const Node *conv);
+  void *conv_block_user;
 } PassOptions;
 
 /* The pass-config keys, with their defaults: the CLI checks --pass-config against this list. */

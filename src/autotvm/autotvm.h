@@ -60,6 +60,10 @@ typedef struct TuneApply {
 } TuneApply;
 const TopiConfig *tune_apply_pick(void *user, TeCtx *tc, const Graph *g, const FusedGroup *grp, int nout,
                                   TeTensor **outs);
+/* conv_block.c: the CompileOptions.conv_block of --tuning-records: the tile_oc knob of the best valid
+ * conv2d_packed.x86 record whose conv (data N, C, H, W, output channels, kernel, strides, padding, dilation,
+ * whatever its layout attributes) is nn.conv2d node conv; 0 when none */
+int64_t tune_apply_conv_block(void *user, const Node *conv);
 
 /* ---- space.c ---- */
 int64_t tune_space_size(const TopiConfigSpace *s); /* saturates at INT64_MAX / 2 */

@@ -181,6 +181,8 @@ int cmd_compile(int argc, char **argv) {
     apply.target = tgt.str;
     opt.pick_config = tune_apply_pick;
     opt.pick_user = &apply;
+    opt.conv_block = tune_apply_conv_block;
+    opt.conv_block_user = &apply;
   }
   if ((shapes && onnx_parse_input_shapes(a, shapes, &io, &d) != MLC_OK) || onnx_import_file(a, model, &io, &g, &d) ||
       mlc_compile_graph(a, g, &opt, &c, &d) ||

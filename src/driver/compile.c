@@ -181,7 +181,8 @@ mlc_status mlc_compile_graph(Arena *a, Graph *g, const CompileOptions *opt, Comp
   if (c->target.kind == TARGET_GPU || cg_target_parse("llvm", &host, &hd) != MLC_OK || host.arch != c->target.arch)
     fold_target = "llvm";
   PassOptions po = {.opt_level = opt->opt_level, .ndisabled = opt->ndisabled, .disabled = opt->disabled,
-                    .target = fold_target, .nconfig = opt->npass_config, .config = opt->pass_config};
+                    .target = fold_target, .nconfig = opt->npass_config, .config = opt->pass_config,
+                    .conv_block = opt->conv_block, .conv_block_user = opt->conv_block_user};
   DumpState ds = {opt, 0};
   double tp = now_seconds();
   bool tphase = getenv("MLC_TIME_PHASES") != NULL;

@@ -24,6 +24,9 @@ typedef struct CompileOptions {
   const TopiConfig *(*pick_config)(void *user, TeCtx *tc, const Graph *g, const FusedGroup *grp, int nout,
                                    TeTensor **outs);
   void *pick_user;
+  /* --tuning-records: the NCHWc block of a conv (PassOptions.conv_block); NULL: the block rule */
+  int64_t (*conv_block)(void *user, const Node *conv);
+  void *conv_block_user;
 } CompileOptions;
 
 typedef struct Kernel {

@@ -20,7 +20,8 @@
  * epilogue (bias, relu, residual add): a scatter of each ocb vector into NCHW, or with out_block the same
  * NCHWc block (contiguous vector stores).
  *
- * Schedule "conv2d_packed.x86" (knobs tile_ow = reg_n, tile_ic): the group output is tiled n, oc.o, oh,
+ * Schedule "conv2d_packed.x86" (knobs tile_ow = reg_n, tile_ic; tile_oc, the block ocb, is applied by
+ * AlterOpLayout from the tuning records): the group output is tiled n, oc.o, oh,
  * ow.o | ow.i (unrolled), oc.i (vectorized) with n x oc.o x oh fused into the parallel loop (NCHWc output:
  * its occ and ocb axes are oc.o and oc.i); the packed conv is attached at ow.o (compute_at), so per tile it
  * computes a reg_n x ocb block whose loops are ic.o, kh, kw, ic.i | ocb (vectorized), ow.i (unrolled): reg_n
@@ -353,6 +354,15 @@ void topi_conv2d_packed_space(const Target *t, const TeOp *a, TopiConfigSpace *s
   k->name = "tile_ic";
   for (int64_t f = 1; f <= ic && k->nchoices < TOPI_MAX_CHOICES; f++)
     if (ic % f == 0) k->choices[k->nchoices++] = f;
+  /* the output channel block: a graph layout (the packed weight, an NCHWc output), so AlterOpLayout applies it
+   * when the next compile reads the record (src/autotvm/conv_block.c); this kernel is built with the block
+   * its graph already has, which is the fallback value */
+  int64_t ocb = a->axes[4]->extent, oc = a->axes[1]->extent * ocb;
+  k = &s->knobs[s->nknobs++];
+  k->name = "tile_oc";
+  for (int64_t b = 8; b <= 32; b *= 2)
+    if (oc % b == 0 || b == ocb) k->choices[k->nchoices++] = b;
+  if (ocb < 8 || ocb > 32 || (ocb & (ocb - 1))) k->choices[k->nchoices++] = ocb;
 }
 
 void topi_conv2d_packed_fallback(const Target *t, const TeOp *a, TopiConfig *cfg) {
@@ -372,7 +382,9 @@ void topi_conv2d_packed_fallback(const Target *t, const TeOp *a, TopiConfig *cfg
   cfg->values[0] = default_reg_n(a->axes[3]->extent, reg_n_max(t, a->axes[4]->extent));
   cfg->names[1] = "tile_ic";
   cfg->values[1] = a->reduce_axes[0]->extent;
-  cfg->nknobs = 2;
+  cfg->names[2] = "tile_oc";
+  cfg->values[2] = a->axes[4]->extent;
+  cfg->nknobs = 3;
 }
 
 /* the padding stage: rows in parallel, the width innermost (then the channel block, one vector) */
