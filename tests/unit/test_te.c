@@ -679,6 +679,16 @@ static void test_simplify(void) {
   expect_expr(tir_simplify(a, tir_bin(a, E_FLOORDIV, tir_mul(a, ex, tir_idx(a, 4)), tir_idx(a, 4))), "x", __LINE__);
   expect_expr(tir_simplify(a, tir_bin(a, E_DIV, tir_mul(a, ex, tir_idx(a, 8)), tir_idx(a, 4))), "x * 2", __LINE__);
   expect_expr(tir_simplify(a, tir_bin(a, E_FLOORMOD, tir_mul(a, ex, tir_idx(a, 8)), tir_idx(a, 4))), "0", __LINE__);
+  /* a fused index split and joined again: floordiv(x + j, 7) * 7 + floormod(x + j, 7) -> x + j, also scaled
+   * (times 3) and inside a larger sum; a pair with a different divisor stays */
+  Expr *xj = tir_add(a, ex, ej), *d7 = tir_bin(a, E_FLOORDIV, xj, tir_idx(a, 7)), *m7 = tir_bin(a, E_FLOORMOD, xj, tir_idx(a, 7));
+  expect_expr(tir_simplify(a, tir_add(a, tir_mul(a, d7, tir_idx(a, 7)), m7)), "x + j", __LINE__);
+  expect_expr(tir_simplify(a, tir_add(a, tir_mul(a, tir_add(a, tir_mul(a, d7, tir_idx(a, 7)), m7), tir_idx(a, 3)),
+                                      tir_idx(a, 5))), "x * 3 + j * 3 + 5", __LINE__);
+  Expr *m5 = tir_bin(a, E_FLOORMOD, xj, tir_idx(a, 5));
+  Expr *kept = tir_simplify(a, tir_add(a, tir_mul(a, d7, tir_idx(a, 7)), m5));
+  CHECK(kept->kind == E_ADD && (kept->op.a->kind == E_FLOORMOD || kept->op.b->kind == E_FLOORMOD),
+        "floordiv by 7 and floormod by 5 do not merge");
   /* mutator rule: an already simple expression keeps its pointer */
   Expr *simple = tir_add(a, tir_mul(a, ex, tir_idx(a, 16)), ej);
   CHECK(tir_simplify(a, simple) == simple, "same pointer when unchanged");
