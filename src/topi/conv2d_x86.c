@@ -7,6 +7,8 @@
  *   data_block ib: data [N, C/ib, H, W, ib],    weight [OC/ocb, C/ib, KH, KW, ib, ocb]
  *   out_block 0:   output [N, OC, OH, OW]
  *   out_block ocb: output [N, OC/ocb, OH, OW, ocb] (NCHWc, the block of the weight)
+ * A 1x1 stride-1 unpadded conv from NCHW to NCHW with H*W a multiple of the float lanes takes the rows form
+ * instead (see rows_form below): a matrix product with vectors along the fused H x W.
  * AlterOpLayout (passes/graph/alter_op_layout.c) rewrites nn.conv2d into it, packing the constant weight with
  * a reshape and a transpose that FoldConstant evaluates at compile time; the NCHWc layout pass (passes/graph/
  * layout_nchwc.c) then sets data_block / out_block where activations flow in NCHWc between convs.
