@@ -44,6 +44,18 @@ static char *print_json(Arena *a, cJSON *j) {
   return r;
 }
 
+/* reduces knob name of space to the one choice cfg gives it (when both have it) */
+static void pin_knob(TopiConfigSpace *space, const TopiConfig *cfg, const char *name) {
+  for (int k = 0; k < space->nknobs; k++) {
+    if (strcmp(space->knobs[k].name, name)) continue;
+    for (int i = 0; i < cfg->nknobs; i++)
+      if (cfg->names[i] && !strcmp(cfg->names[i], name)) {
+        space->knobs[k].choices[0] = cfg->values[i];
+        space->knobs[k].nchoices = 1;
+      }
+  }
+}
+
 bool tune_group_workload(Arena *a, const Target *t, const Graph *g, const FusedGroup *grp, TeCtx *tc, int nout,
                          TeTensor **outs, TuneTask *task) {
   const TopiTemplate *tmpl = NULL;
@@ -52,10 +64,15 @@ bool tune_group_workload(Arena *a, const Target *t, const Graph *g, const FusedG
   if (!anchor || !n) return false;
   memset(task, 0, sizeof *task);
   tmpl->space(t, anchor, &task->space);
-  task->space_size = tune_space_size(&task->space);
-  if (task->space_size <= 1) return false;
   TopiConfig fallback;
   tmpl->fallback(t, anchor, &fallback);
+  /* conv2d_packed.x86's tile_oc is a graph layout (the packed weight's block), applied by AlterOpLayout at
+   * the next compile (conv_block.c); the group measured here has the graph's block whatever the config says,
+   * so other choices would time this same kernel under another name and could move the conv to a block that
+   * was never measured (whose kernel then has no record): the knob keeps the fallback's value only */
+  if (!strcmp(tmpl->name, "conv2d_packed.x86")) pin_knob(&task->space, &fallback, "tile_oc");
+  task->space_size = tune_space_size(&task->space);
+  if (task->space_size <= 1) return false;
   task->default_index = tune_index_from_config(&task->space, &fallback);
   task->name = tmpl->name;
   double flops = 2.0;
