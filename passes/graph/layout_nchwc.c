@@ -24,7 +24,8 @@
  *     so the consumer can still join the conv's fused group as its epilogue.
  *   - nn.depthwise_conv2d with one output channel per input channel joins the regions of its data and its
  *     output (it keeps the channel block); on an NCHWc input it runs in that block (data_block, weight re-blocked
- *     to [C/b, 1, KH, KW, b] by graph ops on the constant) and writes NCHWc.
+ *     to [C/b, 1, KH, KW, b] by graph ops on the constant) and writes NCHWc; so does a 2-D max or average pool
+ *     of float32 (data_block).
  *   - Every other op, and every graph output, reads the NCHW form: a transpose (0, 1, 4, 2, 3) and a reshape
  *     to [N, C, H, W], made once per value right before its first such consumer (the regions above make this
  *     a fallback that a blocked region should not need). So a model's outputs and every op that is not
@@ -181,6 +182,15 @@ static bool is_blockable_depthwise(const Node *n) {
   return w->ndim == 4 && w->dtype == MLC_F32 && w->dims[0] == ir_attr_int(n, "groups", 0);
 }
 
+/* a 2-D max or average pool of float32 (src/topi/nn.c, data_block): in NCHWc it pools each channel lane alike */
+static bool is_blockable_pool(const Node *n) {
+  return (!strcmp(n->op->name, "nn.max_pool2d") || !strcmp(n->op->name, "nn.avg_pool2d")) && n->ninputs == 1 &&
+         n->noutputs == 1 && n->inputs[0] && n->inputs[0]->type.dtype == MLC_F32 && !ir_attr(n, "data_block");
+}
+
+/* an op whose data and output share a region (it keeps the channel block) */
+static bool passes_block(const Node *n) { return is_blockable_depthwise(n) || is_blockable_pool(n); }
+
 /* an elementwise/broadcast op that could keep NCHWc (float32, one 4-D output, no shape attribute, NCHW
  * inputs of rank <= 4) */
 static bool layout_agnostic(const LayoutCtx *c, const Node *n) {
@@ -220,7 +230,7 @@ static void find_regions(LayoutCtx *c) {
   for (int i = 0; i < nv; i++) c->region[i] = i, c->region_ok[i] = true, c->region_b[i] = 0;
   for (int i = 0; i < g->nodes.n; i++) {
     Node *n = g->nodes.v[i];
-    if (is_blockable_depthwise(n)) { /* its data and output join one region */
+    if (passes_block(n)) { /* its data and output join one region */
       member[i] = true;
       unite(c->region, n->inputs[0]->id, n->outputs[0]->id);
       continue;
@@ -246,7 +256,7 @@ static void find_regions(LayoutCtx *c) {
     for (int k = 0; k < n->ninputs; k++) {
       Value *v = n->inputs[k];
       if (!v || v->data) continue;
-      bool inside = member[i] && (is_blockable_depthwise(n) ? k == 0 : joins(n, v));
+      bool inside = member[i] && (passes_block(n) ? k == 0 : joins(n, v));
       any_join |= inside;
       if (!inside && !(is_packed_conv(n) && k == 0)) c->region_ok[find(c->region, v->id)] = false;
     }
@@ -344,6 +354,14 @@ static mlc_status convert_node(LayoutCtx *c, Node *n) {
   if (is_blockable_depthwise(n)) {
     int64_t b = block_of(c, n->inputs[0]);
     if (b && n->inputs[1]->type.dims[0] % b == 0) return depthwise_blocked(c, n, b);
+  }
+  if (is_blockable_pool(n) && block_of(c, n->inputs[0])) {
+    int64_t b = block_of(c, n->inputs[0]);
+    ir_set_int(c->g, n, "data_block", b);
+    if (ir_infer_node(c->g, n, d)) return d->status;
+    grow(c);
+    c->block[n->outputs[0]->id] = b;
+    return MLC_OK;
   }
   if (is_packed_conv(n)) {
     int64_t b = block_of(c, n->inputs[0]), ob = out_block_of(c, n);

@@ -332,11 +332,19 @@ static PoolKind pool_kind(const Node *n) {
   return s[0] == 'm' ? POOL_MAX : s[0] == 'a' ? POOL_AVG : POOL_LP;
 }
 
+/* data_block b (set by ConvertLayoutNCHWc on a 2-D max/avg pool of float32 between packed convs): the data is
+ * NCHWc [N, C/b, H, W, b] and so is the output; the block is one more trailing axis the window ignores */
+static int64_t pool_block(const Node *n) { return ir_attr_int(n, "data_block", 0); }
+
 static mlc_status pool_window(const Node *n, Window *w, Diag *d) {
   const char *name = n->op->name;
   int nsp = name[strlen(name) - 2] - '0';
   const TensorType *x = &n->inputs[0]->type;
-  if (x->ndim != nsp + 2)
+  int64_t b = pool_block(n);
+  if (b && (nsp != 2 || x->dtype != MLC_F32 || pool_kind(n) == POOL_LP || x->ndim != 5 || x->dims[4] != b))
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "%s: data_block %lld needs float32 [N, C/b, H, W, b] data of a 2-D "
+                    "max or average pool", name, (long long)b);
+  if (x->ndim != nsp + 2 + (b ? 1 : 0))
     return diag_set(d, MLC_ERR_INVALID, "%s expects rank-%d data, got rank %d", name, nsp + 2, x->ndim);
   mlc_status st = window_attrs(n, nsp, true, w, d);
   if (st) return st;
@@ -365,6 +373,7 @@ typedef struct PoolCtx {
   TeTensor *pad;   /* the padded input (pool_pad_stage), or NULL: the taps read data in range */
   int64_t pshape[MLC_MAX_DIMS];
   bool phase_split; /* pad's last spatial dim is [stride, width / stride]: see pool_pad_stage */
+  bool blocked;     /* NCHWc data (pool_block): one trailing channel-lane axis after the spatial dims */
   mlc_dtype acc;
   bool count_include_pad;
   double p;
@@ -392,7 +401,8 @@ static Expr *pool_pad_body(TeCtx *c, Expr **idx, void *user) {
   PoolCtx *k = user;
   Arena *A = c->arena;
   int nsp = k->w.nsp;
-  Expr *din[MLC_MAX_DIMS] = {idx[0], idx[1]}, *valid = NULL;
+  Expr *din[MLC_MAX_DIMS + 1] = {idx[0], idx[1]}, *valid = NULL;
+  if (k->blocked) din[2 + nsp] = idx[2 + nsp];
   for (int i = 0; i < nsp; i++) {
     Expr *x = idx[2 + i];
     int64_t ext = k->pshape[2 + i];
@@ -436,6 +446,12 @@ static TeTensor *pool_pad_stage(TeCtx *c, PoolCtx *k) {
   if (!need) return NULL;
   int nd = 2 + nsp;
   int64_t s = w->strides[nsp - 1];
+  if (k->blocked) { /* taps are whole vectors of the channel block: no phase split, padding only */
+    if (!w->pb[0] && !w->pb[1] && k->pshape[2] <= w->pb[0] + w->in[0] && k->pshape[3] <= w->pb[1] + w->in[1])
+      return NULL;
+    k->pshape[2 + nsp] = k->data->shape[2 + nsp];
+    return te_compute(c, "pool_pad", "pool_pad", k->data->dtype, nd + 1, k->pshape, pool_pad_body, k);
+  }
   k->phase_split = s > 1;
   if (k->phase_split) {
     int64_t reach = k->pshape[1 + nsp];
@@ -455,6 +471,7 @@ static Expr *pool_body(TeCtx *c, Expr **idx, void *user) {
   for (int i = 0; i < nsp; i++) rax[i] = te_reduce_axis(c, knames[i], k->w.kernel[i]);
   Expr *din[MLC_MAX_DIMS + 1] = {idx[0], idx[1]};
   Expr *valid = NULL, *v;
+  if (k->blocked) din[2 + nsp] = idx[2 + nsp];
   if (k->pad) {
     for (int i = 0; i < nsp; i++) {
       Expr *tap = tir_mul(A, ivref(c, rax[i]), tir_idx(A, k->w.dil[i])), *s = tir_idx(A, k->w.strides[i]);
@@ -531,6 +548,7 @@ static mlc_status pool_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **out
   if (st) return st;
   k->kind = pool_kind(n);
   k->data = ins[0];
+  k->blocked = pool_block(n) != 0;
   k->acc = acc_dtype(ins[0]->dtype);
   k->count_include_pad = ir_attr_int(n, "count_include_pad", 0) != 0;
   k->p = (double)ir_attr_int(n, "p", 2);

@@ -388,11 +388,53 @@ static IterVar *pool_tile_output(TeCtx *c, TeStage *os, int64_t tile, bool taps,
   return f;
 }
 
+/* An NCHWc pool (axes n, c/b, oh, ow, lane; reduce kh, kw; nn.c's data_block): the output tiled n, c/b, oh,
+ * ow.o | ow.i (unrolled), lane (vectorized) with n x c/b x oh fused into the parallel loop and pool_pad's rows
+ * for that step computed there; the accumulator of ow.i vectors computed at ow.o, taps unrolled around the
+ * unrolled columns, so each tap is one contiguous vector load and one max/add per output vector. */
+static bool pool_blocked_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, TeStage *ps) {
+  TeStage *st = te_stage(s, a->outputs[0]);
+  if (a->naxes != 5 || a->nreduce != 2 || !st || st->nleaf != 7 || !pool_local_ok(s, a, out)) return false;
+  int regs = c->target && c->target->vector_bytes >= 64 ? 32 : 16;
+  int64_t tile = topi_largest_divisor(a->axes[3]->extent, regs - 4);
+  bool epi = out && out->op != a;
+  TeTensor *P = a->outputs[0], *L = te_cache_write(s, P);
+  if (L == P) return false;
+  if (epi) te_compute_inline(te_stage(s, P));
+  TeStage *os = te_stage(s, epi ? out : P), *ls = te_stage(s, L);
+  TeOp *o = os->op;
+  IterVar *wo, *wi;
+  topi_split(os, o->axes[3], tile, &wo, &wi);
+  IterVar *order[6] = {o->axes[0], o->axes[1], o->axes[2], wo, wi, o->axes[4]};
+  te_reorder(os, 6, order);
+  IterVar *f = topi_fuse_range(os, order, 3);
+  if (op_work(a) >= PARALLEL_MIN_WORK && f->extent > 1) te_parallel(os, f);
+  if (wi->extent > 1) te_unroll(os, wi);
+  if (o->axes[4]->extent > 1) te_vectorize(os, o->axes[4]);
+  TeOp *lo = ls->op;
+  IterVar *lorder[7] = {lo->axes[0], lo->axes[1], lo->axes[2], lo->reduce_axes[0], lo->reduce_axes[1],
+                        lo->axes[3], lo->axes[4]};
+  te_reorder(ls, 7, lorder);
+  for (int i = 0; i < 2; i++)
+    if (lo->reduce_axes[i]->extent > 1) te_unroll(ls, lo->reduce_axes[i]);
+  if (tile > 1) te_unroll(ls, lo->axes[3]);
+  if (lo->axes[4]->extent > 1) te_vectorize(ls, lo->axes[4]);
+  te_compute_at(ls, os, wo);
+  if (ps) {
+    TeOp *po = ps->op;
+    ps->attach = ATTACH_ROOT;
+    if (po->axes[4]->extent > 1) te_vectorize(ps, po->axes[4]);
+    te_compute_at(ps, os, f);
+  }
+  return true;
+}
+
 static void pool_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, const TopiConfig *cfg) {
   TeStage *st = te_stage(s, a->outputs[0]), *ps = NULL;
   if (!st) return;
   for (int i = 0; i < s->nstages; i++)
     if (s->stages[i]->op->tag && !strcmp(s->stages[i]->op->tag, "pool_pad")) ps = s->stages[i];
+  if (a->naxes == a->nreduce + 3 && pool_blocked_schedule(c, s, a, out, ps)) return;
   if (!pool_anchor_ok(a) || st->nleaf != a->naxes + a->nreduce) {
     schedule_stage(c, st); /* pool_pad stays inlined: the taps test their bounds */
     if (out && out->op != a) {

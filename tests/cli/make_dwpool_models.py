@@ -156,10 +156,35 @@ depthwise("dw_s2_mult2_odd", 5, 13, 11, 3, 2, [1, 0, 2, 1], mult=2)
 depthwise("dw_dil2_k5", 6, 17, 19, 5, 1, [2, 2, 2, 2], dil=2)
 depthwise("dw_s3_nopad_mult3", 4, 15, 15, 3, 3, [0, 0, 0, 0], mult=3)
 depthwise("dw_s1_wide", 3, 9, 70, 3, 1, [1, 1, 1, 1])
+def pool_blocked(name, kind, c, h, w_, k, s, pads, ceil=0, cip=0):
+    """a 2-D pool between packed convs, so that ConvertLayoutNCHWc runs it in NCHWc (data_block): a 1x1 conv
+    8 -> c + bias + Relu, the pool, a 3x3 stride-2 conv c -> 16 that reads it"""
+    x = rng.standard_normal((1, 8, h, w_)).astype(np.float32)
+    w1 = (rng.standard_normal((c, 8, 1, 1)) / 3).astype(np.float32)
+    b1 = rng.standard_normal(c).astype(np.float32)
+    w2 = (rng.standard_normal((16, c, 3, 3)) / 8).astype(np.float32)
+    b2 = rng.standard_normal(16).astype(np.float32)
+    inits = [numpy_helper.from_array(v, nm) for v, nm in [(w1, "W1"), (b1, "B1"), (w2, "W2"), (b2, "B2")]]
+    attrs = dict(kernel_shape=[k, k], strides=[s, s], pads=pads, ceil_mode=ceil)
+    if kind == "AveragePool":
+        attrs["count_include_pad"] = cip
+    nodes = [helper.make_node("Conv", ["x", "W1", "B1"], ["e"], kernel_shape=[1, 1]),
+             helper.make_node("Relu", ["e"], ["er"]),
+             helper.make_node(kind, ["er"], ["p"], **attrs),
+             helper.make_node("Conv", ["p", "W2", "B2"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])]
+    e = np.maximum(conv_ref(x, w1, b1, 1, 0), 0)
+    pooled = pool_ref(e, kind, [k, k], [s, s], pads, [1, 1], ceil, cip)
+    save(name, nodes, x, inits, conv_ref(pooled, w2, b2, 2, 1))
+
+
 depthwise_blocked("dwc_s1_pad1_res", 32, 20, 20, 3, 1, [1, 1, 1, 1], residual=True)
 depthwise_blocked("dwc_s2_pad1", 48, 23, 23, 3, 2, [1, 1, 1, 1])
 depthwise_blocked("dwc_s2_asym_k5", 16, 17, 14, 5, 2, [2, 1, 1, 2])
 depthwise_blocked("dwc_dil2_nopad", 32, 13, 11, 3, 1, [0, 0, 0, 0], dil=2)
+pool_blocked("poolc_max_s2_ceil", "MaxPool", 32, 23, 21, 3, 2, [0, 0, 0, 0], ceil=1)
+pool_blocked("poolc_max_s2_pad1", "MaxPool", 16, 20, 20, 3, 2, [1, 1, 1, 1])
+pool_blocked("poolc_avg_2x2", "AveragePool", 32, 14, 14, 2, 2, [0, 0, 0, 0])
+pool_blocked("poolc_avg_pad_cip", "AveragePool", 16, 11, 13, 3, 1, [1, 0, 1, 1], cip=1)
 pool("max_s2_pad1", "MaxPool", (1, 16, 56, 56), [3, 3], [2, 2], [1, 1, 1, 1])
 pool("max_ceil_dil", "MaxPool", (2, 3, 15, 13), [3, 2], [2, 2], [1, 0, 1, 1], dil=[2, 2], ceil=1)
 pool("avg_pad_ceil", "AveragePool", (1, 5, 11, 12), [3, 3], [2, 2], [1, 1, 1, 1], ceil=1)

@@ -2,7 +2,8 @@
 # Depthwise convolution and window pools end to end: each model of make_dwpool_models.py is compiled, run and
 # compared with its float64 numpy reference (max relative error under 1e-4); the depthwise models must compile
 # to nn.depthwise_conv2d (AlterOpLayout's rewrite), the ones between packed convs (dwc_*) to its NCHWc form
-# (ConvertLayoutNCHWc's data_block), the pools to the padded-input form (a pool_pad stage).
+# (ConvertLayoutNCHWc's data_block), the pools to the padded-input form (a pool_pad stage), and the pools
+# between packed convs (poolc_*) to the NCHWc form.
 # usage: test_dwpool.sh MLC BUILD_DIR
 set -eu
 mlc=$1 dir=$2/dwpool
@@ -15,6 +16,7 @@ for m in $(cat "$dir/models.txt"); do
   case $m in
   dw_*) want=nn.depthwise_conv2d file=fused_groups.txt ;;
   dwc_*) want="nn.depthwise_conv2d(.*data_block=" file=after_DeadCodeElim.txt ;;
+  poolc_*) want="_pool2d(.*data_block=" file=after_DeadCodeElim.txt ;;
   *) want=pool_pad file=schedules.txt ;;
   esac
   if ! cat "$dir/$m.d/"*_$file | grep -q "$want"; then echo "FAIL $m: no $want in *_$file"; exit 1; fi
