@@ -141,3 +141,13 @@ save("layer_norm_fusion", [
     [helper.make_tensor_value_info("y", F, [2, 4, 16])],
     [numpy_helper.from_array(np.float32(2.0), "two"), numpy_helper.from_array(np.float32(1e-5), "eps"),
      const("gamma", [16]), const("beta", [16])])
+xb = helper.make_tensor_value_info("x", F, [1, 8, 8, 8])
+save("convert_layout_nchwc_depthwise_pool", [
+    helper.make_node("Conv", ["x", "w1"], ["e"], name="expand", kernel_shape=[1, 1]),
+    helper.make_node("Relu", ["e"], ["er"], name="relu"),
+    helper.make_node("Conv", ["er", "wd"], ["d"], name="dw", kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=32),
+    helper.make_node("MaxPool", ["d"], ["p"], name="pool", kernel_shape=[2, 2], strides=[2, 2]),
+    helper.make_node("Conv", ["p", "w2"], ["y"], name="conv3x3", kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                     strides=[2, 2])], [xb],
+    [helper.make_tensor_value_info("y", F, [1, 16, 2, 2])],
+    [const("w1", [32, 8, 1, 1]), const("wd", [32, 1, 3, 3]), const("w2", [16, 32, 3, 3])])
