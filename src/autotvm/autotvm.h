@@ -70,7 +70,7 @@ int64_t tune_space_size(const TopiConfigSpace *s); /* saturates at INT64_MAX / 2
 void tune_config_from_index(const TopiConfigSpace *s, int64_t index, TopiConfig *cfg);
 void tune_index_digits(const TopiConfigSpace *s, int64_t index, int *digits); /* choice position per knob */
 int64_t tune_index_from_digits(const TopiConfigSpace *s, const int *digits);
-/* -1 when a knob is missing or its value is not one of the choices */
+/* -1 when a knob with several choices is missing or a value is not one of its knob's choices */
 int64_t tune_index_from_config(const TopiConfigSpace *s, const TopiConfig *cfg);
 
 typedef struct TuneIndexSet {

@@ -58,7 +58,7 @@ int64_t tune_index_from_config(const TopiConfigSpace *s, const TopiConfig *cfg) 
             found = c;
             break;
           }
-    if (found < 0 && kb->nchoices > 0) return -1;
+    if (found < 0 && kb->nchoices > 1) return -1; /* a knob with one choice (added since) is unambiguous */
     digits[k] = found < 0 ? 0 : found;
   }
   return tune_index_from_digits(s, digits);
