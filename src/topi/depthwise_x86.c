@@ -28,8 +28,8 @@
  * run along the channel block, so every tap is one contiguous vector load whatever the stride or width (7x7
  * and 14x14 layers fill the vectors too), and dw_pad [N, C/b, PH, PW, b] tests rows and columns only, as
  * scalars. Schedule: n x C/b x oh.o (tile_oh rows) fused into the parallel loop with dw_pad's rows for that
- * step computed there; a tile of tile_ow accumulator vectors (ow unrolled, up to the registers less four)
- * per tap: one weight vector, tile_ow FMAs. */
+ * step computed there; a tile of tile_ow accumulators (ow unrolled, as many as the registers hold beside
+ * the weight and the loads) per tap: one weight vector, tile_ow FMAs. */
 #include <string.h>
 #include "topi/topi.h"
 
@@ -260,9 +260,13 @@ static bool anchor_ok(const TeOp *a) {
 
 static int vector_regs(const Target *t) { return t && t->vector_bytes >= 64 ? 32 : 16; }
 
-/* NCHWc: output columns per tile, one accumulator vector each; the rest of the registers hold the weight
- * vector and the loads */
-static int64_t blocked_tile_ow(const Target *t, int64_t ow) { return topi_largest_divisor(ow, vector_regs(t) - 4); }
+/* NCHWc: output columns per tile, one accumulator of the b channels each (b / lanes registers: a block of 16
+ * is two AVX2 vectors); the rest of the registers hold the weight and the loads */
+static int64_t blocked_tile_ow(const Target *t, int64_t ow, int64_t b) {
+  int64_t lanes = topi_vector_lanes(t, MLC_F32), vecs = (b + lanes - 1) / lanes;
+  int64_t most = (vector_regs(t) - 2 * vecs - 2) / vecs;
+  return topi_largest_divisor(ow, most < 1 ? 1 : most);
+}
 
 /* NCHWc: output rows per parallel step; the padded rows of a step are computed at it, (rows - 1) * s + the
  * kernel's reach, so a few rows keep that recomputation small */
@@ -317,7 +321,7 @@ void topi_depthwise_x86_fallback(const Target *t, const TeOp *a, TopiConfig *cfg
   memset(cfg, 0, sizeof *cfg);
   if (!anchor_ok(a)) return;
   if (a->naxes == 5) {
-    topi_cfg_set(cfg, "tile_ow", blocked_tile_ow(t, a->axes[3]->extent));
+    topi_cfg_set(cfg, "tile_ow", blocked_tile_ow(t, a->axes[3]->extent, a->axes[4]->extent));
     topi_cfg_set(cfg, "tile_oh", blocked_tile_oh(a->axes[2]->extent));
     return;
   }
@@ -347,7 +351,7 @@ static bool local_ok(TeSchedule *s, const TeOp *a, const TeTensor *out) {
  * tile_ow x b outputs computed at ow.o: kh, kw (unrolled) | ow (unrolled), ci (vectorized), so each tap is one
  * weight vector and tile_ow FMAs with a contiguous vector load each. */
 static void schedule_blocked(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, TeStage *ps, const TopiConfig *cfg) {
-  int64_t tow = topi_config_get(cfg, "tile_ow", blocked_tile_ow(c->target, a->axes[3]->extent));
+  int64_t tow = topi_config_get(cfg, "tile_ow", blocked_tile_ow(c->target, a->axes[3]->extent, a->axes[4]->extent));
   int64_t toh = topi_config_get(cfg, "tile_oh", blocked_tile_oh(a->axes[2]->extent));
   int64_t work = 1;
   for (int i = 0; i < 5; i++) work *= a->axes[i]->extent;

@@ -395,8 +395,10 @@ static IterVar *pool_tile_output(TeCtx *c, TeStage *os, int64_t tile, bool taps,
 static bool pool_blocked_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, TeStage *ps) {
   TeStage *st = te_stage(s, a->outputs[0]);
   if (a->naxes != 5 || a->nreduce != 2 || !st || st->nleaf != 7 || !pool_local_ok(s, a, out)) return false;
-  int regs = c->target && c->target->vector_bytes >= 64 ? 32 : 16;
-  int64_t tile = topi_largest_divisor(a->axes[3]->extent, regs - 4);
+  /* columns per tile: one accumulator of the block each (b / lanes registers), the rest for the loads */
+  int64_t regs = c->target && c->target->vector_bytes >= 64 ? 32 : 16, lanes = topi_vector_lanes(c->target, MLC_F32);
+  int64_t vecs = (a->axes[4]->extent + lanes - 1) / lanes, most = (regs - 2 * vecs - 2) / vecs;
+  int64_t tile = topi_largest_divisor(a->axes[3]->extent, most < 1 ? 1 : most);
   bool epi = out && out->op != a;
   TeTensor *P = a->outputs[0], *L = te_cache_write(s, P);
   if (L == P) return false;
