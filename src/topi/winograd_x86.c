@@ -436,15 +436,17 @@ static mlc_status output_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **o
  * GEMM result M are activations the memory plan places, not scratch each kernel would allocate on every call
  * (a large malloc is an mmap: fresh pages, page faults, on every call). The pad, the input transform and the
  * GEMM are opaque (nothing fuses into them: the input transform reads each element 2.25 times, an inlined
- * producer would be recomputed); the output transform is injective, so the conv's elementwise epilogue
- * (bias, relu, residual add) joins it and is applied as the NCHW result is stored. */
+ * producer would be recomputed); the output transform is out-elemwise-fusable like the conv it ends: the
+ * conv's elementwise epilogue (bias, relu, residual add) joins it and is applied as the NCHW result is
+ * stored, but an injective consumer does not (a concatenate fused in became the group's output stage and the
+ * transform lost its schedule: squeezenet1_1's fire modules ran 1.5 ms per output transform instead of 0.1). */
 const OpDef topi_ops_winograd_x86[] = {
     /* name                          pattern        in min/max  outs  relation       compute */
     {"nn.winograd_weight_transform", PAT_INJECTIVE, 1, 1, 1, weight_infer, weight_compute},
     {"nn.winograd_pad", PAT_OPAQUE, 1, 1, 1, pad_infer, pad_compute},
     {"nn.winograd_input", PAT_OPAQUE, 1, 1, 1, input_infer, input_compute},
     {"nn.winograd_gemm", PAT_OPAQUE, 2, 2, 1, gemm_infer, gemm_compute},
-    {"nn.winograd_output", PAT_INJECTIVE, 1, 1, 1, output_infer, output_compute},
+    {"nn.winograd_output", PAT_OUT_ELEMWISE_FUSABLE, 1, 1, 1, output_infer, output_compute},
     {NULL},
 };
 
