@@ -121,23 +121,36 @@ static mlc_status packed_infer(Node *n, Diag *d) {
 static int64_t reg_n_max(const Target *t, int64_t ocb);
 static int64_t default_reg_n(int64_t ow, int64_t max);
 
-/* The packed conv's width. When the fallback tile divides OW and holds enough accumulators to cover the FMA
- * latency (8 vectors in flight: 2 FMA pipes x 4 cycles), OW itself; else OW rounded up to a multiple of the
- * tile r in [8/vecs, max] that wastes the fewest columns (ties: the larger r). The extra columns read the
- * zero-extended padding stage and are never stored: the NCHW output's last tile is guarded at the store,
- * outside the reduction, instead of a narrow tile (27 -> 3 columns) or a guard in the hot loop (13). */
-static int64_t padded_width(const Target *t, int64_t ow, int64_t ocb) {
+/* The fallback register tile and the packed conv's width. When the default tile divides OW and holds enough
+ * accumulators to cover the FMA latency (8 vectors in flight: 2 FMA pipes x 4 cycles), that tile over OW
+ * itself; else the tile r in [8/vecs, max] with the most useful accumulators, r * OW / (OW rounded up to a
+ * multiple of r) (ties: the narrower width), over OW rounded up. The extra columns read the zero-extended
+ * padding stage and are never stored: the NCHW output's last tile is guarded at the store, outside the
+ * reduction, instead of a narrow tile (27 -> 3 columns) or a guard in the hot loop (13; 55 with a tile of 28).
+ * The schedule's default tile_ow is this tile, so the packed width always is a multiple of it. */
+static int64_t fallback_tile(const Target *t, int64_t ow, int64_t ocb, int64_t *owp) {
   int vb = t && t->vector_bytes > 0 ? t->vector_bytes : 16;
   int64_t lanes = vb / 4 < 1 ? 1 : vb / 4, vecs = (ocb + lanes - 1) / lanes;
   int64_t mx = reg_n_max(t, ocb), r0 = default_reg_n(ow, mx), rmin = (8 + vecs - 1) / vecs;
   if (rmin > mx) rmin = mx;
-  if (ow % r0 == 0 && (r0 >= rmin || r0 == ow)) return ow;
-  int64_t best = ow, best_r = 0;
+  *owp = ow;
+  if (ow % r0 == 0 && (r0 >= rmin || r0 == ow)) return r0;
+  int64_t best_w = ow, best_r = 0;
+  double best = -1;
   for (int64_t r = rmin; r <= mx; r++) {
     int64_t w = (ow + r - 1) / r * r;
-    if (!best_r || w < best || (w == best && r > best_r)) best = w, best_r = r;
+    double score = (double)r * (double)ow / (double)w;
+    if (score > best + 1e-9 || (score > best - 1e-9 && w < best_w)) best = score, best_w = w, best_r = r;
   }
-  return best_r ? best : ow;
+  if (!best_r) return r0;
+  *owp = best_w;
+  return best_r;
+}
+
+static int64_t padded_width(const Target *t, int64_t ow, int64_t ocb) {
+  int64_t owp;
+  fallback_tile(t, ow, ocb, &owp);
+  return owp;
 }
 
 typedef struct PackedCtx {
@@ -433,8 +446,9 @@ void topi_conv2d_packed_fallback(const Target *t, const TeOp *a, TopiConfig *cfg
     return;
   }
   if (!anchor_ok(a)) return;
+  int64_t owp;
   cfg->names[0] = "tile_ow";
-  cfg->values[0] = default_reg_n(a->axes[3]->extent, reg_n_max(t, a->axes[4]->extent));
+  cfg->values[0] = fallback_tile(t, a->axes[3]->extent, a->axes[4]->extent, &owp);
   cfg->names[1] = "tile_ic";
   cfg->values[1] = a->reduce_axes[0]->extent;
   cfg->names[2] = "tile_oc";
@@ -522,8 +536,8 @@ void topi_conv2d_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out
     tiled_out = tiled_out && out->shape[1] == a->axes[1]->extent && out->shape[4] == ocb;
   else
     tiled_out = tiled_out && out && out->ndim == 4 && out->shape[1] == a->axes[1]->extent * ocb;
-  int64_t mx = reg_n_max(c->target, ocb);
-  int64_t reg_n = topi_config_get(cfg, "tile_ow", default_reg_n(a->axes[3]->extent, mx));
+  int64_t owp;
+  int64_t reg_n = topi_config_get(cfg, "tile_ow", fallback_tile(c->target, a->axes[3]->extent, ocb, &owp));
   int64_t tic = topi_config_get(cfg, "tile_ic", a->reduce_axes[0]->extent);
   /* the packed conv: n, occ, oh, ow.o, ic.o, kh, kw, ic.i, ocb (vector), ow.i (unrolled); with the whole
    * channel range in one block: ic, kh, kw, which walks the packed weight contiguously */
