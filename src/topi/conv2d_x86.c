@@ -22,8 +22,9 @@
  * epilogue (bias, relu, residual add): a scatter of each ocb vector into NCHW, or with out_block the same
  * NCHWc block (contiguous vector stores).
  *
- * Schedule "conv2d_packed.x86" (knobs tile_ow = reg_n, tile_ic; tile_oc, the block ocb, is applied by
- * AlterOpLayout from the tuning records): the group output is tiled n, oc.o, oh,
+ * Schedule "conv2d_packed.x86" (knobs tile_ow = reg_n, tile_ic, order (see order_by_traffic: oc.o or oh
+ * outermost); tile_oc, the block ocb, is applied by AlterOpLayout from the tuning records): with order 0 the
+ * group output is tiled n, oc.o, oh,
  * ow.o | ow.i (unrolled), oc.i (vectorized) with n x oc.o x oh fused into the parallel loop (NCHWc output:
  * its occ and ocb axes are oc.o and oc.i); the packed conv is attached at ow.o (compute_at), so per tile it
  * computes a reg_n x ocb block whose loops are ic.o, kh, kw, ic.i | ocb (vectorized), ow.i (unrolled): reg_n
