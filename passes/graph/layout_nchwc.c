@@ -7,8 +7,8 @@
  * First it decides which conv outputs are worth blocking. The values joined by elementwise/broadcast ops
  * (a full-shape activation operand and the result; constants and broadcast operands do not join) form
  * regions, found with union-find. A region goes NCHWc when every value entering it is written by a packed
- * conv in one block and every use leaving it is a packed conv reading it as data: then it costs no transform
- * at all. Any other region stays NCHW, and its convs store NCHW themselves (their epilogue's store is the
+ * conv or a Winograd output transform in one block and every use leaving it is a packed conv or a Winograd
+ * pad reading it as data: then it costs no transform at all. Any other region stays NCHW, and its convs store NCHW themselves (their epilogue's store is the
  * transform): a transform kernel would cost a full extra pass over the tensor that most consumers (pools,
  * Winograd / depthwise convs, graph outputs) cannot fuse.
  * Then one walk in topological order keeps the layout of each value: NCHW, or NCHWc with block b (the value's
@@ -22,6 +22,8 @@
  *     to [d0, C/b, d2, d3, b] or [d0, 1, d2, d3, 1]. For constants those nodes are folded by the
  *     FoldConstant that follows; for activations they are injective ops placed right after their producer,
  *     so the consumer can still join the conv's fused group as its epilogue.
+ *   - The Winograd conv's ends are a packed conv's: in a blocked region nn.winograd_output writes NCHWc in
+ *     its GEMM's block (out_block), and nn.winograd_pad reads NCHWc data (data_block) into its NHWC copy.
  *   - nn.depthwise_conv2d with one output channel per input channel joins the regions of its data and its
  *     output (it keeps the channel block); on an NCHWc input it runs in that block (data_block, weight re-blocked
  *     to [C/b, 1, KH, KW, b] by graph ops on the constant) and writes NCHWc; so does a 2-D max or average pool
@@ -188,6 +190,25 @@ static bool is_blockable_pool(const Node *n) {
          n->noutputs == 1 && n->inputs[0] && n->inputs[0]->type.dtype == MLC_F32 && !ir_attr(n, "data_block");
 }
 
+/* the Winograd conv's ends (src/topi/winograd_x86.c): nn.winograd_pad reads NCHWc data (data_block) as a packed
+ * conv does; nn.winograd_output writes NCHWc in its GEMM's channel block kb (out_block), as a packed conv
+ * writes its own */
+static bool is_winograd_pad(const Node *n) {
+  return !strcmp(n->op->name, "nn.winograd_pad") && n->ninputs == 1 && n->inputs[0] && !ir_attr(n, "data_block");
+}
+
+static int64_t winograd_output_block(const Node *n) {
+  if (strcmp(n->op->name, "nn.winograd_output") || n->ninputs != 1 || !n->inputs[0] ||
+      n->inputs[0]->type.ndim != 4 || ir_attr(n, "out_block"))
+    return 0;
+  return n->inputs[0]->type.dims[3];
+}
+
+/* the block of the NCHWc output an op can write (packed convs, Winograd output transforms), else 0 */
+static int64_t writes_block(const Node *n) {
+  return is_packed_conv(n) ? n->inputs[1]->type.dims[4] : winograd_output_block(n);
+}
+
 /* an op whose data and output share a region (it keeps the channel block) */
 static bool passes_block(const Node *n) { return is_blockable_depthwise(n) || is_blockable_pool(n); }
 
@@ -246,7 +267,7 @@ static void find_regions(LayoutCtx *c) {
       Value *v = n->outputs[k];
       if (!v || (member[i] && k == 0)) continue;
       int r = find(c->region, v->id);
-      int64_t b = is_packed_conv(n) ? n->inputs[1]->type.dims[4] : 0;
+      int64_t b = writes_block(n);
       if (!b) c->region_ok[r] = false;
       c->region_b[r] = c->region_b[r] == 0 || c->region_b[r] == b ? b : -1;
     }
@@ -258,7 +279,8 @@ static void find_regions(LayoutCtx *c) {
       if (!v || v->data) continue;
       bool inside = member[i] && (passes_block(n) ? k == 0 : joins(n, v));
       any_join |= inside;
-      if (!inside && !(is_packed_conv(n) && k == 0)) c->region_ok[find(c->region, v->id)] = false;
+      if (!inside && !((is_packed_conv(n) || is_winograd_pad(n)) && k == 0))
+        c->region_ok[find(c->region, v->id)] = false;
     }
     if (member[i] && !any_join) c->region_ok[find(c->region, n->outputs[0]->id)] = false;
   }
@@ -361,6 +383,18 @@ static mlc_status convert_node(LayoutCtx *c, Node *n) {
     if (ir_infer_node(c->g, n, d)) return d->status;
     grow(c);
     c->block[n->outputs[0]->id] = b;
+    return MLC_OK;
+  }
+  if (is_winograd_pad(n) && block_of(c, n->inputs[0])) {
+    ir_set_int(c->g, n, "data_block", block_of(c, n->inputs[0]));
+    return ir_infer_node(c->g, n, d) ? d->status : MLC_OK;
+  }
+  if (winograd_output_block(n) && out_block_of(c, n)) {
+    int64_t ob = winograd_output_block(n);
+    ir_set_int(c->g, n, "out_block", ob);
+    if (ir_infer_node(c->g, n, d)) return d->status;
+    grow(c);
+    c->block[n->outputs[0]->id] = ob;
     return MLC_OK;
   }
   if (is_packed_conv(n)) {

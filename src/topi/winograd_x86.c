@@ -15,11 +15,13 @@
  *       G g Gt per (k, c), kb output channels contiguous for the GEMM's vector loads; constant input, so
  *       FoldConstant evaluates it at compile time.
  *   nn.winograd_pad(x[N, C, H, W], padding, tile) -> D[N, m*th + 2, m*tw + 2, C]
- *       zero-padded, channels innermost (the one transposition), so the transform reads contiguous channels.
+ *       zero-padded, channels innermost (the one transposition), so the transform reads contiguous channels;
+ *       data_block b: x is NCHWc [N, C/b, H, W, b] (ConvertLayoutNCHWc).
  *   nn.winograd_input(D, tile, ptiles = PP) -> V[alpha, alpha, PP, C]: Bt d B per tile and channel.
  *   nn.winograd_gemm(V, U) -> M[alpha^2, K/kb, PP, kb] = sum_c V[e, p, c] * U[e, k/kb, c, k%kb].
  *   nn.winograd_output(M, tile, out_shape = [N, OH, OW]) -> Y[N, K, OH, OW]: At M A written straight into
- *       NCHW; injective, so the conv's elementwise epilogue (bias, relu, residual add) fuses into it.
+ *       NCHW, or NCHWc [N, K/kb, OH, OW, kb] with out_block = kb (ConvertLayoutNCHWc); out-elemwise-fusable,
+ *       so the conv's elementwise epilogue (bias, relu, residual add) fuses into it.
  * The transforms multiply by constant matrices. They are written as explicit sums over the non-zero
  * coefficients (a coefficient of +-1 is an add or a subtract), separably: the row transform values are lets,
  * the column transform picks its row by a select on the tile coordinate. The schedules unroll the tile
@@ -167,6 +169,7 @@ typedef struct WinoConv {
   int64_t th, tw; /* tiles along the output height and width */
   int64_t tiles;  /* P = n * th * tw */
   int64_t ptiles; /* PP: P rounded up to a multiple of the GEMM's register tile */
+  int64_t blk;    /* the pad's data_block / the output transform's out_block: 0 for NCHW */
   TeTensor *in;   /* the op's first input */
   TeTensor *in2;  /* the GEMM's transformed weight */
 } WinoConv;
@@ -187,8 +190,9 @@ static mlc_status matrices_of(const Node *n, WinoConv *p, Diag *d) {
   p->w = wino_matrices(ir_attr_int(n, "tile", 4));
   if (!p->w) return diag_set(d, MLC_ERR_UNSUPPORTED, "Winograd output tile must be 2 or 4");
   const TensorType *x = &n->inputs[0]->type;
-  if (x->ndim != 4 || x->dtype != MLC_F32)
-    return diag_set(d, MLC_ERR_UNSUPPORTED, "%s needs a float32 rank-4 input", n->op->name);
+  int rank = strcmp(n->op->name, "nn.winograd_pad") || !ir_attr_int(n, "data_block", 0) ? 4 : 5;
+  if (x->ndim != rank || x->dtype != MLC_F32)
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "%s needs a float32 rank-%d input", n->op->name, rank);
   return MLC_OK;
 }
 
@@ -201,8 +205,12 @@ static mlc_status pad_of(const Node *n, WinoConv *p, Diag *d) {
   if (cnt != 0 && cnt != 4) return diag_set(d, MLC_ERR_INVALID, "attribute 'padding' has %d values, expected 4", cnt);
   for (int i = 0; i < 4; i++)
     if (p->pad[i] < 0) return diag_set(d, MLC_ERR_INVALID, "pads must be >= 0");
+  p->blk = ir_attr_int(n, "data_block", 0);
+  if (p->blk && (p->blk < 0 || x->dims[4] != p->blk))
+    return diag_set(d, MLC_ERR_INVALID, "nn.winograd_pad: data_block %lld does not match the data's block %lld",
+                    (long long)p->blk, (long long)x->dims[4]);
   p->n = x->dims[0];
-  p->c = x->dims[1];
+  p->c = p->blk ? x->dims[1] * p->blk : x->dims[1];
   p->h = x->dims[2];
   p->wd = x->dims[3];
   p->oh = p->h + p->pad[0] + p->pad[2] - 2;
@@ -250,7 +258,8 @@ static mlc_status input_infer(Node *n, Diag *d) {
 
 /* D[n, y, x, c] = data[n, c, y - top, x - left], zero in the padding and past the last tile (a clamped read
  * and a select, so the load stays in bounds): the input with channels innermost, so the input transform
- * reads contiguous channels per tap. */
+ * reads contiguous channels per tap. With data_block b the data is NCHWc, data[n, c / b, y, x, c % b]: the
+ * copy reads b contiguous channels instead of one per plane. */
 static Expr *pad_body(TeCtx *c, Expr **idx, void *user) {
   WinoConv *p = user;
   Arena *a = c->arena;
@@ -260,8 +269,16 @@ static Expr *pad_body(TeCtx *c, Expr **idx, void *user) {
   ok = tir_bin(a, E_AND, ok, tir_bin(a, E_LT, iw, tir_idx(a, p->wd)));
   Expr *ch = tir_bin(a, E_MIN, tir_bin(a, E_MAX, ih, tir_idx(a, 0)), tir_idx(a, p->h - 1));
   Expr *cw = tir_bin(a, E_MIN, tir_bin(a, E_MAX, iw, tir_idx(a, 0)), tir_idx(a, p->wd - 1));
-  Expr *ri[4] = {idx[0], idx[3], ch, cw};
-  return tir_select(a, ok, te_read(c, p->in, 4, ri), tir_float(a, MLC_F32, 0));
+  Expr *v;
+  if (p->blk) {
+    Expr *b = tir_idx(a, p->blk);
+    Expr *ri[5] = {idx[0], tir_bin(a, E_FLOORDIV, idx[3], b), ch, cw, tir_bin(a, E_FLOORMOD, idx[3], b)};
+    v = te_read(c, p->in, 5, ri);
+  } else {
+    Expr *ri[4] = {idx[0], idx[3], ch, cw};
+    v = te_read(c, p->in, 4, ri);
+  }
+  return tir_select(a, ok, v, tir_float(a, MLC_F32, 0));
 }
 
 /* V[eh, ew, p, c] = sum_i Bt[eh][i] (sum_j Bt[ew][j] d[i][j]) over the tile p (clamped to the last real one) */
@@ -379,6 +396,10 @@ static mlc_status output_of(const Node *n, WinoConv *p, Diag *d) {
   p->kb = m->dims[3];
   p->k = m->dims[1] * p->kb;
   p->ptiles = m->dims[2];
+  p->blk = ir_attr_int(n, "out_block", 0);
+  if (p->blk && p->blk != p->kb)
+    return diag_set(d, MLC_ERR_INVALID, "nn.winograd_output: out_block %lld differs from the GEMM's block %lld",
+                    (long long)p->blk, (long long)p->kb);
   return tiles_of(p, d);
 }
 
@@ -387,11 +408,13 @@ static mlc_status output_infer(Node *n, Diag *d) {
   mlc_status st = output_of(n, &p, d);
   if (st) return st;
   TensorType o = {.dtype = MLC_F32, .ndim = 4, .dims = {p.n, p.k, p.oh, p.ow}};
+  if (p.blk) o = (TensorType){.dtype = MLC_F32, .ndim = 5, .dims = {p.n, p.k / p.kb, p.oh, p.ow, p.kb}};
   n->outputs[0]->type = o;
   return MLC_OK;
 }
 
-/* Y[n, k, h, w] = sum_a At[h % m][a] (sum_b At[w % m][b] M[a * alpha + b, k / kb, tile of (n, h, w), k % kb]) */
+/* Y[n, k, h, w] = sum_a At[h % m][a] (sum_b At[w % m][b] M[a * alpha + b, k / kb, tile of (n, h, w), k % kb]);
+ * with out_block (= kb) the output is NCHWc, Y[n, k / kb, h, w, k % kb], indexed [n, ko, h, w, ki] */
 static Expr *output_body(TeCtx *c, Expr **idx, void *user) {
   WinoConv *p = user;
   Arena *a = c->arena;
@@ -402,7 +425,8 @@ static Expr *output_body(TeCtx *c, Expr **idx, void *user) {
                        tir_add(a, tir_mul(a, tir_bin(a, E_FLOORDIV, idx[2], em), tir_idx(a, p->tw)),
                                tir_bin(a, E_FLOORDIV, idx[3], em)));
   Expr *hi = tir_bin(a, E_FLOORMOD, idx[2], em), *wi = tir_bin(a, E_FLOORMOD, idx[3], em);
-  Expr *ko = tir_bin(a, E_FLOORDIV, idx[1], kb), *ki = tir_bin(a, E_FLOORMOD, idx[1], kb);
+  Expr *ko = p->blk ? idx[1] : tir_bin(a, E_FLOORDIV, idx[1], kb);
+  Expr *ki = p->blk ? idx[4] : tir_bin(a, E_FLOORMOD, idx[1], kb);
   Var *rowv[6];
   Expr *rows[6], *vals[6], *arms[6];
   for (int i = 0; i < al; i++) {
@@ -427,8 +451,9 @@ static mlc_status output_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **o
   mlc_status st = output_of(n, p, d);
   if (st) return st;
   p->in = ins[0];
-  int64_t os[4] = {p->n, p->k, p->oh, p->ow};
-  outs[0] = te_compute(c, "winograd_output", "winograd_output", MLC_F32, 4, os, output_body, p);
+  int64_t os[5] = {p->n, p->k, p->oh, p->ow, 0};
+  if (p->blk) os[1] = p->k / p->kb, os[4] = p->kb;
+  outs[0] = te_compute(c, "winograd_output", "winograd_output", MLC_F32, p->blk ? 5 : 4, os, output_body, p);
   return MLC_OK;
 }
 
@@ -557,9 +582,6 @@ void topi_winograd_input_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *ou
   if (ci->extent > 1) te_vectorize(st, ci);
 }
 
-/* the output transform with its epilogue: the group output [N, K, OH, OW] tiled n, k.o, h.o (parallel), w.o,
- * h.i, w.i (unrolled: every select folds), k.i (vectorized over kb contiguous M values); the transform is
- * inlined into it */
 /* the first tensor an expression reads */
 static const TeTensor *first_read(const Expr *e) {
   if (!e) return NULL;
@@ -576,17 +598,23 @@ static const TeTensor *first_read(const Expr *e) {
   }
 }
 
+/* the output transform with its epilogue: the group output [N, K, OH, OW] tiled n, k.o, h.o (parallel), w.o,
+ * h.i, w.i (unrolled: every select folds), k.i (vectorized over kb contiguous M values, stored as a scatter
+ * into NCHW); an NCHWc output [N, K/kb, OH, OW, kb] (out_block) is the same loops with k.o, k.i its own axes,
+ * and the store one contiguous vector. The transform is inlined into it. */
 void topi_winograd_output_space(const Target *t, const TeOp *a, TopiConfigSpace *s) { memset(s, 0, sizeof *s); }
 void topi_winograd_output_fallback(const Target *t, const TeOp *a, TopiConfig *cfg) { memset(cfg, 0, sizeof *cfg); }
 
 void topi_winograd_output_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, const TopiConfig *cfg) {
   TeStage *ys = te_stage(s, a->outputs[0]), *os = out ? te_stage(s, out) : ys;
-  bool ok = ys && os && a->naxes == 4 && os->op->kind == TE_COMPUTE && os->op->nreduce == 0 &&
-            os->op->naxes == 4 && os->nleaf == 4 && os->attach == ATTACH_ROOT;
-  for (int i = 0; ok && i < 4; i++) ok = os->op->axes[i]->extent == a->axes[i]->extent;
+  int nd = a->naxes; /* 4: NCHW, 5: NCHWc (out_block) */
+  bool ok = ys && os && (nd == 4 || nd == 5) && os->op->kind == TE_COMPUTE && os->op->nreduce == 0 &&
+            os->op->naxes == nd && os->nleaf == nd && os->attach == ATTACH_ROOT;
+  for (int i = 0; ok && i < nd; i++) ok = os->op->axes[i]->extent == a->axes[i]->extent;
   const TeTensor *m = first_read(a->body); /* M[alpha^2, K/kb, PP, kb] */
   int64_t kb = m && m->ndim == 4 ? m->shape[3] : 0, tile = m && m->shape[0] == 36 ? 4 : 2;
-  if (!ok || !kb || a->axes[1]->extent % kb) {
+  if (ok) ok = kb && (nd == 5 ? a->axes[4]->extent == kb : a->axes[1]->extent % kb == 0);
+  if (!ok) {
     if (ys && ys != os) topi_schedule_stage_generic(c, ys);
     if (os) topi_schedule_stage_generic(c, os);
     return;
@@ -594,7 +622,10 @@ void topi_winograd_output_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *o
   if (os != ys) te_compute_inline(ys);
   TeOp *o = os->op;
   IterVar *ko, *ki, *ho, *hi, *wo, *wi;
-  topi_split(os, o->axes[1], kb, &ko, &ki);
+  if (nd == 5)
+    ko = o->axes[1], ki = o->axes[4];
+  else
+    topi_split(os, o->axes[1], kb, &ko, &ki);
   topi_split(os, o->axes[2], tile, &ho, &hi);
   topi_split(os, o->axes[3], tile, &wo, &wi);
   IterVar *order[7] = {o->axes[0], ko, ho, wo, hi, wi, ki};
@@ -606,4 +637,3 @@ void topi_winograd_output_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *o
   te_unroll(os, wi);
   if (ki->extent > 1) te_vectorize(os, ki);
 }
-

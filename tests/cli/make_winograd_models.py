@@ -76,3 +76,51 @@ save("wino_block", [
     helper.make_node("Relu", ["s"], ["y"], name="relu2")], [vi("x", [1, 64, 14, 14])], [vi("y", [1, 64, 14, 14])],
     [numpy_helper.from_array(a, n) for a, n in ((w1, "w1"), (b1, "b1"), (w2, "w2"), (b2, "b2"))], {"x": x},
     np.maximum(conv_ref(h.astype(np.float32), w2, 1) + b2.reshape(1, -1, 1, 1) + x, 0))
+
+
+def conv_any(x, w, stride, pad):
+    """direct cross-correlation in float64, NCHW, any kernel size, square stride and padding"""
+    x = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    kh, kw = w.shape[2:]
+    oh, ow = (x.shape[2] - kh) // stride + 1, (x.shape[3] - kw) // stride + 1
+    y = np.zeros((x.shape[0], w.shape[0], oh, ow))
+    for i in range(kh):
+        for j in range(kw):
+            y += np.einsum("nchw,kc->nkhw", x[:, :, i:i + stride * oh:stride, j:j + stride * ow:stride],
+                           w[:, :, i, j].astype(np.float64))
+    return y
+
+
+def maxpool_ref(x, k, s, pad):
+    x = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)), constant_values=-np.inf)
+    oh, ow = (x.shape[2] - k) // s + 1, (x.shape[3] - k) // s + 1
+    y = np.full(x.shape[:2] + (oh, ow), -np.inf)
+    for i in range(k):
+        for j in range(k):
+            y = np.maximum(y, x[:, :, i:i + s * oh:s, j:j + s * ow:s])
+    return y
+
+
+# Winograd between packed convs, so ConvertLayoutNCHWc keeps the activations NCHWc through it (the pad reads
+# NCHWc, the output transform writes it): 1x1 conv + bias + relu -> max pool -> 3x3 Winograd conv + bias +
+# the pool's output (residual) + relu -> 3x3 stride-2 conv. nchwc16 has 32 channels (block 16), nchwc8 24
+# (block 8), batch 2 and sizes that are not whole tiles.
+for name, n, c, k, hw, k2 in (("wino_nchwc16", 1, 16, 32, 26, 48), ("wino_nchwc8", 2, 8, 24, 22, 16)):
+    x, w0, b0 = arr([n, c, hw, hw]), arr([k, c, 1, 1], 0.3), arr([k])
+    w1, b1, w2 = arr([k, k, 3, 3], 0.1), arr([k]), arr([k2, k, 3, 3], 0.1)
+    p = maxpool_ref(np.maximum(conv_any(x, w0, 1, 0) + b0.reshape(1, -1, 1, 1), 0), 3, 2, 1).astype(np.float32)
+    r = np.maximum(conv_any(p, w1, 1, 1) + b1.reshape(1, -1, 1, 1) + p, 0).astype(np.float32)
+    y = conv_any(r, w2, 2, 1)
+    save(name, [
+        helper.make_node("Conv", ["x", "w0", "b0"], ["c0"], name="conv0", kernel_shape=[1, 1]),
+        helper.make_node("Relu", ["c0"], ["r0"], name="relu0"),
+        helper.make_node("MaxPool", ["r0"], ["p"], name="pool", kernel_shape=[3, 3], strides=[2, 2],
+                         pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["p", "w1", "b1"], ["c1"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Add", ["c1", "p"], ["s"], name="residual"),
+        helper.make_node("Relu", ["s"], ["r1"], name="relu1"),
+        helper.make_node("Conv", ["r1", "w2"], ["y"], name="conv2", kernel_shape=[3, 3], strides=[2, 2],
+                         pads=[1, 1, 1, 1])],
+        [vi("x", [n, c, hw, hw])], [vi("y", list(y.shape))],
+        [numpy_helper.from_array(a, nm) for a, nm in ((w0, "w0"), (b0, "b0"), (w1, "w1"), (b1, "b1"), (w2, "w2"))],
+        {"x": x}, y)

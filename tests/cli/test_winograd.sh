@@ -4,13 +4,14 @@
 # (AlterOpLayout.winograd_tile=4 and 2), checked to contain nn.winograd_gemm, also by the default rule (=1),
 # run, and compared with the float64 numpy reference of the direct conv (max relative error under 1e-4);
 # then compiled with the rewrite off (=0) and checked not to contain it, so the comparison is of two paths.
+# Between packed convs (wino_nchwc*) the Winograd conv must read and write NCHWc, with no layout transform.
 # usage: test_winograd.sh MLC BUILD_DIR
 set -eu
 mlc=$1 dir=$2/winograd
 here=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$dir" && mkdir -p "$dir"
 /usr/bin/python3 "$here/make_winograd_models.py" "$dir"
-for m in wino_bias_relu wino_residual wino_block; do
+for m in wino_bias_relu wino_residual wino_block wino_nchwc16 wino_nchwc8; do
   for run in 2.4 2.2 1.0 0.0; do
     mode=${run%.*} tile=${run#*.} out="$dir/$m.$run"
     echo "== $m with AlterOpLayout.winograd=$mode AlterOpLayout.winograd_tile=$tile"
@@ -19,6 +20,11 @@ for m in wino_bias_relu wino_residual wino_block; do
     n=$(grep -c "nn.winograd_gemm" "$out.d/10_fused_groups.txt" || true)
     if [ "$mode" = 2 ] && [ "$n" = 0 ]; then echo "FAIL $m: no nn.winograd_gemm in the fused groups"; exit 1; fi
     if [ "$mode" = 0 ] && [ "$n" != 0 ]; then echo "FAIL $m: nn.winograd_gemm with the rewrite off"; exit 1; fi
+    case "$m.$mode" in wino_nchwc*.2) # between packed convs the Winograd conv reads and writes NCHWc
+      l="$out.d/11_after_DeadCodeElim.txt"
+      if ! grep -q "nn.winograd_pad(.*data_block" "$l" || ! grep -q "nn.winograd_output(.*out_block" "$l" ||
+        grep -q "to_nchw" "$l"; then echo "FAIL $m: the Winograd conv is not NCHWc in $l"; exit 1; fi;;
+    esac
     "$mlc" run "$out.tar" --inputs "$dir/${m}_inputs.npz" --outputs "$out.npz"
     /usr/bin/python3 "$here/compare_npz.py" "$out.npz" "$dir/${m}_ref.npz" --tol 1e-4
   done
