@@ -7,8 +7,8 @@
  * First it decides which conv outputs are worth blocking. The values joined by elementwise/broadcast ops
  * (a full-shape activation operand and the result; constants and broadcast operands do not join) form
  * regions, found with union-find. A region goes NCHWc when every value entering it is written by a packed
- * conv or a Winograd output transform in one block and every use leaving it is a packed conv or a Winograd
- * pad reading it as data: then it costs no transform at all. Any other region stays NCHW, and its convs store NCHW themselves (their epilogue's store is the
+ * conv or a Winograd output transform in one block and every use leaving it is a packed conv, a Winograd
+ * pad or a global pool reading it as data: then it costs no transform at all. Any other region stays NCHW, and its convs store NCHW themselves (their epilogue's store is the
  * transform): a transform kernel would cost a full extra pass over the tensor that most consumers (pools,
  * Winograd / depthwise convs, graph outputs) cannot fuse.
  * Then one walk in topological order keeps the layout of each value: NCHW, or NCHWc with block b (the value's
@@ -24,6 +24,8 @@
  *     so the consumer can still join the conv's fused group as its epilogue.
  *   - The Winograd conv's ends are a packed conv's: in a blocked region nn.winograd_output writes NCHWc in
  *     its GEMM's block (out_block), and nn.winograd_pad reads NCHWc data (data_block) into its NHWC copy.
+ *   - A global max or average pool reads NCHWc data (data_block) and writes NCHW [N, C, 1, 1]: a classifier
+ *     head does not keep the last convs' region NCHW.
  *   - nn.depthwise_conv2d with one output channel per input channel joins the regions of its data and its
  *     output (it keeps the channel block); on an NCHWc input it runs in that block (data_block, weight re-blocked
  *     to [C/b, 1, KH, KW, b] by graph ops on the constant) and writes NCHWc; so does a 2-D max or average pool
@@ -209,6 +211,19 @@ static int64_t writes_block(const Node *n) {
   return is_packed_conv(n) ? n->inputs[1]->type.dims[4] : winograd_output_block(n);
 }
 
+/* a global pool of float32 NCHW data (src/topi/nn.c, data_block): it reads NCHWc and writes NCHW [N, C, 1, 1],
+ * so a blocked region can end in it (a network's classifier head) */
+static bool is_blockable_global_pool(const Node *n) {
+  return (!strcmp(n->op->name, "nn.global_avg_pool2d") || !strcmp(n->op->name, "nn.global_max_pool2d")) &&
+         n->ninputs == 1 && n->noutputs == 1 && n->inputs[0] && n->inputs[0]->type.dtype == MLC_F32 &&
+         n->outputs[0]->type.ndim == 4 && !ir_attr(n, "data_block"); /* 2-D: the output is [N, C, 1, 1] */
+}
+
+/* an op that reads its data (input 0) in NCHWc without passing the layout on */
+static bool reads_blocked(const Node *n) {
+  return is_packed_conv(n) || is_winograd_pad(n) || is_blockable_global_pool(n);
+}
+
 /* an op whose data and output share a region (it keeps the channel block) */
 static bool passes_block(const Node *n) { return is_blockable_depthwise(n) || is_blockable_pool(n); }
 
@@ -279,7 +294,7 @@ static void find_regions(LayoutCtx *c) {
       if (!v || v->data) continue;
       bool inside = member[i] && (passes_block(n) ? k == 0 : joins(n, v));
       any_join |= inside;
-      if (!inside && !((is_packed_conv(n) || is_winograd_pad(n)) && k == 0))
+      if (!inside && !(reads_blocked(n) && k == 0))
         c->region_ok[find(c->region, v->id)] = false;
     }
     if (member[i] && !any_join) c->region_ok[find(c->region, n->outputs[0]->id)] = false;
@@ -385,7 +400,7 @@ static mlc_status convert_node(LayoutCtx *c, Node *n) {
     c->block[n->outputs[0]->id] = b;
     return MLC_OK;
   }
-  if (is_winograd_pad(n) && block_of(c, n->inputs[0])) {
+  if ((is_winograd_pad(n) || is_blockable_global_pool(n)) && block_of(c, n->inputs[0])) {
     ir_set_int(c->g, n, "data_block", block_of(c, n->inputs[0]));
     return ir_infer_node(c->g, n, d) ? d->status : MLC_OK;
   }

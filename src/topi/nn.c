@@ -560,13 +560,20 @@ static mlc_status pool_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **out
 }
 
 /* Global pools reduce every dim after the channel dim; output keeps them as 1. */
+/* data_block b (set by ConvertLayoutNCHWc on a global pool of float32 NCHWc data): the data is [N, C/b, H, W, b]
+ * and the result the NCHW [N, C, 1, 1] of the same channels, so the blocked region ends at the pool */
 static mlc_status gpool_infer(Node *n, Diag *d) {
   const TensorType *x = &n->inputs[0]->type;
   bool is_max = strstr(n->op->name, "max") != NULL;
+  int64_t b = pool_block(n);
   if (x->ndim < 3) return diag_set(d, MLC_ERR_INVALID, "%s expects rank >= 3, got %d", n->op->name, x->ndim);
   if (x->dtype == MLC_BOOL || (!is_max && !is_float(x->dtype)) || !mlc_dtype_size(x->dtype))
     return diag_set(d, MLC_ERR_UNSUPPORTED, "%s of %s is not supported", n->op->name, mlc_dtype_name(x->dtype));
+  if (b && (b < 0 || x->ndim != 5 || x->dims[4] != b || x->dtype != MLC_F32))
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "%s: data_block %lld needs float32 [N, C/b, H, W, b] data",
+                    n->op->name, (long long)b);
   TensorType o = *x;
+  if (b) o.ndim = 4, o.dims[1] = x->dims[1] * b;
   for (int i = 2; i < o.ndim; i++) o.dims[i] = 1;
   n->outputs[0]->type = o;
   return MLC_OK;
@@ -577,14 +584,19 @@ typedef struct GPoolCtx {
   PoolKind kind;
   mlc_dtype acc;
   double p;
+  int64_t block; /* data_block */
 } GPoolCtx;
 
 static Expr *gpool_body(TeCtx *c, Expr **idx, void *user) {
   GPoolCtx *k = user;
   Arena *A = c->arena;
-  int nd = k->data->ndim;
+  int nd = k->data->ndim - (k->block ? 1 : 0); /* spatial dims end here */
   IterVar *rax[MLC_MAX_DIMS];
   Expr *din[MLC_MAX_DIMS] = {idx[0], idx[1]};
+  if (k->block) {
+    din[1] = tir_bin(A, E_FLOORDIV, idx[1], tir_idx(A, k->block));
+    din[nd] = tir_bin(A, E_FLOORMOD, idx[1], tir_idx(A, k->block));
+  }
   int64_t count = 1;
   for (int i = 2; i < nd; i++) {
     rax[i - 2] = te_reduce_axis(c, arena_printf(A, "r%d", i - 2), k->data->shape[i]);
@@ -612,6 +624,7 @@ static mlc_status gpool_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **ou
   k->kind = strstr(n->op->name, "max") ? POOL_MAX : strstr(n->op->name, "lp") ? POOL_LP : POOL_AVG;
   k->acc = acc_dtype(ins[0]->dtype);
   k->p = (double)ir_attr_int(n, "p", 2);
+  k->block = pool_block(n);
   const TensorType *o = &n->outputs[0]->type;
   TeTensor *t = te_compute(c, n->op->name + 3, "pool", k->acc, o->ndim, o->dims, gpool_body, k);
   outs[0] = k->kind == POOL_LP ? lp_root(c, t, k->p, o->dtype) : cast_stage(c, t, o->dtype);

@@ -104,13 +104,16 @@ def maxpool_ref(x, k, s, pad):
 # Winograd between packed convs, so ConvertLayoutNCHWc keeps the activations NCHWc through it (the pad reads
 # NCHWc, the output transform writes it): 1x1 conv + bias + relu -> max pool -> 3x3 Winograd conv + bias +
 # the pool's output (residual) + relu -> 3x3 stride-2 conv. nchwc16 has 32 channels (block 16), nchwc8 24
-# (block 8), batch 2 and sizes that are not whole tiles.
+# (block 8), batch 2 and sizes that are not whole tiles, and ends in a global average pool (which reads NCHWc).
 for name, n, c, k, hw, k2 in (("wino_nchwc16", 1, 16, 32, 26, 48), ("wino_nchwc8", 2, 8, 24, 22, 16)):
     x, w0, b0 = arr([n, c, hw, hw]), arr([k, c, 1, 1], 0.3), arr([k])
     w1, b1, w2 = arr([k, k, 3, 3], 0.1), arr([k]), arr([k2, k, 3, 3], 0.1)
     p = maxpool_ref(np.maximum(conv_any(x, w0, 1, 0) + b0.reshape(1, -1, 1, 1), 0), 3, 2, 1).astype(np.float32)
     r = np.maximum(conv_any(p, w1, 1, 1) + b1.reshape(1, -1, 1, 1) + p, 0).astype(np.float32)
     y = conv_any(r, w2, 2, 1)
+    gap = [helper.make_node("GlobalAveragePool", ["c2"], ["y"], name="gap")] if name == "wino_nchwc8" else []
+    if gap:
+        y = y.mean(axis=(2, 3), keepdims=True)
     save(name, [
         helper.make_node("Conv", ["x", "w0", "b0"], ["c0"], name="conv0", kernel_shape=[1, 1]),
         helper.make_node("Relu", ["c0"], ["r0"], name="relu0"),
@@ -119,8 +122,8 @@ for name, n, c, k, hw, k2 in (("wino_nchwc16", 1, 16, 32, 26, 48), ("wino_nchwc8
         helper.make_node("Conv", ["p", "w1", "b1"], ["c1"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
         helper.make_node("Add", ["c1", "p"], ["s"], name="residual"),
         helper.make_node("Relu", ["s"], ["r1"], name="relu1"),
-        helper.make_node("Conv", ["r1", "w2"], ["y"], name="conv2", kernel_shape=[3, 3], strides=[2, 2],
-                         pads=[1, 1, 1, 1])],
+        helper.make_node("Conv", ["r1", "w2"], ["c2" if gap else "y"], name="conv2", kernel_shape=[3, 3],
+                         strides=[2, 2], pads=[1, 1, 1, 1])] + gap,
         [vi("x", [n, c, hw, hw])], [vi("y", list(y.shape))],
         [numpy_helper.from_array(a, nm) for a, nm in ((w0, "w0"), (b0, "b0"), (w1, "w1"), (b1, "b1"), (w2, "w2"))],
         {"x": x}, y)

@@ -4,7 +4,8 @@
 # (AlterOpLayout.winograd_tile=4 and 2), checked to contain nn.winograd_gemm, also by the default rule (=1),
 # run, and compared with the float64 numpy reference of the direct conv (max relative error under 1e-4);
 # then compiled with the rewrite off (=0) and checked not to contain it, so the comparison is of two paths.
-# Between packed convs (wino_nchwc*) the Winograd conv must read and write NCHWc, with no layout transform.
+# Between packed convs (wino_nchwc*) the Winograd conv must read and write NCHWc, with no layout transform, and
+# a global pool after the last conv reads NCHWc too.
 # usage: test_winograd.sh MLC BUILD_DIR
 set -eu
 mlc=$1 dir=$2/winograd
@@ -23,7 +24,9 @@ for m in wino_bias_relu wino_residual wino_block wino_nchwc16 wino_nchwc8; do
     case "$m.$mode" in wino_nchwc*.2) # between packed convs the Winograd conv reads and writes NCHWc
       l="$out.d/11_after_DeadCodeElim.txt"
       if ! grep -q "nn.winograd_pad(.*data_block" "$l" || ! grep -q "nn.winograd_output(.*out_block" "$l" ||
-        grep -q "to_nchw" "$l"; then echo "FAIL $m: the Winograd conv is not NCHWc in $l"; exit 1; fi;;
+        grep -q "to_nchw" "$l"; then echo "FAIL $m: the Winograd conv is not NCHWc in $l"; exit 1; fi
+      if [ $m = wino_nchwc8 ] && ! grep -q "nn.global_avg_pool2d(.*data_block" "$l"; then
+        echo "FAIL $m: the global pool does not read NCHWc in $l"; exit 1; fi;;
     esac
     "$mlc" run "$out.tar" --inputs "$dir/${m}_inputs.npz" --outputs "$out.npz"
     /usr/bin/python3 "$here/compare_npz.py" "$out.npz" "$dir/${m}_ref.npz" --tol 1e-4
