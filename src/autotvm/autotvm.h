@@ -117,6 +117,7 @@ typedef struct MeasureOptions {
   double timeout;    /* seconds for the build and for the run of one config */
   int threads;       /* the kernel's thread pool (0: the runtime default) */
   int parallel;      /* configs built at once (timed one at a time) */
+  bool cache_flush;  /* flush every buffer but the first input from the caches before each timed run */
   uint64_t seed;     /* random inputs */
 } MeasureOptions;
 
@@ -171,9 +172,22 @@ mlc_status tune_records_merge(int nfiles, const char *const *files, const char *
 
 /* ---- xgb.c ---- */
 typedef struct TuneXgb TuneXgb;
-mlc_status tune_xgb_fit(int n, int nf, const float *x, const float *y, uint64_t seed, TuneXgb **out, Diag *d);
+/* rows x[n][nf] labelled y, in ngroups query groups of groups[i] consecutive rows (ngroups 0: one group) */
+mlc_status tune_xgb_fit(int n, int nf, const float *x, const float *y, int ngroups, const unsigned *groups,
+                        uint64_t seed, TuneXgb **out, Diag *d);
 mlc_status tune_xgb_predict(TuneXgb *m, int n, int nf, const float *x, float *out, Diag *d);
 void tune_xgb_free(TuneXgb *m);
+
+/* ---- tuner_xgb.c: what one session's tuners measured, for the xgb tuner's transfer learning (TVM's
+ * tune_tasks with use_transfer_learning): per measurement its template, task, loop features and GFLOP/s ---- */
+typedef struct TuneHistory {
+  int n, cap;
+  const char **tmpl;
+  int *task;
+  float *feats; /* n x TUNE_NFEATURES */
+  double *gflops;
+} TuneHistory;
+void tune_history_free(TuneHistory *h);
 
 /* ---- tuner_*.c: a tuner proposes configs and learns from their results ---- */
 typedef struct Tuner Tuner;
@@ -181,6 +195,8 @@ struct Tuner {
   const char *kind;
   const TuneTasks *tasks;
   const TuneTask *task;
+  TuneHistory *history; /* the session's measurements of earlier tasks (NULL: none); xgb adds its own */
+  int transferred;      /* the most history measurements of other tasks a model of this task learned from */
   uint64_t rng;
   TuneIndexSet visited; /* proposed or measured */
   /* fills out with up to n unvisited indices (marking them visited); returns how many (0: space exhausted) */
@@ -209,6 +225,7 @@ typedef struct TuneOptions {
   /* --replay: nothing is built or timed; a config's result is its best record here (an error when it has
    * none), the default's that of the fallback config. Compares tuners on the same costs, free of noise. */
   const TuneRecords *replay;
+  TuneHistory *history;     /* shared by the session's tasks: the xgb tuner learns from earlier tasks (NULL: not) */
   FILE *log;                /* records are appended and flushed here */
   /* called after each measured batch and once when the task is done */
   void (*progress)(void *user, const TuneTask *t, const TuneSummary *s, double elapsed, bool done);
@@ -229,6 +246,7 @@ struct TuneSummary {
                          * space (the fallback); 1e9 when it never measured (unknown) */
   int default_error;    /* error_no of the default's first measurement (0: it measured) */
   bool out_of_time;     /* stopped at the deadline before the trials or the space were done */
+  int transferred;      /* measurements of earlier tasks the tuner's model learned from (xgb) */
   double seconds;       /* wall time of the task */
   TuneCurve curve;
 };

@@ -6,7 +6,9 @@
  * (codegen/llvm ORC), runs it once into output buffers pre-filled with NaN bytes and compares with the
  * reference (WRONG_ANSWER when it differs), then takes the timing lock (a process-shared semaphore: up to
  * `parallel` children build at once, one at a time is timed) and times it: `number` runs per repeat, number
- * grown until a repeat lasts min_repeat_ms, `repeat` costs. Its result is written to a shared slot. The parent
+ * grown until a repeat lasts min_repeat_ms, `repeat` costs; with cache_flush (the default of `mlc tune`)
+ * every buffer but the first input is flushed from the caches before each run, untimed (timed_runs). Its
+ * result is written to a shared slot. The parent
  * polls the children: a build, or one repeat of runs, that exceeds the timeout is killed (BUILD_TIMEOUT /
  * RUN_TIMEOUT), a
  * child that dies is a RUNTIME_DEVICE error (or COMPILE_HOST when it died building); the timing lock of a
@@ -51,7 +53,7 @@ struct Measurer {
   int nin, nout;
   void **in;            /* shared: group inputs */
   void **ref;           /* shared: reference outputs */
-  int64_t *out_bytes;
+  int64_t *in_bytes, *out_bytes;
   mlc_dtype *out_dtype;
   void *inmap, *refmap; /* the two shared mappings */
   size_t inmap_size, refmap_size;
@@ -176,6 +178,42 @@ static void child_fail(Slot *s, int err, const char *msg, double t0) {
 }
 
 /* builds config index (-1: the default) and runs it; with reference set, stores the output as the reference */
+/* Evicts [p, p + n) from every cache level (TVM's cache_flush_cpu_non_first_arg): clflush on x86-64,
+ * dc civac on AArch64; elsewhere nothing is flushed. */
+static void flush_range(const void *p, size_t n) {
+#if defined(__x86_64__)
+  for (const char *c = p, *end = c + n; c < end; c += 64) __asm__ volatile("clflush (%0)" ::"r"(c) : "memory");
+  __asm__ volatile("mfence" ::: "memory");
+#elif defined(__aarch64__)
+  for (const char *c = p, *end = c + n; c < end; c += 64) __asm__ volatile("dc civac, %0" ::"r"(c) : "memory");
+  __asm__ volatile("dsb sy" ::: "memory");
+#else
+  (void)p, (void)n;
+#endif
+}
+
+/* Seconds that `number` runs of fn take. With cache_flush every buffer but the first input (in a model the
+ * previous kernel's output, likely still cached) is flushed before each run, outside the timed span: in a
+ * model a conv's weights come from memory, not from the cache its own previous run left warm, and a
+ * schedule that rereads them (a loop order, a channel split) must pay for that here too. */
+static double timed_runs(const Measurer *m, mlc_kernel_fn fn, void **bufs, mlc_kernel_ctx *ctx, int number,
+                         int *rc) {
+  if (!m->o.cache_flush) {
+    double t1 = mono();
+    for (int k = 0; k < number; k++) *rc |= fn(bufs, NULL, ctx);
+    return mono() - t1;
+  }
+  double el = 0;
+  for (int k = 0; k < number; k++) {
+    for (int i = 1; i < m->nin; i++) flush_range(bufs[i], (size_t)m->in_bytes[i]);
+    for (int i = 0; i < m->nout; i++) flush_range(bufs[m->nin + i], (size_t)m->out_bytes[i]);
+    double t1 = mono();
+    *rc |= fn(bufs, NULL, ctx);
+    el += mono() - t1;
+  }
+  return el;
+}
+
 static void child_main(Measurer *m, int64_t index, Slot *s, bool reference) {
   double t0 = mono();
   set_phase(s, PH_BUILD);
@@ -229,9 +267,7 @@ static void child_main(Measurer *m, int64_t index, Slot *s, bool reference) {
   double min_s = m->o.min_repeat_ms / 1000.0;
   for (int tries = 0; tries < 8; tries++) {
     s->phase_start = mono(); /* the timeout bounds each batch of runs, not the whole timing */
-    double t1 = mono();
-    for (int k = 0; k < number; k++) rc |= fn(bufs, NULL, &ctx);
-    double el = mono() - t1;
+    double el = timed_runs(m, fn, bufs, &ctx, number, &rc);
     if (el >= min_s || rc) break;
     double grow = el > 0 ? min_s / el * 1.2 : 10;
     number = (int)(number * (grow > 10 ? 10 : grow < 1.5 ? 1.5 : grow)) + 1;
@@ -239,9 +275,7 @@ static void child_main(Measurer *m, int64_t index, Slot *s, bool reference) {
   int repeat = m->o.repeat < 1 ? 1 : m->o.repeat > TUNE_MAX_REPEAT ? TUNE_MAX_REPEAT : m->o.repeat;
   for (int r = 0; r < repeat; r++) {
     s->phase_start = mono();
-    double t1 = mono();
-    for (int k = 0; k < number; k++) rc |= fn(bufs, NULL, &ctx);
-    s->res.costs[r] = (mono() - t1) / number;
+    s->res.costs[r] = timed_runs(m, fn, bufs, &ctx, number, &rc) / number;
   }
   s->res.ncosts = repeat;
   sem_post(&m->sh->lock);
@@ -373,6 +407,7 @@ void tune_measurer_free(Measurer *m) {
   if (m->refmap) munmap(m->refmap, m->refmap_size);
   free(m->in);
   free(m->ref);
+  free(m->in_bytes);
   free(m->out_bytes);
   free(m->out_dtype);
   free(m);
@@ -391,6 +426,7 @@ mlc_status tune_measurer_new(const TuneTasks *ts, const TuneTask *task, const Me
   m->nout = g->outputs.n;
   m->in = calloc((size_t)m->nin + 1, sizeof(void *));
   m->ref = calloc((size_t)m->nout + 1, sizeof(void *));
+  m->in_bytes = calloc((size_t)m->nin + 1, sizeof(int64_t));
   m->out_bytes = calloc((size_t)m->nout + 1, sizeof(int64_t));
   m->out_dtype = calloc((size_t)m->nout + 1, sizeof(mlc_dtype));
   for (int i = 0; i < m->nin; i++) m->inmap_size += round64((size_t)tt_nbytes(&g->inputs.v[i]->type)) + 64;
@@ -400,7 +436,7 @@ mlc_status tune_measurer_new(const TuneTasks *ts, const TuneTask *task, const Me
   m->inmap = shared_map(m->inmap_size);
   m->refmap = shared_map(m->refmap_size);
   m->sh = shared_map(m->sh_size);
-  if (!m->in || !m->ref || !m->out_bytes || !m->out_dtype || !m->inmap || !m->refmap || !m->sh) {
+  if (!m->in || !m->ref || !m->in_bytes || !m->out_bytes || !m->out_dtype || !m->inmap || !m->refmap || !m->sh) {
     tune_measurer_free(m);
     return diag_set(d, MLC_ERR_INTERNAL, "tuning: cannot map %zu bytes of shared memory",
                     m->inmap_size + m->refmap_size);
@@ -418,6 +454,7 @@ mlc_status tune_measurer_new(const TuneTasks *ts, const TuneTask *task, const Me
     const Value *v = g->inputs.v[i];
     int64_t nb = tt_nbytes(&v->type);
     m->in[i] = p;
+    m->in_bytes[i] = nb;
     if (v->data)
       memcpy(p, v->data, (size_t)nb);
     else

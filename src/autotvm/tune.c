@@ -123,6 +123,7 @@ mlc_status tune_task_run(Arena *a, const TuneTasks *ts, const TuneTask *task, co
     free(seen);
     return d->status;
   }
+  t->history = o->history;
   Measurer *m = NULL;
   MeasureResult replayed_default;
   if (o->replay) {
@@ -238,6 +239,7 @@ mlc_status tune_task_run(Arena *a, const TuneTasks *ts, const TuneTask *task, co
     }
   }
   sum->seconds = tune_clock() - t0;
+  sum->transferred = t->transferred;
   if (st == MLC_OK && o->progress) o->progress(o->progress_user, task, sum, sum->seconds, true);
   free(idx);
   free(res);

@@ -2,7 +2,9 @@
  *
  * Until PLAN configs are measured it proposes random ones. Then, for each batch: an XGBoost ranking model is
  * trained on the loop features (features.c) of every measured config, labelled with its throughput relative
- * to the best (failed configs 0); the space is searched for the configs the model ranks highest: every
+ * to the best (failed configs 0), together with what the session measured on the earlier tasks of the same
+ * template (TuneHistory, one ranking group per task: transfer learning, as TVM's tune_tasks does; with PLAN
+ * such measurements the model ranks the task's first batch already); the space is searched for the configs the model ranks highest: every
  * unvisited config when the space is small (at most EXHAUSTIVE), else simulated annealing from CHAINS
  * points (the best measured configs and random ones): each step moves every chain one knob to a random
  * choice, the model scores all moves in one prediction, a move is kept when better or with probability
@@ -99,6 +101,37 @@ static mlc_status predict(Tuner *t, XgbState *s, TuneXgb *m, int n, const int64_
   return st;
 }
 
+static void history_push(TuneHistory *h, const char *tmpl, int task, const float *f, double gflops) {
+  if (h->n == h->cap) {
+    int nc = h->cap ? 2 * h->cap : 256;
+    const char **nt = realloc(h->tmpl, sizeof(char *) * (size_t)nc);
+    if (!nt) return;
+    h->tmpl = nt;
+    int *nk = realloc(h->task, sizeof(int) * (size_t)nc);
+    if (!nk) return;
+    h->task = nk;
+    float *nf = realloc(h->feats, sizeof(float) * (size_t)nc * TUNE_NFEATURES);
+    if (!nf) return;
+    h->feats = nf;
+    double *ng = realloc(h->gflops, sizeof(double) * (size_t)nc);
+    if (!ng) return;
+    h->gflops = ng;
+    h->cap = nc;
+  }
+  h->tmpl[h->n] = tmpl;
+  h->task[h->n] = task;
+  memcpy(h->feats + (size_t)h->n * TUNE_NFEATURES, f, sizeof(float) * TUNE_NFEATURES);
+  h->gflops[h->n++] = gflops;
+}
+
+void tune_history_free(TuneHistory *h) {
+  free(h->tmpl);
+  free(h->task);
+  free(h->feats);
+  free(h->gflops);
+  memset(h, 0, sizeof *h);
+}
+
 /* the top list: the best unvisited candidates seen, by predicted score */
 typedef struct Top {
   int n, cap;
@@ -121,29 +154,74 @@ static void top_offer(Top *tp, const Tuner *t, int64_t idx, float score) {
   tp->score[pos] = score;
 }
 
-static int xgb_batch(Tuner *t, int n, int64_t *out) {
-  XgbState *s = t->state;
-  if (s->n < PLAN || t->diag.status != MLC_OK) return tune_random_batch(t, n, out);
-  /* train */
+/* history entries the model can learn from: other tasks of the same template */
+static bool transferable(const Tuner *t, int i) {
+  const TuneHistory *h = t->history;
+  return h->task[i] != t->task->index && !strcmp(h->tmpl[i], t->task->name);
+}
+
+/* labels of rows [from, to): throughput relative to the best of them */
+static void label_group(float *y, const double *g, int from, int to) {
   double best = 0;
-  for (int i = 0; i < s->n; i++) best = s->gflops[i] > best ? s->gflops[i] : best;
-  float *x = malloc(sizeof(float) * (size_t)s->n * TUNE_NFEATURES), *y = malloc(sizeof(float) * (size_t)s->n);
-  if (!x || !y) {
-    free(x);
-    free(y);
-    return tune_random_batch(t, n, out);
-  }
-  for (int i = 0; i < s->n; i++) {
-    const float *f = features(t, s, s->idx[i]);
-    if (f) memcpy(x + (size_t)i * TUNE_NFEATURES, f, sizeof(float) * TUNE_NFEATURES);
-    else memset(x + (size_t)i * TUNE_NFEATURES, 0, sizeof(float) * TUNE_NFEATURES);
-    y[i] = best > 0 ? (float)(s->gflops[i] / best) : 0;
-  }
+  for (int i = from; i < to; i++) best = g[i] > best ? g[i] : best;
+  for (int i = from; i < to; i++) y[i] = best > 0 ? (float)(g[i] / best) : 0;
+}
+
+/* The model of this task: trained on its own measurements (one query group) and on the history's of the
+ * other tasks of its template (a group each), so the first batches are already ranked by what those taught
+ * (TVM's transfer learning); NULL when there are too few measurements. */
+static TuneXgb *train(Tuner *t, XgbState *s) {
+  const TuneHistory *h = t->history;
+  int ext = 0;
+  for (int i = 0; h && i < h->n; i++) ext += transferable(t, i);
+  if (s->n < PLAN && ext < PLAN) return NULL;
+  if (ext > t->transferred) t->transferred = ext;
+  int rows = s->n + ext, ng = 0;
+  float *x = malloc(sizeof(float) * (size_t)rows * TUNE_NFEATURES), *y = malloc(sizeof(float) * (size_t)rows);
+  double *g = malloc(sizeof(double) * (size_t)rows);
+  unsigned *groups = malloc(sizeof(unsigned) * (size_t)(rows + 1));
+  int *tasks = malloc(sizeof(int) * (size_t)(ext + 1)), ntasks = 0;
   TuneXgb *m = NULL;
-  mlc_status st = tune_xgb_fit(s->n, TUNE_NFEATURES, x, y, t->rng, &m, &t->diag);
+  if (!x || !y || !g || !groups || !tasks) goto done;
+  int r = 0;
+  for (int i = 0; i < s->n; i++, r++) {
+    const float *f = features(t, s, s->idx[i]);
+    if (f) memcpy(x + (size_t)r * TUNE_NFEATURES, f, sizeof(float) * TUNE_NFEATURES);
+    else memset(x + (size_t)r * TUNE_NFEATURES, 0, sizeof(float) * TUNE_NFEATURES);
+    g[r] = s->gflops[i];
+  }
+  if (s->n) label_group(y, g, 0, s->n), groups[ng++] = (unsigned)s->n;
+  for (int i = 0; h && i < h->n; i++) { /* the other tasks, in the order they were tuned */
+    if (!transferable(t, i)) continue;
+    bool known = false;
+    for (int k = 0; k < ntasks && !known; k++) known = tasks[k] == h->task[i];
+    if (!known) tasks[ntasks++] = h->task[i];
+  }
+  for (int k = 0; k < ntasks; k++) {
+    int from = r;
+    for (int i = 0; i < h->n; i++)
+      if (h->task[i] == tasks[k] && transferable(t, i)) {
+        memcpy(x + (size_t)r * TUNE_NFEATURES, h->feats + (size_t)i * TUNE_NFEATURES, sizeof(float) * TUNE_NFEATURES);
+        g[r++] = h->gflops[i];
+      }
+    label_group(y, g, from, r);
+    groups[ng++] = (unsigned)(r - from);
+  }
+  if (tune_xgb_fit(rows, TUNE_NFEATURES, x, y, ng, groups, t->rng, &m, &t->diag) != MLC_OK) m = NULL;
+done:
   free(x);
   free(y);
-  if (st != MLC_OK) return tune_random_batch(t, n, out);
+  free(g);
+  free(groups);
+  free(tasks);
+  return m;
+}
+
+static int xgb_batch(Tuner *t, int n, int64_t *out) {
+  XgbState *s = t->state;
+  if (t->diag.status != MLC_OK) return tune_random_batch(t, n, out);
+  TuneXgb *m = train(t, s);
+  if (!m) return tune_random_batch(t, n, out);
 
   Top tp = {0, n, malloc(sizeof(int64_t) * (size_t)n), malloc(sizeof(float) * (size_t)n)};
   int64_t size = t->task->space_size;
@@ -226,6 +304,8 @@ static void xgb_update(Tuner *t, int n, const int64_t *idx, const MeasureResult 
     double c = tune_result_cost(&res[i]);
     s->idx[s->n] = idx[i];
     s->gflops[s->n++] = c < 1e9 ? t->task->flops / c * 1e-9 : 0;
+    const float *f = t->history ? features(t, s, idx[i]) : NULL;
+    if (f) history_push(t->history, t->task->name, t->task->index, f, s->gflops[s->n - 1]);
   }
 }
 

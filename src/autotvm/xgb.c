@@ -1,8 +1,8 @@
 /* The cost model: gradient-boosted trees through libxgboost's C API (TVM's XGBoostCostModel).
  *
- * Trained on the features of the configs measured so far with a ranking objective (rank:pairwise, one query
- * group: only the order of configs matters), labels their throughput relative to the best (0 for failed
- * configs); predictions rank candidates. Every xgboost -1 becomes an mlc status with XGBGetLastError's text. */
+ * Trained on the features of the configs measured so far with a ranking objective (rank:pairwise: only the
+ * order of configs matters, and only within a query group, one per task), labels their throughput relative
+ * to the best of their task (0 for failed configs); predictions rank candidates. Every xgboost -1 becomes an mlc status with XGBGetLastError's text. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <xgboost/c_api.h>
@@ -18,14 +18,17 @@ static mlc_status xgb_err(Diag *d, const char *what) {
   return diag_set(d, MLC_ERR_INTERNAL, "xgboost: %s: %s", what, XGBGetLastError());
 }
 
-mlc_status tune_xgb_fit(int n, int nf, const float *x, const float *y, uint64_t seed, TuneXgb **out, Diag *d) {
+mlc_status tune_xgb_fit(int n, int nf, const float *x, const float *y, int ngroups, const unsigned *groups,
+                        uint64_t seed, TuneXgb **out, Diag *d) {
   DMatrixHandle dm = NULL;
   BoosterHandle b = NULL;
   if (XGDMatrixCreateFromMat(x, (bst_ulong)n, (bst_ulong)nf, -1e30f, &dm)) return xgb_err(d, "DMatrix");
-  unsigned group = (unsigned)n;
+  unsigned one = (unsigned)n;
+  if (ngroups < 1) groups = &one, ngroups = 1;
   char seed_s[32];
   snprintf(seed_s, sizeof seed_s, "%llu", (unsigned long long)(seed % 2147483647ULL));
-  if (XGDMatrixSetFloatInfo(dm, "label", y, (bst_ulong)n) || XGDMatrixSetUIntInfo(dm, "group", &group, 1) ||
+  if (XGDMatrixSetFloatInfo(dm, "label", y, (bst_ulong)n) ||
+      XGDMatrixSetUIntInfo(dm, "group", groups, (bst_ulong)ngroups) ||
       XGBoosterCreate(&dm, 1, &b) || XGBoosterSetParam(b, "objective", "rank:pairwise") ||
       XGBoosterSetParam(b, "max_depth", "3") || XGBoosterSetParam(b, "eta", "0.3") ||
       XGBoosterSetParam(b, "gamma", "0.0001") || XGBoosterSetParam(b, "min_child_weight", "1") ||

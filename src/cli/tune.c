@@ -21,14 +21,19 @@
 static const char *tune_usage =
     "usage: mlc tune model.onnx --output records.json [--target T] [--tuner xgb|ga|random|grid] [--trials N]\n"
     "                [--time-budget S] [--early-stopping N] [--number N] [--repeat N] [--min-repeat-ms MS]\n"
-    "                [--timeout S] [--remeasure N] [--replay records.json]"
+    "                [--timeout S] [--remeasure N] [--replay records.json]\n"
     "                [--parallel N] [--threads N] [--seed N] [--tuning-records old.json] [--task-shard K/N]\n"
-    "                [--plot FILE.svg] [--opt-level 0..3] [--input-shapes name:[d,..]] [--json]\n"
+    "                [--plot FILE.svg] [--opt-level 0..3] [--input-shapes name:[d,..]] [--cache-flush on|off]\n"
+    "                [--transfer-learning on|off] [--json]\n"
     "  --time-budget S   stop after S seconds in all (shared out over the tasks by FLOPs; without --trials,\n"
     "                    as many trials as fit); a batch in flight finishes (each config bounded by --timeout)\n"
     "  --trials N        configs per task (default 64; records resumed from --tuning-records count)\n"
     "  --repeat N        timed repeats per config; its cost is the fastest (default 3)\n"
     "  --remeasure N     at the end of a task, its best N configs and the default measured again (default 2)\n"
+    "  --cache-flush on|off  before each timed run, flush the kernel's buffers but its first input from the\n"
+    "                    caches, as a model's kernel finds its weights (default on)\n"
+    "  --transfer-learning on|off  the xgb tuner's model also learns from the earlier tasks of the same\n"
+    "                    template in this run, so it ranks a task's first configs too (default on)\n"
     "  --replay FILE     measure nothing: each config's cost is its best record in FILE (tuners compared on the\n"
     "                    same costs); no records are written, --output is not needed\n";
 
@@ -69,7 +74,7 @@ int cmd_tune(int argc, char **argv) {
   CompileOptions copt = {.target = "llvm", .opt_level = 3};
   long long trials = 64, early = 0, number = 10, repeat = 3, min_ms = 0, timeout = 10, parallel = 0, threads = 0,
             seed = 0, budget = 0, remeasure = 2, lv;
-  bool trials_given = false;
+  bool trials_given = false, cache_flush = true, transfer = true;
   bool json = false;
   ArgIter it;
   arg_init(&it, argc, argv);
@@ -98,6 +103,13 @@ int cmd_tune(int argc, char **argv) {
     else if (arg_value(&it, "--replay", &v)) replay_path = v;
     else if (arg_value(&it, "--task-shard", &v)) shard = v;
     else if (arg_value(&it, "--plot", &v)) plot = v;
+    else if (arg_value(&it, "--transfer-learning", &v)) {
+      if (!strcmp(v, "on") || !strcmp(v, "off")) transfer = !strcmp(v, "on");
+      else snprintf(it.error, sizeof it.error, "--transfer-learning '%.100s': expected on or off", v);
+    } else if (arg_value(&it, "--cache-flush", &v)) {
+      if (!strcmp(v, "on") || !strcmp(v, "off")) cache_flush = !strcmp(v, "on");
+      else snprintf(it.error, sizeof it.error, "--cache-flush '%.100s': expected on or off", v);
+    }
     else if (arg_value(&it, "--input-shapes", &v)) shapes = v;
     else if (arg_positional(&it, &v)) {
       if (model) snprintf(it.error, sizeof it.error, "more than one model given ('%.200s', '%.200s')", model, v);
@@ -163,9 +175,11 @@ int cmd_tune(int argc, char **argv) {
   double start = tune_clock();
   Progress pr = {isatty(2) && !json, 0, 0, (int)trials};
   for (int i = 0; i < ts.tasks.n; i++) pr.count += i % shard_n == shard_k;
-  TuneOptions to = {.tuner = tuner, .trials = (int)trials, .early_stopping = (int)early,
+  TuneHistory history = {0};
+  TuneOptions to = {.tuner = tuner, .history = transfer ? &history : NULL, .trials = (int)trials, .early_stopping = (int)early,
                     .measure = {.number = (int)number, .repeat = (int)repeat, .min_repeat_ms = (int)min_ms,
                                 .timeout = (double)timeout, .threads = (int)threads, .parallel = (int)parallel,
+                                .cache_flush = cache_flush,
                                 .seed = (uint64_t)seed},
                     .seed = (uint64_t)seed, .prior = prior_path ? &prior : NULL, .log = log,
                     .replay = replay_path ? &replay : NULL,
@@ -252,8 +266,9 @@ int cmd_tune(int argc, char **argv) {
                  s->default_cost * 1e3);
         else
           printf(",\"default_gflops\":null,\"default_ms\":null");
-        printf(",\"default_error\":%d,\"seconds\":%.3f,\"out_of_time\":%s,\"best_gflops_curve\":[", s->default_error,
-               s->seconds, s->out_of_time ? "true" : "false");
+        printf(",\"default_error\":%d,\"seconds\":%.3f,\"out_of_time\":%s,\"transferred\":%d,"
+               "\"best_gflops_curve\":[",
+               s->default_error, s->seconds, s->out_of_time ? "true" : "false", s->transferred);
         for (int j = 0; j < s->curve.n; j++) printf("%s%.4f", j ? "," : "", s->curve.best_gflops[j]);
         printf("]");
       }
@@ -275,6 +290,7 @@ int cmd_tune(int argc, char **argv) {
     if (budget > 0) printf("%.1f s of a %lld s time budget\n", tune_clock() - start, budget);
     if (trials > 0 && log) printf("records appended to %s\n", output);
   }
+  tune_history_free(&history);
   arena_free(a);
   return rc;
 }

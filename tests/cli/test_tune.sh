@@ -2,8 +2,8 @@
 # mlc tune end to end on models/cnn_small.onnx, bounded (a few trials per task): each tuner writes valid
 # records, a resumed run measures nothing twice, compiling with the records gives the untuned outputs,
 # a time budget stops the run in time, configs and a default schedule that time out are recorded without
-# stopping it, a replay of the records reproduces their best, and shard files merge into one best record per
-# task.
+# stopping it, a replay of the records reproduces their best, the xgb tuner learns from earlier tasks of the
+# same template (transfer learning), and shard files merge into one best record per task.
 # usage: test_tune.sh MLC BUILD_DIR SOURCE_DIR
 set -u
 mlc=$1 dir=$2/tune src=$3
@@ -129,6 +129,31 @@ recs = [json.loads(l) for l in open(d + "/timeout.json") if l.strip()]
 assert len(recs) == 2 and all(r["result"][1] == 7 for r in recs), recs
 print("ok   timeouts recorded, default unknown")
 PY
+
+# transfer learning: every config of task 0 (conv2d_packed.x86) and task 1 (the same template) measured, with the
+# cache flush off (the other timing path); the xgb tuner replayed on them learns from task 0's measurements
+# when it tunes task 1 with --transfer-learning on, from none with off; both find each task's best
+"$mlc" tune "$m" --output "$dir/all.json" --tuner grid --trials 64 --task-shard 0/1 --cache-flush off $opts \
+  --json > "$dir/all.out" || fail "tune --cache-flush off"
+for tl in on off; do
+  "$mlc" tune "$m" --replay "$dir/all.json" --tuner xgb --trials 64 --seed 3 --transfer-learning $tl --json \
+    > "$dir/tl_$tl.out" || fail "replay --transfer-learning $tl"
+done
+/usr/bin/python3 - "$dir" <<'PY' || fails=$((fails + 1))
+import json, sys
+d = sys.argv[1]
+on, off, full = (json.loads(open(d + "/%s.out" % n).read())["tasks"] for n in ("tl_on", "tl_off", "all"))
+assert on[1]["name"] == on[0]["name"] == "conv2d_packed.x86" and on[2]["name"] != on[1]["name"], on
+assert on[0]["transferred"] == 0 and on[1]["transferred"] == full[0]["trials"] >= 8, on
+assert all(t["transferred"] == 0 for t in off), off
+for a, b, f in zip(on, off, full):
+    assert a["best_gflops"] == b["best_gflops"] and abs(a["best_gflops"] - f["best_gflops"]) <= 1e-3 * f["best_gflops"], (a, b, f)
+print("ok   transfer learning: task 1 learned from %d measurements of task 0" % on[1]["transferred"])
+PY
+for bad in "--cache-flush sometimes" "--transfer-learning maybe"; do
+  "$mlc" tune "$m" --output "$dir/bad.json" $bad > "$dir/bad.txt" 2>&1 && fail "accepted $bad"
+  grep -q "expected on or off" "$dir/bad.txt" || fail "$bad: $(cat "$dir/bad.txt")"
+done
 
 # merge the two shards: one best record per task
 "$mlc" records merge "$dir/shard0.json" "$dir/shard1.json" -o "$dir/merged.json" >/dev/null || fail "merge"
