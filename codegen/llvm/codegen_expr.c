@@ -513,6 +513,50 @@ static LLVMValueRef cg_call(CgModule *m, const Expr *e) {
 
 /* ---- the expression switch ---- */
 
+/* whether e reads memory */
+static bool has_load(const Expr *e) {
+  if (!e) return false;
+  switch (e->kind) {
+  case E_LOAD: case E_TENSOR: case E_REDUCE: return true;
+  case E_INT: case E_FLOAT: case E_VAR: return false;
+  case E_CALL:
+    for (int i = 0; i < e->call.nargs; i++)
+      if (has_load(e->call.args[i])) return true;
+    return false;
+  default: return has_load(e->op.a) || has_load(e->op.b) || (e->kind == E_SELECT && has_load(e->op.c));
+  }
+}
+
+/* A vector select on one (scalar) condition whose arms read memory, as a branch: only the arm taken is
+ * evaluated. A concatenate is a chain of such selects along its axis; evaluated eagerly every output vector
+ * loaded from every input (DenseNet's concatenates of up to 48 inputs); the condition is the same for the
+ * whole vector, so the branch is as predictable as the loop around it. */
+static LLVMValueRef lazy_select(CgModule *m, const Expr *e, LLVMValueRef c) {
+  if (e->op.c->dtype != MLC_BOOL && !(c = convert(m, c, e->op.c->dtype, MLC_BOOL))) return NULL;
+  LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInsertBlock(m->b));
+  LLVMBasicBlockRef then_bb = LLVMAppendBasicBlockInContext(m->ctx, fn, "sel.a");
+  LLVMBasicBlockRef else_bb = LLVMAppendBasicBlockInContext(m->ctx, fn, "sel.b");
+  LLVMBasicBlockRef join_bb = LLVMAppendBasicBlockInContext(m->ctx, fn, "sel.join");
+  LLVMBuildCondBr(m->b, c, then_bb, else_bb);
+  LLVMValueRef v[2];
+  LLVMBasicBlockRef from[2];
+  const Expr *arm[2] = {e->op.a, e->op.b};
+  LLVMBasicBlockRef bb[2] = {then_bb, else_bb};
+  for (int i = 0; i < 2; i++) {
+    LLVMPositionBuilderAtEnd(m->b, bb[i]);
+    v[i] = cg_expr(m, arm[i]);
+    if (!v[i]) return NULL;
+    if (arm[i]->dtype != e->op.a->dtype && !(v[i] = convert(m, v[i], arm[i]->dtype, e->op.a->dtype))) return NULL;
+    v[i] = cg_splat(m, v[i], e->lanes);
+    from[i] = LLVMGetInsertBlock(m->b);
+    LLVMBuildBr(m->b, join_bb);
+  }
+  LLVMPositionBuilderAtEnd(m->b, join_bb);
+  LLVMValueRef phi = LLVMBuildPhi(m->b, LLVMTypeOf(v[0]), "");
+  LLVMAddIncoming(phi, v, from, 2);
+  return phi;
+}
+
 LLVMValueRef cg_expr(CgModule *m, const Expr *e) {
   int lanes = e->lanes > 1 ? e->lanes : 1;
   switch (e->kind) {
@@ -554,6 +598,8 @@ LLVMValueRef cg_expr(CgModule *m, const Expr *e) {
     if (c && LLVMIsAConstantInt(c) && e->op.c->dtype == MLC_BOOL && e->op.a->dtype == e->op.b->dtype &&
         e->op.a->lanes == e->op.b->lanes && e->op.a->lanes == e->lanes)
       return cg_expr(m, LLVMConstIntGetZExtValue(c) ? e->op.a : e->op.b);
+    if (c && lanes_of(c) == 1 && e->lanes > 1 && (has_load(e->op.a) || has_load(e->op.b)))
+      return lazy_select(m, e, c);
     LLVMValueRef a = c ? cg_expr(m, e->op.a) : NULL;
     LLVMValueRef b = a ? cg_expr(m, e->op.b) : NULL;
     if (!b) return NULL;
