@@ -24,6 +24,8 @@
  *     so the consumer can still join the conv's fused group as its epilogue.
  *   - The Winograd conv's ends are a packed conv's: in a blocked region nn.winograd_output writes NCHWc in
  *     its GEMM's block (out_block), and nn.winograd_pad reads NCHWc data (data_block) into its NHWC copy.
+ *   - A concatenate along the channels joins its inputs' and its output's regions; in NCHWc it concatenates
+ *     the channel blocks, so the region must have one block that divides every input's channels.
  *   - A global max or average pool reads NCHWc data (data_block) and writes NCHW [N, C, 1, 1]: a classifier
  *     head does not keep the last convs' region NCHW.
  *   - nn.depthwise_conv2d with one output channel per input channel joins the regions of its data and its
@@ -224,6 +226,17 @@ static bool reads_blocked(const Node *n) {
   return is_packed_conv(n) || is_winograd_pad(n) || is_blockable_global_pool(n);
 }
 
+/* a concatenate of float32 4-D activations along the channels: in NCHWc it concatenates the channel blocks
+ * (every input's channel count a multiple of the block), so all its inputs and its output share a region */
+static bool is_blockable_concat(const Node *n) {
+  if (strcmp(n->op->name, "concatenate") || n->noutputs != 1 || ir_attr_int(n, "axis", 0) != 1 ||
+      n->outputs[0]->type.ndim != 4 || n->outputs[0]->type.dtype != MLC_F32)
+    return false;
+  for (int k = 0; k < n->ninputs; k++) /* (the inputs are as 4-D as the output until the pass blocks them) */
+    if (!n->inputs[k] || n->inputs[k]->data) return false;
+  return n->ninputs > 0;
+}
+
 /* an op whose data and output share a region (it keeps the channel block) */
 static bool passes_block(const Node *n) { return is_blockable_depthwise(n) || is_blockable_pool(n); }
 
@@ -266,6 +279,11 @@ static void find_regions(LayoutCtx *c) {
   for (int i = 0; i < nv; i++) c->region[i] = i, c->region_ok[i] = true, c->region_b[i] = 0;
   for (int i = 0; i < g->nodes.n; i++) {
     Node *n = g->nodes.v[i];
+    if (is_blockable_concat(n)) { /* all its inputs and its output */
+      member[i] = true;
+      for (int k = 0; k < n->ninputs; k++) unite(c->region, n->inputs[k]->id, n->outputs[0]->id);
+      continue;
+    }
     if (passes_block(n)) { /* its data and output join one region */
       member[i] = true;
       unite(c->region, n->inputs[0]->id, n->outputs[0]->id);
@@ -292,7 +310,7 @@ static void find_regions(LayoutCtx *c) {
     for (int k = 0; k < n->ninputs; k++) {
       Value *v = n->inputs[k];
       if (!v || v->data) continue;
-      bool inside = member[i] && (passes_block(n) ? k == 0 : joins(n, v));
+      bool inside = member[i] && (is_blockable_concat(n) || (passes_block(n) ? k == 0 : joins(n, v)));
       any_join |= inside;
       if (!inside && !(reads_blocked(n) && k == 0))
         c->region_ok[find(c->region, v->id)] = false;
@@ -300,6 +318,14 @@ static void find_regions(LayoutCtx *c) {
     if (member[i] && !any_join) c->region_ok[find(c->region, n->outputs[0]->id)] = false;
   }
   for (int i = 0; i < g->inputs.n; i++) c->region_ok[find(c->region, g->inputs.v[i]->id)] = false;
+  /* a concatenate needs whole blocks from every input */
+  for (int i = 0; i < g->nodes.n; i++) {
+    Node *n = g->nodes.v[i];
+    if (!is_blockable_concat(n)) continue;
+    int r = find(c->region, n->outputs[0]->id);
+    for (int k = 0; k < n->ninputs; k++)
+      if (c->region_b[r] <= 0 || n->inputs[k]->type.dims[1] % c->region_b[r]) c->region_ok[r] = false;
+  }
   for (int i = 0; i < g->outputs.n; i++) c->region_ok[find(c->region, g->outputs.v[i]->id)] = false;
   /* A pointwise conv that writes NCHW is a matrix product with vectors along H x W when it also reads NCHW
    * (conv2d_x86.c's rows form); reading NCHWc it would store each channel-block vector as a scatter into
@@ -411,6 +437,17 @@ static mlc_status convert_node(LayoutCtx *c, Node *n) {
     grow(c);
     c->block[n->outputs[0]->id] = ob;
     return MLC_OK;
+  }
+  if (is_blockable_concat(n)) {
+    int64_t b = block_of(c, n->inputs[0]);
+    for (int k = 1; k < n->ninputs && b; k++)
+      if (block_of(c, n->inputs[k]) != b) b = 0;
+    if (b) { /* [N, C_k/b, H, W, b] along axis 1: the blocks in order */
+      if (ir_infer_node(c->g, n, d)) return d->status;
+      grow(c);
+      c->block[n->outputs[0]->id] = b;
+      return MLC_OK;
+    }
   }
   if (is_packed_conv(n)) {
     int64_t b = block_of(c, n->inputs[0]), ob = out_block_of(c, n);

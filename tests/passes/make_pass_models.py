@@ -151,3 +151,19 @@ save("convert_layout_nchwc_depthwise_pool", [
                      strides=[2, 2])], [xb],
     [helper.make_tensor_value_info("y", F, [1, 16, 2, 2])],
     [const("w1", [32, 8, 1, 1]), const("wd", [32, 1, 3, 3]), const("w2", [16, 32, 3, 3])])
+save("simplify_expr", [helper.make_node("Pad", ["x", "zeros"], ["p"], name="pad_nothing", mode="constant"),
+                       helper.make_node("Relu", ["p"], ["r"], name="relu"),
+                       helper.make_node("Pow", ["r", "two"], ["y"], name="square")], [x4], [y4],
+     [numpy_helper.from_array(np.zeros(4, np.int64), "zeros"), numpy_helper.from_array(np.float32(2.0), "two")])
+xc = helper.make_tensor_value_info("x", F, [1, 8, 8, 8])
+save("convert_layout_nchwc_concat", [
+    helper.make_node("Conv", ["x", "w1"], ["a"], name="expand1x1", kernel_shape=[1, 1]),
+    helper.make_node("Relu", ["a"], ["ar"], name="relu_a"),
+    helper.make_node("Conv", ["x", "w3"], ["b"], name="expand3x3", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+    helper.make_node("Relu", ["b"], ["br"], name="relu_b"),
+    helper.make_node("Concat", ["ar", "br"], ["c"], name="concat", axis=1),
+    helper.make_node("Conv", ["c", "w2"], ["d"], name="conv3x3", kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                     strides=[2, 2]),
+    helper.make_node("GlobalAveragePool", ["d"], ["y"], name="gap")], [xc],
+    [helper.make_tensor_value_info("y", F, [1, 16, 1, 1])],
+    [const("w1", [16, 8, 1, 1]), const("w3", [16, 8, 3, 3]), const("w2", [16, 32, 3, 3])])
