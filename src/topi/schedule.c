@@ -141,8 +141,9 @@ void topi_split(TeStage *st, IterVar *iv, int64_t factor, IterVar **o, IterVar *
 /* Injective: innermost axis split by the lanes and vectorized when they divide it, else vectorized whole
  * when it is at most four vectors long (odd rows of 7, 13 or 55 columns: codegen splits an odd-width vector
  * into whole and partial ones, and LLVM no longer vectorizes loops on its own), else split by its largest
- * divisor up to four vectors when that fills at least one vector; the other axes fused
- * into one parallel loop (with the innermost's outer part when there is little else to share out). */
+ * divisor up to four vectors when that fills at least one vector; the leading other axes fused into one
+ * parallel loop until it has 16 steps per core (with the innermost's outer part when there is little else to
+ * share out), the rest serial inside it. */
 static void schedule_injective(TeCtx *c, TeStage *st) {
   TeOp *op = st->op;
   int nd = op->naxes;
@@ -165,12 +166,17 @@ static void schedule_injective(TeCtx *c, TeStage *st) {
   } else {
     lo = NULL;
   }
-  int nouter = nd - 1;
+  int nouter = nd - 1, cores = topi_num_cores(c->target);
   int64_t outer_ext = 1;
   for (int i = 0; i < nouter; i++) outer_ext *= ivs[i]->extent;
-  if (lo && (nouter == 0 || outer_ext < 2 * topi_num_cores(c->target))) ivs[nouter++] = lo;
-  if (nouter > 0) {
-    IterVar *f = topi_fuse_range(st, ivs, nouter);
+  if (lo && (nouter == 0 || outer_ext < 2 * cores)) ivs[nouter++] = lo;
+  /* the parallel loop: the leading outer axes until they give 16 chunks per core; the rest stay serial
+   * loops inside it, so the index math of the fused axes is done once per row, not once per vector (an
+   * NCHWc [N, C/b, H, W, b] tensor: parallel over N x C/b x H, then W, then the b lanes) */
+  int nfuse = 0;
+  for (int64_t ext = 1; nfuse < nouter && ext < 16 * cores;) ext *= ivs[nfuse++]->extent;
+  if (nfuse > 0) {
+    IterVar *f = topi_fuse_range(st, ivs, nfuse);
     if (numel >= PARALLEL_MIN_WORK && f->extent > 1) te_parallel(st, f);
   }
   if (vec) te_vectorize(st, vec);
