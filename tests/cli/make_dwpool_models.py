@@ -4,7 +4,8 @@ AlterOpLayout makes of a Conv with group = C) and the window pools, each with ra
 and a float64 numpy reference written here from the ONNX definitions (NAME_ref.npz). Depthwise: strides 1 and
 2, padding, dilation 2, channel multiplier 2, odd sizes, 5x5, asymmetric pads, fused bias + Clip(0, 6) and a
 residual add. Pools: MaxPool / AveragePool 2-D with pads, ceil_mode, dilations, count_include_pad, a 1-D and a
-3-D pool. Used by tests/cli/test_dwpool.sh; the names are listed one per line in DIR/models.txt."""
+3-D pool. Channel concatenates of packed convs' outputs, in NCHWc blocks or not (catc_* / catn_*). Used by
+tests/cli/test_dwpool.sh; the names are listed one per line in DIR/models.txt."""
 import math
 import os
 import sys
@@ -185,6 +186,42 @@ pool_blocked("poolc_max_s2_ceil", "MaxPool", 32, 23, 21, 3, 2, [0, 0, 0, 0], cei
 pool_blocked("poolc_max_s2_pad1", "MaxPool", 16, 20, 20, 3, 2, [1, 1, 1, 1])
 pool_blocked("poolc_avg_2x2", "AveragePool", 32, 14, 14, 2, 2, [0, 0, 0, 0])
 pool_blocked("poolc_avg_pad_cip", "AveragePool", 16, 11, 13, 3, 1, [1, 0, 1, 1], cip=1)
+def concat_blocked(name, chans, gpool, with_input=False):
+    """a channel Concat of packed convs' outputs (1x1 or 3x3 convs 8 -> chans[i] + bias + Relu; the first one
+    twice; the graph input too with with_input), a 3x3 stride-2 conv -> 16 that reads it, and a global pool:
+    with equal blocks ConvertLayoutNCHWc concatenates NCHWc blocks, else (different blocks, or the graph input
+    in it) the concatenate stays NCHW"""
+    x = rng.standard_normal((1, 8, 12, 10)).astype(np.float32)
+    inits, nodes, outs, refs = [], [], [], []
+    for i, c in enumerate(chans):
+        k = 1 if i % 2 == 0 else 3
+        w = (rng.standard_normal((c, 8, k, k)) / 3).astype(np.float32)
+        b = rng.standard_normal(c).astype(np.float32)
+        inits += [numpy_helper.from_array(w, f"W{i}"), numpy_helper.from_array(b, f"B{i}")]
+        nodes += [helper.make_node("Conv", ["x", f"W{i}", f"B{i}"], [f"c{i}"], kernel_shape=[k, k],
+                                   pads=[k // 2] * 4),
+                  helper.make_node("Relu", [f"c{i}"], [f"r{i}"])]
+        outs.append(f"r{i}")
+        refs.append(np.maximum(conv_ref(x, w, b, 1, k // 2), 0))
+    cat_in, cat_ref = outs + [outs[0]], refs + [refs[0]]
+    if with_input:
+        cat_in, cat_ref = cat_in + ["x"], cat_ref + [x.astype(np.float64)]
+    cat = np.concatenate(cat_ref, axis=1)
+    w2 = (rng.standard_normal((16, cat.shape[1], 3, 3)) / 8).astype(np.float32)
+    b2 = rng.standard_normal(16).astype(np.float32)
+    inits += [numpy_helper.from_array(w2, "Wf"), numpy_helper.from_array(b2, "Bf")]
+    nodes += [helper.make_node("Concat", cat_in, ["cat"], axis=1),
+              helper.make_node("Conv", ["cat", "Wf", "Bf"], ["d"], kernel_shape=[3, 3], strides=[2, 2],
+                               pads=[1, 1, 1, 1]),
+              helper.make_node(gpool, ["d"], ["y"])]
+    d = conv_ref(cat, w2, b2, 2, 1)
+    save(name, nodes, x, inits, d.max(axis=(2, 3), keepdims=True) if gpool == "GlobalMaxPool"
+         else d.mean(axis=(2, 3), keepdims=True))
+
+
+concat_blocked("catc_three", [16, 32, 16], "GlobalMaxPool")
+concat_blocked("catn_mixed_blocks", [8, 16], "GlobalAveragePool")
+concat_blocked("catn_with_input", [16, 16], "GlobalAveragePool", with_input=True)
 pool("max_s2_pad1", "MaxPool", (1, 16, 56, 56), [3, 3], [2, 2], [1, 1, 1, 1])
 pool("max_ceil_dil", "MaxPool", (2, 3, 15, 13), [3, 2], [2, 2], [1, 0, 1, 1], dil=[2, 2], ceil=1)
 pool("avg_pad_ceil", "AveragePool", (1, 5, 11, 12), [3, 3], [2, 2], [1, 1, 1, 1], ceil=1)
