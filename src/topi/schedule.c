@@ -437,9 +437,28 @@ static bool pool_blocked_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *ou
   return true;
 }
 
+/* A 2-D global pool of NCHWc data (nn.c's data_block: output [N, C, 1, 1], data [N, C/b, H, W, b]): n x c.o
+ * parallel, the window, then c.i (the b lanes, vectorized): each tap is one contiguous vector load. */
+static bool global_pool_blocked_schedule(TeStage *st, TeOp *a, const TeTensor *out) {
+  if (a->naxes != 4 || a->nreduce != 2 || a->axes[2]->extent != 1 || a->axes[3]->extent != 1 || a->ninputs < 1 ||
+      a->inputs[0]->ndim != 5 || (out && out->op != a) || st->nleaf != 6)
+    return false;
+  int64_t b = a->inputs[0]->shape[4];
+  if (b < 2 || a->axes[1]->extent % b) return false;
+  IterVar *co, *ci;
+  topi_split(st, a->axes[1], b, &co, &ci);
+  IterVar *order[7] = {a->axes[0], co, a->axes[2], a->axes[3], a->reduce_axes[0], a->reduce_axes[1], ci};
+  te_reorder(st, 7, order);
+  IterVar *f = te_fuse(st, a->axes[0], co);
+  if (op_work(a) >= PARALLEL_MIN_WORK && f->extent > 1) te_parallel(st, f);
+  te_vectorize(st, ci);
+  return true;
+}
+
 static void pool_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, const TopiConfig *cfg) {
   TeStage *st = te_stage(s, a->outputs[0]), *ps = NULL;
   if (!st) return;
+  if (global_pool_blocked_schedule(st, a, out)) return;
   for (int i = 0; i < s->nstages; i++)
     if (s->stages[i]->op->tag && !strcmp(s->stages[i]->op->tag, "pool_pad")) ps = s->stages[i];
   if (a->naxes == a->nreduce + 3 && pool_blocked_schedule(c, s, a, out, ps)) return;
