@@ -1,7 +1,8 @@
 #!/bin/sh
 # Tunes a model with `mlc tune --time-budget` and reports what it bought:
 #   - per task: the default schedule's and the tuned config's time and GFLOP/s (both measured again at the end
-#     of the task, one after the other, so they see the same load; the cost of a config is its fastest repeat);
+#     of the task, one after the other, so they see the same load; the cost of a config is its fastest repeat,
+#     each run with the kernel's weights flushed from the caches, as in the model: mlc tune's --cache-flush);
 #   - the whole model: the default package, the tuned package and ONNX Runtime, at each thread count (medians
 #     of ROUNDS rounds, the three runners alternating within a round; outputs checked against ORT's);
 #   - optionally xgb against random at equal trials: per task, how many trials xgb takes to reach the best
