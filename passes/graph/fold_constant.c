@@ -1,8 +1,9 @@
 /* FoldConstant: evaluate every node whose inputs are all constants, by compiling those nodes with mlc's own
  * pipeline (opt level 1, so this pass does not recurse) and running them on the JIT, then turning the values
  * they feed to the rest of the graph into constants. One compilation for the whole constant part of the
- * graph. Outputs larger than a limit (64 MiB) are left to run at inference time: folding them would grow the
- * package more than it saves. */
+ * graph. Outputs larger than a limit (64 MiB) and larger than the node's inputs are left to run at inference
+ * time: folding them would grow the package more than it saves. A larger result that is no larger than its
+ * inputs (the reshape / transpose packing a big dense weight: AlexNet's 151 MB, VGG's 411 MB) is folded. */
 #include <stdlib.h>
 #include <string.h>
 #include "driver/driver.h"
@@ -98,7 +99,15 @@ mlc_status pass_fold_constant(Graph *g, const PassOptions *opt, Diag *d) {
     Node *n = g->nodes.v[i];
     bool ok = n->op->compute != NULL && n->noutputs > 0;
     for (int k = 0; k < n->ninputs && ok; k++) ok = !n->inputs[k] || is_const[n->inputs[k]->id];
-    for (int k = 0; k < n->noutputs && ok; k++) ok = !n->outputs[k] || tt_nbytes(&n->outputs[k]->type) <= max_bytes;
+    /* a result over the limit is still folded when it is no larger than the node's inputs (a weight's layout
+     * transform: the package does not grow, and the transform does not run on every inference) */
+    int64_t in_bytes = 0;
+    for (int k = 0; k < n->ninputs && ok; k++)
+      if (n->inputs[k]) in_bytes += tt_nbytes(&n->inputs[k]->type);
+    for (int k = 0; k < n->noutputs && ok; k++) {
+      int64_t ob = n->outputs[k] ? tt_nbytes(&n->outputs[k]->type) : 0;
+      ok = ob <= max_bytes || ob <= in_bytes;
+    }
     if (!ok) continue;
     foldable[i] = true;
     nfold++;
