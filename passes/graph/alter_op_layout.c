@@ -1,5 +1,6 @@
 /* AlterOpLayout (after TVM's relay AlterOpLayout + topi x86 _alter_conv2d_layout, reduced to the weights):
- * every float32 nn.conv2d with groups 1, a constant weight and output channels divisible by the channel block
+ * every float32 nn.conv2d (groups 1, or grouped but not depthwise: then the block divides a group's output
+ * channels, down to 4) with a constant weight and output channels divisible by the channel block
  * (16: one zmm with AVX-512, two ymm with AVX2, which keeps the FMA:load ratio of the register tile high;
  * else the target's float lanes) becomes nn.conv2d_packed (src/topi/conv2d_x86.c), whose weight is laid out
  * [OC/ocb][IC][KH][KW][ocb]: one vector of ocb output channels per (ic, kh, kw) tap. The packing is two graph
@@ -27,6 +28,12 @@ static int64_t pick_block(int64_t oc, int lanes) {
   if (oc % lanes == 0) return lanes;
   if (oc % 8 == 0) return 8;
   return 0;
+}
+
+/* the block of a grouped conv: one that divides a group's output channels */
+static int64_t grouped_block(int64_t per_group, int lanes) {
+  int64_t b = pick_block(per_group, lanes);
+  return b ? b : per_group % 4 == 0 ? 4 : 0;
 }
 
 static bool gpu_target(const char *t) {
@@ -260,9 +267,11 @@ mlc_status pass_alter_op_layout(Graph *g, const PassOptions *opt, Diag *d) {
     if (strcmp(n->op->name, "nn.conv2d") || n->ninputs != 2 || !n->inputs[0] || !n->inputs[1]) continue;
     Value *x = n->inputs[0], *w = n->inputs[1];
     if (x->type.dtype != MLC_F32 || w->type.dtype != MLC_F32 || x->type.ndim != 4 || w->type.ndim != 4) continue;
-    if (!w->data || ir_attr_int(n, "groups", 1) != 1) continue;
-    int64_t ocb = pick_block(w->type.dims[0], lanes);
-    if (opt->conv_block) { /* a tuned block (tile_oc of the conv's tuning record) */
+    int64_t groups = ir_attr_int(n, "groups", 1);
+    if (!w->data || groups < 1 || w->type.dims[0] % groups || x->type.dims[1] != groups * w->type.dims[1]) continue;
+    /* grouped: a block within one group's output channels (4 when a group has only 4: ResNeXt's 32x4d) */
+    int64_t ocb = groups > 1 ? grouped_block(w->type.dims[0] / groups, lanes) : pick_block(w->type.dims[0], lanes);
+    if (opt->conv_block && groups == 1) { /* a tuned block (tile_oc of the conv's tuning record) */
       int64_t tb = opt->conv_block(opt->conv_block_user, n);
       if (tb > 0 && w->type.dims[0] % tb == 0) ocb = tb;
     }

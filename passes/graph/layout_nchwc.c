@@ -159,9 +159,9 @@ static Value *to_blocked(LayoutCtx *c, Value *v, int64_t b, int64_t C, const Nod
   return last->outputs[0];
 }
 
-static bool is_packed_conv(const Node *n) {
+static bool is_packed_conv(const Node *n) { /* (a grouped one reads and writes NCHW) */
   return !strcmp(n->op->name, "nn.conv2d_packed") && n->ninputs == 2 && n->inputs[1]->type.ndim == 5 &&
-         !ir_attr(n, "data_block") && !ir_attr(n, "out_block");
+         !ir_attr(n, "data_block") && !ir_attr(n, "out_block") && ir_attr_int(n, "groups", 1) == 1;
 }
 
 /* whether nn.conv2d_packed n takes conv2d_x86.c's rows form when it reads and writes NCHW: 1x1 kernel

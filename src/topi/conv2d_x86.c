@@ -2,7 +2,8 @@
  * (after TVM's topi/x86/conv2d_avx_common.py and conv2d_avx_1x1.py, NCHW[x]c).
  *
  * Op nn.conv2d_packed(data, weight) with attributes as nn.conv2d (strides, dilation, padding [top, left,
- * bottom, right]; groups must be 1) plus the activation layouts:
+ * bottom, right], groups: a grouped conv reads NCHW data, each output channel block within one group, whose
+ * input channels its reduction walks) plus the activation layouts:
  *   data_block 0:  data [N, C, H, W],           weight [OC/ocb, C, KH, KW, ocb]
  *   data_block ib: data [N, C/ib, H, W, ib],    weight [OC/ocb, C/ib, KH, KW, ib, ocb]
  *   out_block 0:   output [N, OC, OH, OW]
@@ -44,6 +45,8 @@
 typedef struct PackedConv {
   int64_t n, c, h, w, occ, ocb, kh, kw, oh, ow;
   int64_t ib;        /* data_block: 0 for NCHW data, else the data's channel block (C = cc * ib) */
+  int64_t groups;    /* G: output channel block occ reads input channels [g * c, (g + 1) * c), g = occ / (occ / G) */
+  int64_t cin;       /* the data's channels (G * c) */
   int64_t out_block; /* 0: NCHW output; ocb: NCHWc output */
   int64_t owp; /* the packed conv's width: ow rounded up to a multiple of the register tile (packed_compute) */
   int64_t strides[2], dil[2], pad[4]; /* pad: top, left, bottom, right */
@@ -74,7 +77,10 @@ static mlc_status packed_conv_of(const Node *n, PackedConv *p, Diag *d) {
                     (long long)p->ib, xr, kr, x->ndim, k->ndim);
   if (x->dtype != MLC_F32 || k->dtype != MLC_F32)
     return diag_set(d, MLC_ERR_UNSUPPORTED, "nn.conv2d_packed supports float32 only");
-  if (ir_attr_int(n, "groups", 1) != 1) return diag_set(d, MLC_ERR_UNSUPPORTED, "nn.conv2d_packed needs groups 1");
+  p->groups = ir_attr_int(n, "groups", 1);
+  if (p->groups < 1 || (p->groups > 1 && p->ib))
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "nn.conv2d_packed: groups %lld (with data_block %lld)",
+                    (long long)p->groups, (long long)p->ib);
   mlc_status st;
   if ((st = read_pair(n, "strides", p->strides, d)) || (st = read_pair(n, "dilation", p->dil, d))) return st;
   int cnt = ir_attr_ints(n, "padding", p->pad, 4);
@@ -82,16 +88,20 @@ static mlc_status packed_conv_of(const Node *n, PackedConv *p, Diag *d) {
   for (int i = 0; i < 4; i++)
     if (p->pad[i] < 0) return diag_set(d, MLC_ERR_INVALID, "pads must be >= 0");
   p->n = x->dims[0];
-  p->c = x->dims[1]; /* with data_block: the channel blocks */
+  p->cin = x->dims[1]; /* with data_block: the channel blocks */
+  p->c = p->cin / p->groups;
   p->h = x->dims[2];
   p->w = x->dims[3];
   p->occ = k->dims[0];
   p->kh = k->dims[2];
   p->kw = k->dims[3];
   p->ocb = k->dims[kr - 1];
-  if (k->dims[1] != p->c)
-    return diag_set(d, MLC_ERR_INVALID, "weight has %lld input channel (blocks), data %lld", (long long)k->dims[1],
-                    (long long)p->c);
+  if (k->dims[1] != p->c || p->cin % p->groups)
+    return diag_set(d, MLC_ERR_INVALID, "weight has %lld input channel (blocks), data %lld in %lld groups",
+                    (long long)k->dims[1], (long long)p->cin, (long long)p->groups);
+  if (p->occ % p->groups)
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "nn.conv2d_packed: %lld output channel blocks of %lld in %lld groups",
+                    (long long)p->occ, (long long)p->ocb, (long long)p->groups);
   if (p->ib && (x->dims[4] != p->ib || k->dims[4] != p->ib))
     return diag_set(d, MLC_ERR_INVALID, "data_block %lld: the data's and the weight's channel block are %lld, %lld",
                     (long long)p->ib, (long long)x->dims[4], (long long)k->dims[4]);
@@ -189,7 +199,11 @@ static Expr *conv_body(TeCtx *c, Expr **idx, void *user) {
     IterVar *ax[4] = {rc, ry, rx, rb};
     return te_reduce(c, RED_SUM, prod, 4, ax, NULL, NULL);
   }
-  Expr *di[4] = {idx[0], ic, ih, iw}, *wi[5] = {idx[1], ic, kh, kw, idx[4]};
+  Expr *dc = ic; /* grouped: the group's channels of the data */
+  if (k->p.groups > 1)
+    dc = tir_add(a, tir_mul(a, tir_bin(a, E_FLOORDIV, idx[1], tir_idx(a, k->p.occ / k->p.groups)),
+                            tir_idx(a, k->p.c)), ic);
+  Expr *di[4] = {idx[0], dc, ih, iw}, *wi[5] = {idx[1], ic, kh, kw, idx[4]};
   Expr *prod = tir_mul(a, te_read(c, k->pad, 4, di), te_read(c, k->weight, 5, wi));
   IterVar *ax[3] = {rc, ry, rx};
   return te_reduce(c, RED_SUM, prod, 3, ax, NULL, NULL);
@@ -221,7 +235,7 @@ static int64_t target_lanes(const Target *t) {
 }
 
 static bool rows_form(const Target *t, const PackedConv *p) {
-  return p->ib == 0 && p->out_block == 0 && p->kh == 1 && p->kw == 1 && p->strides[0] == 1 &&
+  return p->ib == 0 && p->out_block == 0 && p->groups == 1 && p->kh == 1 && p->kw == 1 && p->strides[0] == 1 &&
          p->strides[1] == 1 && !p->pad[0] && !p->pad[1] && !p->pad[2] && !p->pad[3] &&
          (p->oh * p->ow) % target_lanes(t) == 0;
 }
@@ -263,7 +277,7 @@ static mlc_status packed_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **o
   int64_t wneed = (p->owp - 1) * p->strides[1] + (p->kw - 1) * p->dil[1] + 1, wpad = p->w + p->pad[1] + p->pad[3];
   if (wneed > wpad) wpad = wneed;
   if (p->pad[0] || p->pad[1] || p->pad[2] || p->pad[3] || wpad > p->w) {
-    int64_t ps[5] = {p->n, p->c, p->h + p->pad[0] + p->pad[2], wpad, p->ib};
+    int64_t ps[5] = {p->n, p->cin, p->h + p->pad[0] + p->pad[2], wpad, p->ib};
     k->pad = te_compute(c, "data_pad", "conv2d_packed_pad", MLC_F32, p->ib ? 5 : 4, ps, pad_body, k);
   }
   int64_t cs[5] = {p->n, p->occ, p->oh, p->owp, p->ocb};

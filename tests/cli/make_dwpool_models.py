@@ -219,6 +219,23 @@ def concat_blocked(name, chans, gpool, with_input=False):
          else d.mean(axis=(2, 3), keepdims=True))
 
 
+def grouped(name, c, oc, groups, h, w_, k, stride, pad):
+    """a grouped (not depthwise) Conv + bias + Relu: AlterOpLayout packs it with a block inside one group"""
+    x = rng.standard_normal((1, c, h, w_)).astype(np.float32)
+    w = (rng.standard_normal((oc, c // groups, k, k)) / 3).astype(np.float32)
+    b = rng.standard_normal(oc).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "W", "B"], ["c"], kernel_shape=[k, k], strides=[stride, stride],
+                              pads=[pad] * 4, group=groups),
+             helper.make_node("Relu", ["c"], ["y"])]
+    cg, og = c // groups, oc // groups
+    ref = np.concatenate([conv_ref(x[:, g * cg:(g + 1) * cg], w[g * og:(g + 1) * og], b[g * og:(g + 1) * og],
+                                   stride, pad) for g in range(groups)], axis=1)
+    save(name, nodes, x, [numpy_helper.from_array(w, "W"), numpy_helper.from_array(b, "B")], np.maximum(ref, 0))
+
+
+grouped("grp_32x4_s1", 128, 128, 32, 14, 13, 3, 1, 1)
+grouped("grp_8x8_s2", 64, 64, 8, 15, 15, 3, 2, 1)
+grouped("grp_2x16_1x1", 32, 64, 2, 9, 11, 1, 1, 0)
 concat_blocked("catc_three", [16, 32, 16], "GlobalMaxPool")
 concat_blocked("catn_mixed_blocks", [8, 16], "GlobalAveragePool")
 concat_blocked("catn_with_input", [16, 16], "GlobalAveragePool", with_input=True)

@@ -4,7 +4,8 @@
 # to nn.depthwise_conv2d (AlterOpLayout's rewrite), the ones between packed convs (dwc_*) to its NCHWc form
 # (ConvertLayoutNCHWc's data_block), the pools to the padded-input form (a pool_pad stage), and the pools
 # between packed convs (poolc_*) to the NCHWc form; a concatenate of packed convs' outputs in one block (catc_*)
-# concatenates NCHWc blocks, one with different blocks or the graph input among its inputs (catn_*) stays NCHW.
+# concatenates NCHWc blocks, one with different blocks or the graph input among its inputs (catn_*) stays NCHW;
+# grouped convs (grp_*) are packed, their channel block inside one group.
 # usage: test_dwpool.sh MLC BUILD_DIR
 set -eu
 mlc=$1 dir=$2/dwpool
@@ -18,6 +19,7 @@ for m in $(cat "$dir/models.txt"); do
   dw_*) want=nn.depthwise_conv2d file=fused_groups.txt ;;
   dwc_*) want="nn.depthwise_conv2d(.*data_block=" file=after_DeadCodeElim.txt ;;
   poolc_*) want="_pool2d(.*data_block=" file=after_DeadCodeElim.txt ;;
+  grp_*) want="nn.conv2d_packed(.*groups=" file=after_DeadCodeElim.txt ;;
   catc_*) want="concatenate(.*ty=Tensor\[([0-9]*, [0-9]*, [0-9]*, [0-9]*, [0-9]*)" file=after_DeadCodeElim.txt ;;
   catn_*) want="concatenate(.*ty=Tensor\[([0-9]*, [0-9]*, [0-9]*, [0-9]*)," file=after_DeadCodeElim.txt ;;
   *) want=pool_pad file=schedules.txt ;;
