@@ -6,7 +6,9 @@
  *   - floordiv/floormod (and truncating div/mod when the numerator is provably >= 0) by a constant c > 0:
  *     x = c*Q + r where Q collects the terms whose coefficient c divides; floordiv(x, c) = Q + floordiv(r, c)
  *     and floormod(x, c) = floormod(r, c), and the remaining div/mod disappears when the bounds of r fall in
- *     one interval [m*c, (m+1)*c); nested div/div and mod/mod by constants are merged;
+ *     one interval [m*c, (m+1)*c); when r = m*B + s with m | c and s provably in [0, m), floordiv(r, c) =
+ *     floordiv(B, c/m) and floormod(r, c) = floormod(B, c/m)*m + s; nested div/div and mod/mod by constants
+ *     are merged;
  *   - min/max and comparisons are decided from the bounds of (a - b);
  *   - selects, logic and lets of constants or variables are folded or inlined.
  * Bounds are constant intervals: tir_simplify_stmt records each For's range (and each Let of bounded value)
@@ -250,6 +252,32 @@ static bool split_div(Simp *s, Expr *x, int64_t c, Lin *q, Lin *r) {
   return true;
 }
 
+/* r = m*B + s with m > 1 dividing c, B the terms whose coefficient m divides (each divided by m) and s the
+ * others plus the constant, proven in [0, m): the largest such m (0: none). */
+static int64_t scaled_split(Simp *s, const Lin *r, int64_t c, Lin *big, Lin *small) {
+  int64_t best = 0;
+  for (int i = 0; i < r->n; i++) {
+    int64_t m = r->c[i] < 0 ? -r->c[i] : r->c[i];
+    if (m <= 1 || m <= best || c % m) continue;
+    Lin b, sm;
+    memset(&b, 0, sizeof b);
+    memset(&sm, 0, sizeof sm);
+    b.ok = sm.ok = true;
+    sm.k = r->k;
+    for (int j = 0; j < r->n; j++) {
+      if (r->c[j] == 0) continue;
+      if (r->c[j] % m == 0) lin_term(&b, r->t[j], r->c[j] / m);
+      else lin_term(&sm, r->t[j], r->c[j]);
+    }
+    int64_t lo, hi;
+    if (!b.ok || !sm.ok || !lin_range(s, &sm, &lo, &hi) || lo < 0 || hi >= m) continue;
+    best = m;
+    *big = b;
+    *small = sm;
+  }
+  return best;
+}
+
 static Expr *simp_divmod(Simp *s, Expr *e) {
   Arena *a = s->a;
   mlc_dtype t = e->dtype;
@@ -268,6 +296,17 @@ static Expr *simp_divmod(Simp *s, Expr *e) {
   int64_t rlo, rhi;
   bool rknown = lin_range(s, &r, &rlo, &rhi);
   Expr *rexpr = lin_build(a, t, &r);
+  /* r = m*B + s, s in [0, m), m | c: floordiv(r, c) = floordiv(B, c/m), floormod(r, c) = floormod(B, c/m)*m + s
+   * (a channel shuffle's (f*784 + h*28 + w) / 1568 with h*28 + w < 784 is f / 2: a scalar per row again) */
+  Lin big, small;
+  int64_t m = rknown && floordiv_i64(rlo, c) == floordiv_i64(rhi, c) ? 0 : scaled_split(s, &r, c, &big, &small);
+  if (m) {
+    Expr *inner = simp_divmod(s, tir_bin(a, is_div ? E_FLOORDIV : E_FLOORMOD, lin_build(a, t, &big),
+                                         tir_int(a, t, c / m)));
+    Lin *out = is_div ? &q : &small;
+    lin_term(out, inner, is_div ? 1 : m);
+    return out->ok ? lin_build(a, t, out) : e;
+  }
   if (is_div) {
     if (rknown && floordiv_i64(rlo, c) == floordiv_i64(rhi, c)) {
       q.k += floordiv_i64(rlo, c);

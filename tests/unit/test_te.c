@@ -729,6 +729,14 @@ static void test_simplify(void) {
   got = stmt_str(tir_simplify_stmt(a, ls));
   CHECK(strstr(got, "buf[x * 2, 0] = 3.0f") && !strstr(got, "let"), "%s", got);
   free(got);
+  /* a channel shuffle's index: (x*16 + j) / 32 with j in [0, 16) is x / 2, (x*16 + j) % 32 is (x % 2)*16 + j */
+  Expr *sh = tir_add(a, tir_mul(a, ex, tir_idx(a, 16)), ej);
+  Expr *sidx[2] = {tir_bin(a, E_FLOORDIV, sh, tir_idx(a, 32)), tir_bin(a, E_FLOORMOD, sh, tir_idx(a, 32))};
+  Stmt *ss = tir_for(a, j, tir_idx(a, 0), tir_idx(a, 16), FOR_SERIAL,
+                     tir_store(a, buf, 2, sidx, tir_float(a, MLC_F32, 4)));
+  got = stmt_str(tir_simplify_stmt(a, ss));
+  CHECK(strstr(got, "buf[floordiv(x, 2), j + floormod(x, 2) * 16] = 4.0f"), "%s", got);
+  free(got);
   arena_free(a);
 }
 
