@@ -185,12 +185,12 @@ static mlc_status tiles_of(WinoConv *p, Diag *d) {
   return MLC_OK;
 }
 
-static mlc_status matrices_of(const Node *n, WinoConv *p, Diag *d) {
+/* the transform matrices of the op's tile, checking its first input is float32 of the given rank */
+static mlc_status matrices_of(const Node *n, int rank, WinoConv *p, Diag *d) {
   memset(p, 0, sizeof *p);
   p->w = wino_matrices(ir_attr_int(n, "tile", 4));
   if (!p->w) return diag_set(d, MLC_ERR_UNSUPPORTED, "Winograd output tile must be 2 or 4");
   const TensorType *x = &n->inputs[0]->type;
-  int rank = strcmp(n->op->name, "nn.winograd_pad") || !ir_attr_int(n, "data_block", 0) ? 4 : 5;
   if (x->ndim != rank || x->dtype != MLC_F32)
     return diag_set(d, MLC_ERR_UNSUPPORTED, "%s needs a float32 rank-%d input", n->op->name, rank);
   return MLC_OK;
@@ -198,7 +198,7 @@ static mlc_status matrices_of(const Node *n, WinoConv *p, Diag *d) {
 
 /* nn.winograd_pad(data[N, C, H, W], padding, tile) -> D[N, m*th + 2, m*tw + 2, C] */
 static mlc_status pad_of(const Node *n, WinoConv *p, Diag *d) {
-  mlc_status st = matrices_of(n, p, d);
+  mlc_status st = matrices_of(n, ir_attr_int(n, "data_block", 0) ? 5 : 4, p, d);
   if (st) return st;
   const TensorType *x = &n->inputs[0]->type;
   int cnt = ir_attr_ints(n, "padding", p->pad, 4);
@@ -231,7 +231,7 @@ static mlc_status pad_infer(Node *n, Diag *d) {
 
 /* nn.winograd_input(D[N, m*th + 2, m*tw + 2, C], tile, ptiles) -> V[alpha, alpha, ptiles, C] */
 static mlc_status input_of(const Node *n, WinoConv *p, Diag *d) {
-  mlc_status st = matrices_of(n, p, d);
+  mlc_status st = matrices_of(n, 4, p, d);
   if (st) return st;
   const TensorType *x = &n->inputs[0]->type;
   int64_t m = p->w->m;
@@ -381,7 +381,7 @@ static mlc_status gemm_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **out
 
 /* nn.winograd_output(M[alpha^2, K/kb, PP, kb], tile, out_shape = [N, OH, OW]) -> [N, K, OH, OW] */
 static mlc_status output_of(const Node *n, WinoConv *p, Diag *d) {
-  mlc_status st = matrices_of(n, p, d);
+  mlc_status st = matrices_of(n, 4, p, d);
   if (st) return st;
   const TensorType *m = &n->inputs[0]->type;
   int64_t os[3];
