@@ -339,7 +339,7 @@ static int open_device(rt_cuda *c, const char *ptx, size_t ptx_size, char *err) 
   if (r != CUDA_SUCCESS) {
     c->mod = NULL;
     log[8191] = 0;
-    snprintf(err, RT_ERRLEN, "cannot load mod.ptx on %.100s: %s%s%.600s", c->device_name, cu_error(a, r, eb, sizeof eb),
+    snprintf(err, RT_ERRLEN, "cannot load mod.ptx on %.100s: %.200s%s%.600s", c->device_name, cu_error(a, r, eb, sizeof eb),
              log[0] ? ": " : "", log);
     free(log);
     return MLC_ERR_INVALID;

@@ -134,7 +134,7 @@ static Expr *weight_body(TeCtx *c, Expr **idx, void *user) {
   int al = p->w->alpha;
   Expr *eh = tir_bin(a, E_FLOORDIV, idx[0], tir_idx(a, al)), *ew = tir_bin(a, E_FLOORMOD, idx[0], tir_idx(a, al));
   Expr *k = tir_add(a, tir_mul(a, idx[1], tir_idx(a, p->kb)), idx[3]);
-  Expr *arms[6], *rows[3];
+  Expr *arms[6] = {0}, *rows[3];
   for (int i = 0; i < 3; i++) {
     Expr *terms[3];
     for (int j = 0; j < 3; j++) {
@@ -293,7 +293,7 @@ static Expr *input_body(TeCtx *c, Expr **idx, void *user) {
   Expr *y0 = tir_mul(a, tir_bin(a, E_FLOORDIV, r, tir_idx(a, p->tw)), tir_idx(a, p->w->m));
   Expr *x0 = tir_mul(a, tir_bin(a, E_FLOORMOD, r, tir_idx(a, p->tw)), tir_idx(a, p->w->m));
   Var *rowv[6];
-  Expr *rows[6], *vals[6], *arms[6];
+  Expr *rows[6], *vals[6], *arms[6] = {0};
   for (int i = 0; i < al; i++) {
     Expr *d[6];
     for (int j = 0; j < al; j++) {
@@ -428,7 +428,7 @@ static Expr *output_body(TeCtx *c, Expr **idx, void *user) {
   Expr *ko = p->blk ? idx[1] : tir_bin(a, E_FLOORDIV, idx[1], kb);
   Expr *ki = p->blk ? idx[4] : tir_bin(a, E_FLOORMOD, idx[1], kb);
   Var *rowv[6];
-  Expr *rows[6], *vals[6], *arms[6];
+  Expr *rows[6], *vals[6], *arms[6] = {0};
   for (int i = 0; i < al; i++) {
     Expr *mv[6];
     for (int j = 0; j < al; j++) {

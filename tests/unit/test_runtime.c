@@ -275,7 +275,7 @@ static void test_params(void) {
   rt_plan p;
   make_plan(&p, 6);
   void *data;
-  size_t size;
+  size_t size = 0;
   CHECK(rt_params_serialize(&p, &data, &size) == MLC_OK);
   CHECK(size == 64 + 24 && memcmp(data, "MLCPARAM", 8) == 0);
   char *json = rt_plan_to_json(&p);
@@ -367,7 +367,7 @@ static void test_tar(void) {
     snprintf(cmd, sizeof cmd, "tar -tf '%s' | tr '\\n' ' ' | grep -q '^a.txt empty big.bin $'", path);
     CHECK(system(cmd) == 0);
   }
-  size_t size;
+  size_t size = 0;
   unsigned char *raw = slurp(path, &size);
   /* garbage and truncation */
   spit(bad, "this is not a tar file at all", 29);
@@ -476,7 +476,7 @@ static void test_npz(void) {
     for (int i = 0; i < n; i++) {
       char bin[512];
       snprintf(bin, sizeof bin, "%s/%s.bin", tmpdir, arrays[i].name);
-      size_t size;
+      size_t size = 0;
       unsigned char *want = slurp(bin, &size);
       CHECK_MSG(want && size == arrays[i].nbytes && memcmp(want, arrays[i].data, size) == 0, arrays[i].name);
       free(want);
@@ -522,7 +522,7 @@ static void test_npz(void) {
   CHECK_MSG(rt_npz_read(path, &n, &arrays, err) == MLC_OK && n == 2, err);
   if (n == 2) CHECK(((int32_t *)arrays[0].data)[2999] == 2999 % 13 && arrays[1].dtype == MLC_F64);
   rt_arrays_free(n, arrays);
-  size_t size;
+  size_t size = 0;
   unsigned char *raw = slurp(path, &size), *m = malloc(size);
   char bad[512];
   tmp_path(bad, sizeof bad, "corrupt.npz");
@@ -711,7 +711,7 @@ static bool make_package(const char *path, const char *so_path, const char *arch
   void *params;
   size_t psize;
   rt_params_serialize(&p, &params, &psize);
-  size_t so_size;
+  size_t so_size = 0;
   unsigned char *so = slurp(so_path, &so_size);
   rt_file files[4] = {{"mod.so", so, so_size},
                       {"mod.json", json, strlen(json)},
