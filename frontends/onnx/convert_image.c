@@ -7,7 +7,8 @@
  * roi, scales and sizes must be compile-time constants. Everything is expanded to one entry per input dim:
  * output size = floor(in * scale) with scales, or sizes (keep_aspect_ratio_policy not_larger / not_smaller:
  * one scale, the min / max of sizes / in over the axes, and size = round(scale * in)), and the scale the
- * coordinate transform divides by (sizes / in with sizes). antialias=1 is not supported.
+ * coordinate transform divides by (sizes / in with sizes). antialias (18, 19) widens the linear / cubic filter of
+ * every downscaled dim (see image.resize).
  *
  *   GridSample (16: bilinear | nearest | bicubic, 4-D only; 20, 22: linear | nearest | cubic, N-d)
  *   -> image.grid_sample with method, padding_mode, align_corners.
@@ -45,8 +46,6 @@ static mlc_status resize_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, D
   if (!strcmp(mode, "bilinear") || !strcmp(mode, "trilinear")) mode = "linear";
   if (strcmp(mode, "nearest") && strcmp(mode, "linear") && strcmp(mode, "cubic"))
     return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "mode '%s' is not supported", mode);
-  if (onnx_attr_int(n, "antialias", 0) != 0)
-    return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "antialias=1 is not supported");
   /* axes (opset 18) */
   int64_t axes[MLC_MAX_DIMS];
   int na = onnx_attr_ints(n, "axes", axes, MLC_MAX_DIMS);
@@ -165,6 +164,7 @@ static mlc_status resize_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, D
     ir_set_float(g, nd, "cubic_a", onnx_attr_float(n, "cubic_coeff_a", -0.75));
     ir_set_int(g, nd, "exclude_outside", onnx_attr_int(n, "exclude_outside", 0));
     ir_set_float(g, nd, "extrapolation", onnx_attr_float(n, "extrapolation_value", 0.0));
+    ir_set_int(g, nd, "antialias", !old && onnx_attr_int(n, "antialias", 0) != 0);
   }
   if (!nd) return d->status != MLC_OK ? d->status : MLC_ERR_INTERNAL;
   mlc_status st = onnx_finish(cx, n, nd, d);

@@ -14,6 +14,13 @@
  * dim weights times the input, in float64 for floats. Dims with scale 1 and the same extent are copied
  * (every transform but tf_crop_and_resize is the identity there). tf_crop_and_resize writes extrapolation
  * where the coordinate falls outside [0, in - 1].
+ * antialias (linear and cubic only) widens the filter of every downscaled dim (scale s < 1) as the ONNX
+ * reference does: the kernel is evaluated at s * (j - ratio) for the taps j in [f, 2 - f) around
+ * floor(coordinate), f = floor(-w / s) + 1 (w = 1 linear, 2 cubic), and the weights are normalised to sum 1 (after zeroing the
+ * taps outside the input with exclude_outside). Those dims are resized one after another, each as a
+ * reduction over its taps with the weights precomputed per output index (tensors [out, taps]), after one
+ * ordinary resize of the other dims; the intermediate results are float64. Dims that are not downscaled get
+ * the ordinary filter, which is what the reference's antialias filter is at s >= 1.
  *
  * image.grid_sample(X (N, C, D1..Dr), grid (N, H1..Hr, r)): attributes method (nearest | linear | cubic),
  * padding_mode (zeros | border | reflection), align_corners. As the ONNX reference (after PyTorch): the grid's
@@ -57,7 +64,8 @@ typedef struct ResizeCtx {
   double cubic_a;
   bool exclude_outside;
   double extrapolation;
-  mlc_dtype acc;
+  bool antialias;
+  mlc_dtype acc, out_dtype;
 } ResizeCtx;
 
 static mlc_status resize_parse(const Node *n, const TensorType *x, ResizeCtx *k, Diag *d) {
@@ -84,6 +92,7 @@ static mlc_status resize_parse(const Node *n, const TensorType *x, ResizeCtx *k,
   k->cubic_a = ir_attr_float(n, "cubic_a", -0.75);
   k->exclude_outside = ir_attr_int(n, "exclude_outside", 0) != 0;
   k->extrapolation = ir_attr_float(n, "extrapolation", 0.0);
+  k->antialias = ir_attr_int(n, "antialias", 0) != 0 && k->method != M_NEAREST;
   for (int i = 0; i < x->ndim; i++) {
     k->scale[i] = sc->floats[i];
     k->roi[i] = 0;
@@ -258,7 +267,7 @@ static Expr *resize_body(TeCtx *c, Expr **idx, void *user) {
     if (w) v = tir_mul(A, v, k->acc == MLC_F64 ? w : tir_cast(A, k->acc, w));
     acc = acc ? tir_add(A, acc, v) : v;
   }
-  mlc_dtype ot = k->x->dtype;
+  mlc_dtype ot = k->out_dtype;
   if (k->acc != ot) {
     if (dtype_is_int(ot)) acc = call1(A, INTRIN_ROUND, acc);
     acc = tir_cast(A, ot, acc);
@@ -277,6 +286,121 @@ static Expr *resize_body(TeCtx *c, Expr **idx, void *user) {
   return acc;
 }
 
+/* antialias: the filter of one downscaled dim d. Its weights for output index i and tap j are w[i, j]
+ * (normalised), at source index clamp(base[i] + first + j). */
+typedef struct AaDim {
+  const ResizeCtx *k;
+  TeTensor *src, *base, *raw, *sum, *w;
+  TeTensor *result; /* the pass's float64 result, for its epilogues */
+  int d;
+  int64_t first, taps;
+  double s;
+} AaDim;
+
+static Expr *aa_coord(TeCtx *c, const AaDim *a, Expr *i) {
+  ResizeCtx k = *a->k;
+  k.x = a->src;
+  return src_coord(c, &k, a->d, i);
+}
+
+static Expr *aa_base_body(TeCtx *c, Expr **idx, void *user) {
+  return tir_cast(c->arena, MLC_I64, call1(c->arena, INTRIN_FLOOR, aa_coord(c, user, idx[0])));
+}
+
+static Expr *aa_raw_body(TeCtx *c, Expr **idx, void *user) {
+  AaDim *a = user;
+  Arena *A = c->arena;
+  mlc_dtype F = MLC_F64;
+  Expr *x = aa_coord(c, a, idx[0]);
+  Expr *ratio = tir_sub(A, x, call1(A, INTRIN_FLOOR, x));
+  Expr *j = tir_add(A, idx[1], tir_idx(A, a->first));
+  Expr *arg = tir_mul(A, tir_sub(A, tir_cast(A, F, j), ratio), tir_const(A, F, a->s));
+  Expr *w = a->k->method == M_LINEAR
+                ? tir_bin(A, E_MAX, tir_sub(A, tir_const(A, F, 1), call1(A, INTRIN_FABS, arg)), tir_const(A, F, 0))
+                : cubic_w(A, arg, a->k->cubic_a);
+  if (a->k->exclude_outside) {
+    Expr *pos = tir_add(A, te_read(c, a->base, 1, idx), j);
+    Expr *inside = tir_bin(A, E_AND, tir_bin(A, E_GE, pos, tir_idx(A, 0)),
+                           tir_bin(A, E_LT, pos, tir_idx(A, a->src->shape[a->d])));
+    w = tir_select(A, inside, w, tir_const(A, F, 0));
+  }
+  return w;
+}
+
+static Expr *aa_sum_body(TeCtx *c, Expr **idx, void *user) {
+  AaDim *a = user;
+  IterVar *r = te_reduce_axis(c, "j", a->taps);
+  Expr *ri[2] = {idx[0], tir_varref(c->arena, r->var)};
+  return te_reduce(c, RED_SUM, te_read(c, a->raw, 2, ri), 1, &r, NULL, NULL);
+}
+
+static Expr *aa_w_body(TeCtx *c, Expr **idx, void *user) {
+  AaDim *a = user;
+  return tir_bin(c->arena, E_DIV, te_read(c, a->raw, 2, idx), te_read(c, a->sum, 1, idx));
+}
+
+static Expr *aa_pass_body(TeCtx *c, Expr **idx, void *user) {
+  AaDim *a = user;
+  Arena *A = c->arena;
+  int d = a->d, nd = a->src->ndim;
+  IterVar *r = te_reduce_axis(c, "j", a->taps);
+  Expr *j = tir_varref(A, r->var);
+  Expr *wi[2] = {idx[d], j};
+  Expr *xi[MLC_MAX_DIMS];
+  for (int e = 0; e < nd; e++) xi[e] = idx[e];
+  xi[d] = clampi(A, tir_add(A, tir_add(A, te_read(c, a->base, 1, &idx[d]), tir_idx(A, a->first)), j),
+                 a->src->shape[d]);
+  Expr *v = te_read(c, a->src, nd, xi);
+  if (v->dtype != MLC_F64) v = tir_cast(A, MLC_F64, v);
+  return te_reduce(c, RED_SUM, tir_mul(A, te_read(c, a->w, 2, wi), v), 1, &r, NULL, NULL);
+}
+
+/* the epilogues of a pass: tf_crop_and_resize's extrapolation, and the output dtype after the last pass */
+static Expr *aa_extrapolate_body(TeCtx *c, Expr **idx, void *user) {
+  AaDim *a = user;
+  Arena *A = c->arena;
+  Expr *x = aa_coord(c, a, idx[a->d]);
+  Expr *o = tir_bin(A, E_OR, tir_bin(A, E_LT, x, tir_const(A, MLC_F64, 0)),
+                    tir_bin(A, E_GT, x, tir_const(A, MLC_F64, (double)(a->src->shape[a->d] - 1))));
+  return tir_select(A, o, tir_const(A, MLC_F64, a->k->extrapolation), te_read(c, a->result, a->result->ndim, idx));
+}
+
+static Expr *aa_cast_body(TeCtx *c, Expr **idx, void *user) {
+  AaDim *a = user;
+  mlc_dtype ot = a->k->out_dtype;
+  Expr *v = te_read(c, a->result, a->result->ndim, idx);
+  if (dtype_is_int(ot)) v = call1(c->arena, INTRIN_ROUND, v);
+  return tir_cast(c->arena, ot, v);
+}
+
+/* one antialias pass over dim d of src (float64 unless last): returns the resized tensor */
+static TeTensor *aa_pass(TeCtx *c, const ResizeCtx *k, TeTensor *src, int d, bool last) {
+  Arena *A = c->arena;
+  AaDim *a = arena_alloc(A, sizeof *a);
+  memset(a, 0, sizeof *a);
+  a->k = k;
+  a->src = src;
+  a->d = d;
+  a->s = k->scale[d];
+  double w = k->method == M_LINEAR ? 1.0 : 2.0;
+  a->first = (int64_t)floor(-w / a->s) + 1;
+  a->taps = 2 - 2 * a->first;
+  int64_t od = k->out[d], wt[2] = {od, a->taps};
+  a->base = te_compute(c, "resize_aa_base", "injective", MLC_I64, 1, &od, aa_base_body, a);
+  a->raw = te_compute(c, "resize_aa_weight", "injective", MLC_F64, 2, wt, aa_raw_body, a);
+  a->sum = te_compute(c, "resize_aa_weight_sum", "reduce", MLC_F64, 1, &od, aa_sum_body, a);
+  a->w = te_compute(c, "resize_aa_weight_norm", "injective", MLC_F64, 2, wt, aa_w_body, a);
+  int64_t shape[MLC_MAX_DIMS];
+  for (int e = 0; e < src->ndim; e++) shape[e] = src->shape[e];
+  shape[d] = od;
+  a->result = te_compute(c, "resize_aa", "reduce", MLC_F64, src->ndim, shape, aa_pass_body, a);
+  if (k->coord == C_TF_CROP)
+    a->result = te_compute(c, "resize_aa_extrapolate", "injective", MLC_F64, src->ndim, shape, aa_extrapolate_body, a);
+  if (last && k->out_dtype != MLC_F64)
+    a->result = te_compute(c, "resize_aa_cast", "injective", k->out_dtype, src->ndim, shape, aa_cast_body, a);
+  return a->result;
+}
+
 static mlc_status resize_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
   ResizeCtx *k = arena_alloc(c->arena, sizeof *k);
   mlc_status st = resize_parse(n, &n->inputs[0]->type, k, d);
@@ -284,10 +408,36 @@ static mlc_status resize_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **o
   k->x = ins[0];
   mlc_dtype t = ins[0]->dtype;
   k->acc = k->method == M_NEAREST ? t : MLC_F64;
-  outs[0] = te_compute(c, "resize", "injective", t, k->ndim, k->out, resize_body, k);
+  k->out_dtype = t;
+  bool wide[MLC_MAX_DIMS] = {0};
+  int nwide = 0, nplain = 0;
+  for (int i = 0; i < k->ndim; i++) {
+    wide[i] = k->antialias && k->resized[i] && k->scale[i] < 1.0;
+    nwide += wide[i];
+    nplain += k->resized[i] && !wide[i];
+  }
+  if (!nwide) {
+    outs[0] = te_compute(c, "resize", "injective", t, k->ndim, k->out, resize_body, k);
+    return MLC_OK;
+  }
+  /* antialias: the other resized dims first (in float64), then one pass per downscaled dim */
+  TeTensor *x = ins[0];
+  if (nplain) {
+    ResizeCtx *p = arena_alloc(c->arena, sizeof *p);
+    *p = *k;
+    p->out_dtype = MLC_F64;
+    for (int i = 0; i < k->ndim; i++)
+      if (wide[i]) {
+        p->resized[i] = false;
+        p->out[i] = x->shape[i];
+      }
+    x = te_compute(c, "resize", "injective", MLC_F64, p->ndim, p->out, resize_body, p);
+  }
+  for (int i = 0, done = 0; i < k->ndim; i++)
+    if (wide[i]) x = aa_pass(c, k, x, i, ++done == nwide);
+  outs[0] = x;
   return MLC_OK;
 }
-
 
 /* ---------------------------------------------------------------- grid_sample and affine_grid */
 

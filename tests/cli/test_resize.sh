@@ -1,0 +1,16 @@
+#!/bin/sh
+# Resize with antialias=1 end to end: each model of make_resize_models.py is compiled, run and compared with
+# its float64 reference (the ONNX reference implementation's algorithm), max relative error under 1e-4.
+# usage: test_resize.sh MLC BUILD_DIR
+set -eu
+mlc=$1 dir=$2/resize
+here=$(cd "$(dirname "$0")" && pwd)
+rm -rf "$dir" && mkdir -p "$dir"
+/usr/bin/python3 "$here/make_resize_models.py" "$dir"
+for m in $(cat "$dir/models.txt"); do
+  echo "== $m"
+  "$mlc" compile "$dir/$m.onnx" --target llvm --output "$dir/$m.tar"
+  "$mlc" run "$dir/$m.tar" --inputs "$dir/${m}_inputs.npz" --outputs "$dir/${m}_out.npz"
+  /usr/bin/python3 "$here/compare_npz.py" "$dir/${m}_out.npz" "$dir/${m}_ref.npz" --tol 1e-4
+done
+echo "resize: all passed"
