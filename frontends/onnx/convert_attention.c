@@ -6,7 +6,13 @@
  *                           q_num_heads, kv_num_heads, scale, softcap, is_causal, qk_matmul_output_mode
  *                           (as qk_mode); outputs Y, present_key, present_value, qk_matmul_output.
  *                           softmax_precision is accepted: softmax is always computed in float32 or wider.
- *   Einsum (12)          -> einsum: the equation as an attribute (parsed by the op, which knows the ranks). */
+ *   Einsum (12)          -> einsum: the equation as an attribute (parsed by the op, which knows the ranks).
+ *   LinearAttention (27) -> nn.linear_attention (src/topi/linear_attention.c): query, key, value, past_state,
+ *                           decay, beta (and erase_gate, which the ONNX reference reads as a 7th input);
+ *                           q_num_heads and kv_num_heads (required), scale (0 or absent: 1/sqrt(head size)),
+ *                           update_rule ('linear', 'gated', 'delta', default 'gated_delta') as 0..3; chunk_size
+ *                           is only a tuning hint for chunked kernels and does not change the result. */
+#include <string.h>
 #include "frontends/onnx/onnx.h"
 
 static mlc_status rotary_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
@@ -66,9 +72,43 @@ static mlc_status einsum_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, D
   return MLC_OK;
 }
 
+static mlc_status linear_attention_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  if (n->ninputs < 3 || !n->inputs[0] || !n->inputs[1] || !n->inputs[2])
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "LinearAttention needs query, key and value");
+  if (!onnx_has_attr(n, "q_num_heads") || !onnx_has_attr(n, "kv_num_heads"))
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "LinearAttention needs q_num_heads and kv_num_heads");
+  static const char *rules[] = {"linear", "gated", "delta", "gated_delta"};
+  const char *rule = onnx_attr_string(n, "update_rule", "gated_delta");
+  int r = 0;
+  while (r < 4 && strcmp(rule, rules[r])) r++;
+  if (r == 4)
+    return onnx_error(cx, n, d, MLC_ERR_INVALID,
+                      "update_rule '%s' is not 'linear', 'gated', 'delta' or 'gated_delta'", rule);
+  if (n->ninputs > 7) return onnx_error(cx, n, d, MLC_ERR_INVALID, "LinearAttention has at most 7 inputs");
+  Value *ins[7] = {0};
+  int nin = 0;
+  for (int i = 0; i < n->ninputs; i++) {
+    ins[i] = n->inputs[i];
+    if (ins[i]) nin = i + 1;
+  }
+  Node *nd = onnx_emit(cx, n, "nn.linear_attention", nin, ins, 2, d);
+  if (!nd) return d->status != MLC_OK ? d->status : MLC_ERR_INTERNAL;
+  Graph *g = onnx_graph(cx);
+  ir_set_int(g, nd, "q_num_heads", onnx_attr_int(n, "q_num_heads", 0));
+  ir_set_int(g, nd, "kv_num_heads", onnx_attr_int(n, "kv_num_heads", 0));
+  ir_set_float(g, nd, "scale", onnx_attr_float(n, "scale", 0.0));
+  ir_set_int(g, nd, "update_rule", r);
+  mlc_status st = onnx_finish(cx, n, nd, d);
+  if (st != MLC_OK) return st;
+  for (int i = 0; i < n->noutputs && i < 2; i++)
+    outs[i] = n->output_names && n->output_names[i] && *n->output_names[i] ? nd->outputs[i] : NULL;
+  return MLC_OK;
+}
+
 const OnnxConverter onnx_ops_attention[] = {
     {"Einsum", "", einsum_convert},
     {"Attention", "", attention_convert},
     {"RotaryEmbedding", "", rotary_convert},
+    {"LinearAttention", "", linear_attention_convert},
     {0},
 };

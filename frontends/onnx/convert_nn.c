@@ -12,7 +12,9 @@
  *   - ConvTranspose: pads resolved from output_shape / auto_pad as the spec defines them (output_padding
  *     absorbs an output larger than the kernel covers); bias as for Conv.
  *   - BatchNormalization (inference): per-channel scale and shift (see batchnorm_convert).
- *   - Dropout at inference is an identity; its mask output is a constant all-true tensor. */
+ *   - Dropout at inference is an identity; its mask output is a constant all-true tensor.
+ *   - CausalConvWithState (27) -> nn.causal_conv_with_state: activation 'none' / 'silu' / 'swish' (the same
+ *     x * sigmoid(x)) as 0 / 1; bias and past_state optional (absent slots stay empty). */
 #include <math.h>
 #include <string.h>
 #include "frontends/onnx/onnx.h"
@@ -472,6 +474,29 @@ static mlc_status batchnorm_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs
 
 /* ---------------------------------------------------------------- the table */
 
+static mlc_status causal_conv_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = need_inputs(cx, n, 2, d);
+  if (st != MLC_OK) return st;
+  const char *act = onnx_attr_string(n, "activation", "none");
+  int silu = !strcmp(act, "silu") || !strcmp(act, "swish");
+  if (!silu && strcmp(act, "none"))
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "activation '%s' is not 'none', 'silu' or 'swish'", act);
+  Value *ins[4] = {0};
+  int nin = 2;
+  for (int i = 0; i < n->ninputs && i < 4; i++) {
+    ins[i] = n->inputs[i];
+    if (ins[i]) nin = i + 1;
+  }
+  Node *nd = onnx_emit(cx, n, "nn.causal_conv_with_state", nin, ins, 2, d);
+  if (!nd) return d->status != MLC_OK ? d->status : MLC_ERR_INTERNAL;
+  ir_set_int(onnx_graph(cx), nd, "activation", silu);
+  st = onnx_finish(cx, n, nd, d);
+  if (st != MLC_OK) return st;
+  for (int i = 0; i < n->noutputs && i < 2; i++)
+    outs[i] = n->output_names && n->output_names[i] && *n->output_names[i] ? nd->outputs[i] : NULL;
+  return MLC_OK;
+}
+
 const OnnxConverter onnx_ops_nn[] = {
     /* op_type               domain  converter */
     {"Conv", "", conv_convert},
@@ -488,5 +513,6 @@ const OnnxConverter onnx_ops_nn[] = {
     {"LogSoftmax", "", logsoftmax_convert},
     {"Dropout", "", dropout_convert},
     {"BatchNormalization", "", batchnorm_convert},
+    {"CausalConvWithState", "", causal_conv_convert},
     {0},
 };

@@ -18,7 +18,12 @@
  *   nn.{max,avg,lp}_pool{1,2,3}d: pool_size, strides, dilation, padding, ceil_mode, count_include_pad, p
  *   nn.dense(data[..., K], weight[N, K]); nn.matmul / nn.batch_matmul: transpose_a, transpose_b (numpy rank
  *   rules: 1-D operands promoted and the promoted dim dropped, batch dims broadcast)
- *   nn.softmax / nn.log_softmax: axis */
+ *   nn.softmax / nn.log_softmax: axis
+ *   nn.causal_conv_with_state(x[B, C, L], weight[C, 1, K], bias[C]?, past_state[B, C, K-1]?) -> y, present_state:
+ *   activation (0 none, 1 silu/swish). The stateful causal depthwise 1-D conv of Mamba / Gated DeltaNet
+ *   (ONNX CausalConvWithState): with p = concat(past_state or zeros, x) along the length,
+ *     y[b, c, l] = act(bias[c] + sum_j weight[c, 0, j] * p[b, c, l + j]),   present_state = p[b, c, L:]
+ *   (its last K-1 positions). p is never materialised: a tap reads past_state or x by position. */
 #include <math.h>
 #include <string.h>
 #include "topi/topi.h"
@@ -910,6 +915,127 @@ static mlc_status softmax_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **
 
 /* ---------------------------------------------------------------- the table */
 
+/* ---------------------------------------------------------------- causal depthwise conv with state */
+
+typedef struct CausalConvCtx {
+  TeTensor *x, *w, *bias, *past, *conv;
+  int64_t B, C, L, K;
+  bool silu;
+  mlc_dtype acc, out;
+} CausalConvCtx;
+
+static mlc_status causal_conv_parse(const Node *n, CausalConvCtx *k, Diag *d) {
+  const TensorType *x = &n->inputs[0]->type, *w = &n->inputs[1]->type;
+  const TensorType *b = n->ninputs > 2 && n->inputs[2] ? &n->inputs[2]->type : NULL;
+  const TensorType *p = n->ninputs > 3 && n->inputs[3] ? &n->inputs[3]->type : NULL;
+  memset(k, 0, sizeof *k);
+  if (!is_float(x->dtype))
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "nn.causal_conv_with_state of %s is not supported",
+                    mlc_dtype_name(x->dtype));
+  if (x->ndim != 3)
+    return diag_set(d, MLC_ERR_INVALID, "nn.causal_conv_with_state: input must be (batch, channels, length)");
+  k->B = x->dims[0];
+  k->C = x->dims[1];
+  k->L = x->dims[2];
+  if (w->ndim != 3 || w->dims[0] != k->C || w->dims[1] != 1 || w->dims[2] < 1 || w->dtype != x->dtype)
+    return diag_set(d, MLC_ERR_INVALID,
+                    "nn.causal_conv_with_state: weight must be (%lld, 1, k >= 1) of the input's dtype",
+                    (long long)k->C);
+  k->K = w->dims[2];
+  if (b && (b->ndim != 1 || b->dims[0] != k->C || b->dtype != x->dtype))
+    return diag_set(d, MLC_ERR_INVALID, "nn.causal_conv_with_state: bias must be (%lld) of the input's dtype",
+                    (long long)k->C);
+  if (p && (p->ndim != 3 || p->dims[0] != k->B || p->dims[1] != k->C || p->dims[2] != k->K - 1 ||
+            p->dtype != x->dtype))
+    return diag_set(d, MLC_ERR_INVALID,
+                    "nn.causal_conv_with_state: past_state must be (%lld, %lld, %lld) of the input's dtype",
+                    (long long)k->B, (long long)k->C, (long long)(k->K - 1));
+  int64_t act = ir_attr_int(n, "activation", 0);
+  if (act != 0 && act != 1)
+    return diag_set(d, MLC_ERR_INVALID, "nn.causal_conv_with_state: activation %lld is not 0 (none) or 1 (silu)",
+                    (long long)act);
+  k->silu = act == 1;
+  k->acc = acc_dtype(x->dtype);
+  k->out = x->dtype;
+  return MLC_OK;
+}
+
+static mlc_status causal_conv_infer(Node *n, Diag *d) {
+  CausalConvCtx k;
+  mlc_status st = causal_conv_parse(n, &k, d);
+  if (st != MLC_OK) return st;
+  n->outputs[0]->type = n->inputs[0]->type;
+  n->outputs[1]->type = (TensorType){k.out, 3, {k.B, k.C, k.K - 1}};
+  return MLC_OK;
+}
+
+/* p[b, c, pos] of the padded sequence concat(past_state or zeros, x), in the accumulation dtype; pos may fall
+ * on either side, so both loads use clamped (in-bounds) indices and a select picks one. */
+static Expr *causal_conv_padded(TeCtx *c, CausalConvCtx *k, Expr *b, Expr *ch, Expr *pos) {
+  Arena *A = c->arena;
+  int64_t P = k->K - 1;
+  Expr *from_x = NULL, *from_past = NULL;
+  if (k->L > 0) {
+    Expr *xi[3] = {b, ch, tir_bin(A, E_MIN, tir_bin(A, E_MAX, tir_sub(A, pos, tir_idx(A, P)), tir_idx(A, 0)),
+                                  tir_idx(A, k->L - 1))};
+    from_x = read_as(c, k->x, xi, k->acc);
+  }
+  if (P > 0) {
+    if (k->past) {
+      Expr *pi[3] = {b, ch, tir_bin(A, E_MIN, tir_bin(A, E_MAX, pos, tir_idx(A, 0)), tir_idx(A, P - 1))};
+      from_past = read_as(c, k->past, pi, k->acc);
+    } else {
+      from_past = tir_const(A, k->acc, 0);
+    }
+  }
+  if (!from_past) return from_x;
+  if (!from_x) return from_past;
+  return tir_select(A, tir_bin(A, E_LT, pos, tir_idx(A, P)), from_past, from_x);
+}
+
+static Expr *causal_conv_body(TeCtx *c, Expr **idx, void *user) {
+  CausalConvCtx *k = user;
+  Arena *A = c->arena;
+  IterVar *r = te_reduce_axis(c, "k", k->K);
+  Expr *j = ivref(c, r);
+  Expr *wi[3] = {idx[1], tir_idx(A, 0), j};
+  Expr *tap =
+      tir_mul(A, read_as(c, k->w, wi, k->acc), causal_conv_padded(c, k, idx[0], idx[1], tir_add(A, idx[2], j)));
+  return te_reduce(c, RED_SUM, tap, 1, &r, NULL, NULL);
+}
+
+static Expr *causal_conv_out_body(TeCtx *c, Expr **idx, void *user) {
+  CausalConvCtx *k = user;
+  Arena *A = c->arena;
+  Expr *y = te_read(c, k->conv, 3, idx);
+  if (k->bias) y = tir_add(A, y, read_as(c, k->bias, &idx[1], k->acc));
+  if (k->silu) y = tir_mul(A, y, tir_call(A, INTRIN_SIGMOID, k->acc, 1, &y));
+  return y->dtype == k->out ? y : tir_cast(A, k->out, y);
+}
+
+static Expr *causal_conv_state_body(TeCtx *c, Expr **idx, void *user) {
+  CausalConvCtx *k = user;
+  Expr *v = causal_conv_padded(c, k, idx[0], idx[1], tir_add(c->arena, idx[2], tir_idx(c->arena, k->L)));
+  return v->dtype == k->out ? v : tir_cast(c->arena, k->out, v);
+}
+
+static mlc_status causal_conv_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  CausalConvCtx *k = arena_alloc(c->arena, sizeof *k);
+  mlc_status st = causal_conv_parse(n, k, d);
+  if (st != MLC_OK) return st;
+  k->x = ins[0];
+  k->w = ins[1];
+  k->bias = n->ninputs > 2 && n->inputs[2] ? ins[2] : NULL;
+  k->past = n->ninputs > 3 && n->inputs[3] ? ins[3] : NULL;
+  int64_t yshape[3] = {k->B, k->C, k->L}, sshape[3] = {k->B, k->C, k->K - 1};
+  k->conv = te_compute(c, "causal_conv", "reduce", k->acc, 3, yshape, causal_conv_body, k);
+  outs[0] = k->conv;
+  if (k->bias || k->silu || k->acc != k->out)
+    outs[0] = te_compute(c, "causal_conv_out", "injective", k->out, 3, yshape, causal_conv_out_body, k);
+  outs[1] = te_compute(c, "causal_conv_state", "injective", k->out, 3, sshape, causal_conv_state_body, k);
+  return MLC_OK;
+}
+
 const OpDef topi_ops_nn[] = {
     /* name                      pattern                   min max nout infer          compute */
     {"nn.conv1d", PAT_OUT_ELEMWISE_FUSABLE, 2, 2, 1, conv_infer, conv_compute},
@@ -935,5 +1061,6 @@ const OpDef topi_ops_nn[] = {
     {"nn.batch_matmul", PAT_OUT_ELEMWISE_FUSABLE, 2, 2, 1, matmul_infer, matmul_compute},
     {"nn.softmax", PAT_OPAQUE, 1, 1, 1, softmax_infer, softmax_compute},
     {"nn.log_softmax", PAT_OPAQUE, 1, 1, 1, softmax_infer, softmax_compute},
+    {"nn.causal_conv_with_state", PAT_OPAQUE, 2, 4, 2, causal_conv_infer, causal_conv_compute},
     {0},
 };
