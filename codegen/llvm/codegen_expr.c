@@ -82,7 +82,9 @@ static LLVMValueRef const_int(LLVMTypeRef scalar, int lanes, CgModule *m, uint64
   return cg_splat(m, LLVMConstInt(scalar, v, 0), lanes);
 }
 
-/* bfloat16 rounding of f32 values: round to nearest even on the bit pattern, NaNs stay (quiet) NaNs.
+/* bfloat16 rounding of f32 values: round to nearest even on the bit pattern. A NaN keeps its top 16 bits, plus
+ * the quiet bit when its payload was all in the low half (so it stays a NaN): a bfloat16 NaN, signalling or not,
+ * rounds to itself, as every bfloat16 value does (a reinterpreted pattern is stored bit for bit).
  * Returns the i32 pattern with the low 16 bits cleared. */
 static LLVMValueRef bf16_bits(CgModule *m, LLVMValueRef v) {
   int lanes = lanes_of(v);
@@ -93,7 +95,11 @@ static LLVMValueRef bf16_bits(CgModule *m, LLVMValueRef v) {
   LLVMValueRef r = LLVMBuildAdd(m->b, bits, LLVMBuildAdd(m->b, lsb, const_int(m->t_i32, lanes, m, 0x7fff), ""), "");
   LLVMValueRef mask = const_int(m->t_i32, lanes, m, 0xffff0000u);
   r = LLVMBuildAnd(m->b, r, mask, "");
-  LLVMValueRef nan = LLVMBuildAnd(m->b, LLVMBuildOr(m->b, bits, const_int(m->t_i32, lanes, m, 0x00400000), ""), mask, "");
+  LLVMValueRef top = LLVMBuildAnd(m->b, bits, mask, "");
+  LLVMValueRef top_payload = LLVMBuildAnd(m->b, bits, const_int(m->t_i32, lanes, m, 0x007f0000), "");
+  LLVMValueRef keep = LLVMBuildICmp(m->b, LLVMIntNE, top_payload, const_int(m->t_i32, lanes, m, 0), "");
+  LLVMValueRef quiet = LLVMBuildOr(m->b, top, const_int(m->t_i32, lanes, m, 0x00400000), "");
+  LLVMValueRef nan = LLVMBuildSelect(m->b, keep, top, quiet, "");
   LLVMValueRef isnan = LLVMBuildFCmp(m->b, LLVMRealUNO, v, v, "");
   return LLVMBuildSelect(m->b, isnan, nan, r, "");
 }
@@ -417,6 +423,26 @@ static LLVMValueRef libm_call(CgModule *m, const char *name, LLVMTypeRef scalar,
   return out;
 }
 
+/* The bits of v (register form of dtype from) read as dtype to of the same size: both go through their
+ * memory form (bool as i8, float16 as half, bfloat16 as its i16 pattern), which holds the bits exactly since
+ * a half register value is always rounded to its precision. */
+static LLVMValueRef reinterpret(CgModule *m, LLVMValueRef v, mlc_dtype from, mlc_dtype to) {
+  LLVMTypeRef fm = cg_mem_type(m, from), tm = cg_mem_type(m, to);
+  if (!fm || !tm || mlc_dtype_size(from) != mlc_dtype_size(to))
+    return fail(m, MLC_ERR_UNSUPPORTED, "codegen: reinterpret of %s as %s", mlc_dtype_name(from), mlc_dtype_name(to));
+  if (from == to) return v;
+  int lanes = lanes_of(v);
+  LLVMValueRef bits;
+  if (from == MLC_BF16) /* no rounding: the low half of the f32 pattern is zero */
+    bits = LLVMBuildTrunc(m->b, LLVMBuildLShr(m->b, LLVMBuildBitCast(m->b, v, with_lanes(m->t_i32, lanes), ""),
+                                              const_int(m->t_i32, lanes, m, 16), ""),
+                          with_lanes(m->t_i16, lanes), "");
+  else
+    bits = cg_to_mem(m, v, from);
+  bits = LLVMBuildBitCast(m->b, bits, with_lanes(tm, lanes), "");
+  return cg_from_mem(m, bits, to);
+}
+
 static LLVMValueRef cg_call(CgModule *m, const Expr *e) {
   Intrin in = e->call.intrin;
   int n = e->call.nargs;
@@ -431,14 +457,7 @@ static LLVMValueRef cg_call(CgModule *m, const Expr *e) {
     if (lanes_of(args[i]) > lanes) lanes = lanes_of(args[i]);
   }
   mlc_dtype at = e->call.args[0]->dtype;
-  if (in == INTRIN_REINTERPRET) { /* same-size bit cast, lane by lane */
-    LLVMTypeRef rt = cg_reg_type(m, e->dtype, lanes_of(args[0]));
-    if (!rt || mlc_dtype_size(at) != mlc_dtype_size(e->dtype) || at == MLC_BOOL || e->dtype == MLC_BOOL ||
-        e->dtype == MLC_F16 || e->dtype == MLC_BF16 || at == MLC_F16 || at == MLC_BF16)
-      return fail(m, MLC_ERR_UNSUPPORTED, "codegen: reinterpret of %s as %s", mlc_dtype_name(at),
-                  mlc_dtype_name(e->dtype));
-    return LLVMBuildBitCast(m->b, args[0], rt, "");
-  }
+  if (in == INTRIN_REINTERPRET) return reinterpret(m, args[0], at, e->dtype);
   for (int i = 0; i < n; i++) {
     if (e->call.args[i]->dtype != at && !(args[i] = convert(m, args[i], e->call.args[i]->dtype, at))) return NULL;
     args[i] = cg_splat(m, args[i], lanes);

@@ -11,7 +11,7 @@
  *        and the scan outputs are stacked along scan_output_axes (reversed for reverse directions). Opset 8's
  *        batch dimension is unrolled too; its sequence_lens must be absent or all equal to the length.
  * A condition or trip count that is not constant is reported as MLC_ERR_UNSUPPORTED ("... must be known at
- * compile time"), so a caller can freeze the input and retry. */
+ * compile time; it depends on the graph inputs 'a', 'b'"), so a caller can freeze those inputs and retry. */
 #include <string.h>
 #include "frontends/onnx/onnx.h"
 
@@ -92,6 +92,12 @@ static bool const_scalar(const Value *v, int64_t *out) {
   }
 }
 
+/* "; it depends on the graph inputs 'a', 'b'" for an error asking for v at compile time ("" if none) */
+static const char *deps_note(OnnxCtx *cx, Value *v) {
+  const char *deps = onnx_input_deps(cx, 1, &v);
+  return *deps ? arena_printf(onnx_graph(cx)->arena, "; it depends on the graph inputs %s", deps) : "";
+}
+
 /* ---------------------------------------------------------------- If */
 
 static mlc_status conv_if(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
@@ -99,7 +105,8 @@ static mlc_status conv_if(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d)
   if (n->ninputs < 1 || !n->inputs[0]) return onnx_error(cx, n, d, MLC_ERR_INVALID, "If needs a condition");
   if (!const_scalar(n->inputs[0], &c))
     return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED,
-                      "the condition of If must be known at compile time (mlc inlines the chosen branch)");
+                      "the condition of If must be known at compile time (mlc inlines the chosen branch)%s",
+                      deps_note(cx, n->inputs[0]));
   const char *br = c ? "then_branch" : "else_branch";
   int nout = 0;
   Value **res = NULL;
@@ -119,9 +126,12 @@ static mlc_status conv_loop(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *
   Value *M = n->ninputs > 0 ? n->inputs[0] : NULL, *cond = n->ninputs > 1 ? n->inputs[1] : NULL;
   int64_t trip = -1, c = 1;
   if (M && !const_scalar(M, &trip))
-    return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "the trip count of Loop must be known at compile time (mlc unrolls loops)");
+    return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED,
+                      "the trip count of Loop must be known at compile time (mlc unrolls loops)%s",
+                      deps_note(cx, M));
   if (cond && !const_scalar(cond, &c))
-    return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "the condition of Loop must be known at compile time (mlc unrolls loops)");
+    return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED,
+                      "the condition of Loop must be known at compile time (mlc unrolls loops)%s", deps_note(cx, cond));
   if (trip < 0 && M) return onnx_error(cx, n, d, MLC_ERR_INVALID, "negative trip count");
   int N = n->ninputs - 2 > 0 ? n->ninputs - 2 : 0;
   Value **carried = arena_alloc(A, sizeof(Value *) * (size_t)(N + 1));

@@ -1,7 +1,7 @@
 /* ONNX converters of the index family (see families.def), onto the graph ops of src/topi/index.c:
  * Gather -> take, GatherElements -> gather, GatherND -> gather_nd, ScatterElements / Scatter ->
- * scatter_elements, ScatterND -> scatter_nd. Axes are made non-negative; the reduction attribute (opset 16+,
- * max/min from 18) is passed through.
+ * scatter_elements, ScatterND -> scatter_nd, TensorScatter -> tensor_scatter. Axes are made non-negative;
+ * the reduction attribute (opset 16+, max/min from 18) is passed through.
  *
  * Compress and NonZero have data-dependent output shapes; they are supported when the value that decides the
  * shape is a compile-time constant: Compress's condition becomes a constant index list for take (after a
@@ -71,6 +71,29 @@ static mlc_status scatter_nd_convert(OnnxCtx *cx, const OnnxNode *n, Value **out
   if (st) return st;
   Node *nd = onnx_emit(cx, n, "scatter_nd", 3, n->inputs, 1, d);
   if (nd) ir_set_string(onnx_graph(cx), nd, "reduction", onnx_attr_string(n, "reduction", "none"));
+  return done(cx, n, nd, &outs[0], d);
+}
+
+/* TensorScatter (opset 24): past_cache, update, optional write_indices; attrs mode (linear | circular), axis
+ * (default -2, never the batch axis 0) */
+static mlc_status tensor_scatter_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = need(cx, n, 2, d);
+  if (st) return st;
+  int r = n->inputs[0]->type.ndim;
+  int64_t axis = onnx_attr_int(n, "axis", -2);
+  if (axis < -r || axis >= r)
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "axis %lld out of range for rank %d", (long long)axis, r);
+  if (axis < 0) axis += r;
+  if (axis == 0) return onnx_error(cx, n, d, MLC_ERR_INVALID, "axis must not be the batch axis 0");
+  const char *mode = onnx_attr_string(n, "mode", "linear");
+  if (strcmp(mode, "linear") != 0 && strcmp(mode, "circular") != 0)
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "mode must be 'linear' or 'circular', got '%s'", mode);
+  int nin = n->ninputs > 2 && n->inputs[2] ? 3 : 2;
+  Node *nd = onnx_emit(cx, n, "tensor_scatter", nin, n->inputs, 1, d);
+  if (nd) {
+    ir_set_int(onnx_graph(cx), nd, "axis", axis);
+    ir_set_int(onnx_graph(cx), nd, "circular", strcmp(mode, "circular") == 0);
+  }
   return done(cx, n, nd, &outs[0], d);
 }
 
@@ -159,6 +182,7 @@ const OnnxConverter onnx_ops_index[] = {
     {"ScatterElements", "", scatter_elements_convert},
     {"Scatter", "", scatter_elements_convert},
     {"ScatterND", "", scatter_nd_convert},
+    {"TensorScatter", "", tensor_scatter_convert},
     {"Compress", "", compress_convert},
     {"NonZero", "", nonzero_convert},
     {0},

@@ -8,6 +8,7 @@
  *   - Clip takes min/max as attributes before opset 11 (-> clip with a_min/a_max) and as optional inputs
  *     from 11 (-> maximum/minimum with those scalar tensors, exact for every dtype);
  *   - Cast's `to` is a string in opset 1..5 and a dtype number after; CastLike takes it from input 1;
+ *   - BitCast (opset 26) reinterprets each element's bits as `to`, which must have the input's bit width;
  *   - Mod's fmod selects C fmod semantics ("mod") or python's ("floor_mod"); BitShift's direction picks
  *     left_shift/right_shift. */
 #include <math.h>
@@ -317,6 +318,27 @@ static mlc_status conv_castlike(OnnxCtx *cx, const OnnxNode *n, Value **outs, Di
   return emit_cast(cx, n, n->inputs[0], n->inputs[1]->type.dtype, &outs[0], d);
 }
 
+/* BitCast: the same bits read as `to` (same width, same shape; little endian like the host) */
+static mlc_status conv_bitcast(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = need_inputs(cx, n, 1, d);
+  if (st != MLC_OK) return st;
+  if (!onnx_has_attr(n, "to")) return onnx_error(cx, n, d, MLC_ERR_INVALID, "BitCast needs the 'to' attribute");
+  int64_t to = onnx_attr_int(n, "to", 0);
+  mlc_dtype from = n->inputs[0]->type.dtype;
+  bool ok = to > 0 && to < MLC_DTYPE_COUNT && to != MLC_STRING && mlc_dtype_size((mlc_dtype)to) > 0;
+  if (!ok)
+    return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "bitcast to ONNX data type %lld is not supported", (long long)to);
+  if (from == MLC_STRING || mlc_dtype_size(from) == 0)
+    return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "bitcast from %s is not supported", mlc_dtype_name(from));
+  if (mlc_dtype_size((mlc_dtype)to) != mlc_dtype_size(from))
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "BitCast from %s to %s: the bit widths differ (%d and %d)",
+                      mlc_dtype_name(from), mlc_dtype_name((mlc_dtype)to), 8 * mlc_dtype_size(from),
+                      8 * mlc_dtype_size((mlc_dtype)to));
+  Node *nd = emit(cx, n, "bitcast", 1, n->inputs, d);
+  if (nd) ir_set_int(onnx_graph(cx), nd, "dtype", to);
+  return finish(cx, n, nd, &outs[0], d);
+}
+
 const OnnxConverter onnx_ops_math[] = {
     {"Add", "", conv_simple},          {"Sub", "", conv_simple},
     {"Mul", "", conv_simple},          {"Div", "", conv_simple},
@@ -353,5 +375,6 @@ const OnnxConverter onnx_ops_math[] = {
     {"Mean", "", conv_variadic},       {"Clip", "", conv_clip},
     {"Swish", "", conv_simple},        {"SwiGLU", "", conv_swiglu},
     {"Cast", "", conv_cast},           {"CastLike", "", conv_castlike},
+    {"BitCast", "", conv_bitcast},
     {0},
 };

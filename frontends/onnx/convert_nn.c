@@ -11,7 +11,8 @@
  *     reshape back; from opset 13 along one axis.
  *   - ConvTranspose: pads resolved from output_shape / auto_pad as the spec defines them (output_padding
  *     absorbs an output larger than the kernel covers); bias as for Conv.
- *   - BatchNormalization (inference): per-channel scale and shift (see batchnorm_convert).
+ *   - BatchNormalization: per-channel scale and shift at inference; in training mode normalised with the
+ *     batch's statistics, which also update the running mean and variance (see batchnorm_convert).
  *   - Dropout at inference is an identity; its mask output is a constant all-true tensor.
  *   - CausalConvWithState (27) -> nn.causal_conv_with_state: activation 'none' / 'silu' / 'swish' (the same
  *     x * sigmoid(x)) as 0 / 1; bias and past_state optional (absent slots stay empty). */
@@ -425,19 +426,65 @@ static mlc_status dropout_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, 
 
 /* ---------------------------------------------------------------- BatchNormalization */
 
+static mlc_status emit_cast_to(OnnxCtx *cx, const OnnxNode *n, Value *x, mlc_dtype t, Value **out, Diag *d) {
+  if (x->type.dtype == t) {
+    *out = x;
+    return MLC_OK;
+  }
+  Node *cn = onnx_emit(cx, n, "cast", 1, &x, 1, d);
+  if (cn) ir_set_int(onnx_graph(cx), cn, "dtype", t);
+  return finish(cx, n, cn, out, d);
+}
+
+/* the mean of x over every axis but the channel axis 1, kept as [1, C, 1, ...] */
+static mlc_status channel_mean(OnnxCtx *cx, const OnnxNode *n, Value *x, Value **out, Diag *d) {
+  int64_t axes[MLC_MAX_DIMS];
+  int na = 0;
+  for (int i = 0; i < x->type.ndim; i++)
+    if (i != 1) axes[na++] = i;
+  Node *nd = onnx_emit(cx, n, "mean", 1, &x, 1, d);
+  if (nd) {
+    ir_set_ints(onnx_graph(cx), nd, "axis", axes, na);
+    ir_set_int(onnx_graph(cx), nd, "keepdims", 1);
+  }
+  return finish(cx, n, nd, out, d);
+}
+
+/* running = input * momentum + current * (1 - momentum), current [1, C, 1, ...] reshaped to [C], in dtype t */
+static mlc_status running_stat(OnnxCtx *cx, const OnnxNode *n, Value *input, Value *current, double momentum,
+                               mlc_dtype t, Value **out, Diag *d) {
+  mlc_dtype ct = current->type.dtype;
+  int64_t c = current->type.dims[1];
+  Value *cur, *a, *b;
+  mlc_status st;
+  if ((st = emit_reshape(cx, n, current, 1, &c, &cur, d)) ||
+      (st = emit2(cx, n, "multiply", input, onnx_scalar(cx, n, "momentum", ct, momentum), &a, d)) ||
+      (st = emit2(cx, n, "multiply", cur, onnx_scalar(cx, n, "one_minus_momentum", ct, 1.0 - momentum), &b, d)) ||
+      (st = emit2(cx, n, "add", a, b, &a, d)))
+    return st;
+  return emit_cast_to(cx, n, a, t, out, d);
+}
+
 /* Inference batch norm as y = x * scale' + shift' with scale' = scale / sqrt(var + eps) and
  * shift' = B - mean * scale', both reshaped to [C, 1, ...]: per-channel math on constants that FoldConstant
- * folds, so conv + batch norm becomes conv + multiply + add in one fused kernel. */
+ * folds, so conv + batch norm becomes conv + multiply + add in one fused kernel.
+ * Training mode (opset 14+: training_mode=1; before: the running statistics outputs are asked for) normalises
+ * with the batch's own statistics over every axis but the channel: current_mean, and current_var the
+ * population (biased) variance mean((x - current_mean)^2), as the spec and the ONNX reference define them:
+ *   y = (x - current_mean) * scale / sqrt(current_var + eps) + B
+ *   running_mean = input_mean * momentum + current_mean * (1 - momentum)   (running_var likewise)
+ * Opset 7..13 name them mean and var and add saved_mean / saved_var, the batch mean and variance. */
 static mlc_status batchnorm_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
   mlc_status st = need_inputs(cx, n, 5, d);
   if (st) return st;
   Value *x = n->inputs[0];
-  if (onnx_attr_int(n, "training_mode", 0))
-    return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "BatchNormalization in training mode is not supported");
-  for (int i = 1; i < n->noutputs; i++)
-    if (n->output_names[i] && *n->output_names[i])
-      return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED,
-                        "BatchNormalization's training outputs (running mean/var) are not supported");
+  bool extra = false;
+  for (int i = 1; i < n->noutputs; i++) extra |= n->output_names[i] && *n->output_names[i];
+  bool training = n->opset >= 14 ? onnx_attr_int(n, "training_mode", 0) != 0 : extra;
+  if (n->opset >= 14 && !training && extra)
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "BatchNormalization's running mean/var outputs need training_mode=1");
+  if (n->opset < 7 && training && onnx_attr_int(n, "is_test", 0))
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "BatchNormalization with is_test=1 has no training outputs");
   if (n->opset < 9 && onnx_has_attr(n, "spatial") && onnx_attr_int(n, "spatial", 1) == 0)
     return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "BatchNormalization with spatial=0 is not supported");
   if (x->type.ndim < 2) return onnx_error(cx, n, d, MLC_ERR_INVALID, "BatchNormalization input must have rank >= 2");
@@ -449,22 +496,46 @@ static mlc_status batchnorm_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs
     if (p[i]->type.ndim != 1 || p[i]->type.dims[0] != c)
       return onnx_error(cx, n, d, MLC_ERR_INVALID, "BatchNormalization input %d must be a vector of %lld values",
                         1 + i, (long long)c);
-    if (p[i]->type.dtype != t) {
-      Node *cn = onnx_emit(cx, n, "cast", 1, &p[i], 1, d);
-      if (cn) ir_set_int(onnx_graph(cx), cn, "dtype", t);
-      if ((st = finish(cx, n, cn, &p[i], d))) return st;
-    }
+    if ((st = emit_cast_to(cx, n, p[i], t, &p[i], d))) return st;
   }
   double eps = onnx_attr_float(n, "epsilon", 1e-5);
+  int64_t shape[MLC_MAX_DIMS];
+  shape[0] = c;
+  for (int i = 1; i < x->type.ndim - 1; i++) shape[i] = 1;
   Value *v, *scale, *shift, *m;
+  if (training) {
+    /* float16/bfloat16: the statistics and the normalisation in float32, y rounded once */
+    mlc_dtype wt = t == MLC_F16 || t == MLC_BF16 ? MLC_F32 : t;
+    for (int i = 0; i < 4 && wt != t; i++)
+      if ((st = emit_cast_to(cx, n, n->inputs[1 + i], wt, &p[i], d))) return st;
+    if ((st = emit_cast_to(cx, n, x, wt, &x, d))) return st;
+    Value *mean, *dx, *var, *y;
+    double momentum = onnx_attr_float(n, "momentum", 0.9);
+    if ((st = channel_mean(cx, n, x, &mean, d)) || (st = emit2(cx, n, "subtract", x, mean, &dx, d)) ||
+        (st = emit2(cx, n, "multiply", dx, dx, &var, d)) || (st = channel_mean(cx, n, var, &var, d)) ||
+        (st = emit2(cx, n, "add", var, onnx_scalar(cx, n, "epsilon", wt, eps), &v, d)) ||
+        (st = emit2(cx, n, "sqrt", v, NULL, &v, d)) ||
+        (st = emit_reshape(cx, n, p[0], x->type.ndim - 1, shape, &scale, d)) ||
+        (st = emit_reshape(cx, n, p[1], x->type.ndim - 1, shape, &shift, d)) ||
+        (st = emit2(cx, n, "divide", scale, v, &scale, d)) || (st = emit2(cx, n, "multiply", dx, scale, &y, d)) ||
+        (st = emit2(cx, n, "add", y, shift, &y, d)) || (st = emit_cast_to(cx, n, y, t, &outs[0], d)))
+      return st;
+    Value *current[4] = {mean, var, mean, var};
+    for (int i = 1; i < n->noutputs && i < 5; i++) {
+      if (!n->output_names[i] || !*n->output_names[i]) continue;
+      if (i <= 2)
+        st = running_stat(cx, n, p[1 + i], current[i - 1], momentum, n->inputs[2 + i]->type.dtype, &outs[i], d);
+      else if (!(st = emit_reshape(cx, n, current[i - 1], 1, &c, &outs[i], d))) /* saved_mean, saved_var (< 14) */
+        st = emit_cast_to(cx, n, outs[i], t, &outs[i], d);
+      if (st) return st;
+    }
+    return MLC_OK;
+  }
   if ((st = emit2(cx, n, "add", p[3], onnx_scalar(cx, n, "epsilon", t, eps), &v, d))) return st;
   if ((st = emit2(cx, n, "sqrt", v, NULL, &v, d))) return st;
   if ((st = emit2(cx, n, "divide", p[0], v, &scale, d))) return st;
   if ((st = emit2(cx, n, "multiply", p[2], scale, &m, d))) return st;
   if ((st = emit2(cx, n, "subtract", p[1], m, &shift, d))) return st;
-  int64_t shape[MLC_MAX_DIMS];
-  shape[0] = c;
-  for (int i = 1; i < x->type.ndim - 1; i++) shape[i] = 1;
   if ((st = emit_reshape(cx, n, scale, x->type.ndim - 1, shape, &scale, d))) return st;
   if ((st = emit_reshape(cx, n, shift, x->type.ndim - 1, shape, &shift, d))) return st;
   Value *y;

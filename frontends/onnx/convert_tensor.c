@@ -240,6 +240,20 @@ static bool const_double(const Value *v, int64_t i, double *out) {
   case MLC_U16: *out = ((const uint16_t *)p)[i]; return true;
   case MLC_U32: *out = ((const uint32_t *)p)[i]; return true;
   case MLC_U64: *out = (double)((const uint64_t *)p)[i]; return true;
+  case MLC_F16: {
+    uint16_t h = ((const uint16_t *)p)[i];
+    int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    double r = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
+    *out = h >> 15 ? -r : r;
+    return true;
+  }
+  case MLC_BF16: {
+    uint32_t b = (uint32_t)((const uint16_t *)p)[i] << 16;
+    float f;
+    memcpy(&f, &b, 4);
+    *out = f;
+    return true;
+  }
   default: return false;
   }
 }
@@ -472,13 +486,33 @@ static mlc_status constant_of_shape_convert(OnnxCtx *cx, const OnnxNode *n, Valu
   return finish(cx, n, nd, &outs[0], d);
 }
 
+/* Range: the element count ceil((limit - start) / delta) is the output shape, so all three inputs must be known
+ * at compile time; out[i] = start + i * delta is computed by arange from the start and delta values. */
 static mlc_status range_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
   mlc_status st = need_inputs(cx, n, 3, d);
   if (st) return st;
   double v[3];
   static const char *what[3] = {"start", "limit", "delta"};
-  for (int i = 0; i < 3; i++)
-    if ((st = scalar_value(cx, n, i, what[i], &v[i], d))) return st;
+  StrBuf missing = {0};
+  Value *unknown[3];
+  int nunknown = 0;
+  for (int i = 0; i < 3; i++) {
+    if ((st = scalar_value(cx, n, i, what[i], &v[i], d)) == MLC_OK) continue;
+    if (st != MLC_ERR_UNSUPPORTED || !strstr(d->msg, "compile time")) {
+      sb_free(&missing);
+      return st;
+    }
+    *d = (Diag){0};
+    sb_printf(&missing, "%s'%s'", missing.s ? ", " : "", what[i]);
+    unknown[nunknown++] = n->inputs[i];
+  }
+  if (missing.s) {
+    const char *deps = onnx_input_deps(cx, nunknown, unknown);
+    st = onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "Range: inputs %s must be known at compile time%s%s", missing.s,
+                    *deps ? "; they depend on the graph inputs " : "", deps);
+    sb_free(&missing);
+    return st;
+  }
   if (v[2] == 0) return onnx_error(cx, n, d, MLC_ERR_INVALID, "Range: delta is 0");
   double cntf = ceil((v[1] - v[0]) / v[2]);
   int64_t num = cntf > 0 ? (int64_t)cntf : 0;

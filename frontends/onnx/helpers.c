@@ -210,3 +210,48 @@ Value *onnx_scalar(OnnxCtx *cx, const OnnxNode *n, const char *what, mlc_dtype t
   return onnx_const(cx, arena_printf(A, "%s_%s", n->name && *n->name ? n->name : n->op_type, what), tt, &u);
 }
 
+
+/* ---- what a value depends on ---- */
+
+/* Walks the producers of vs back to the graph inputs (an explicit stack; each node once). */
+const char *onnx_input_deps(OnnxCtx *cx, int nv, Value *const *vs) {
+  Graph *g = onnx_graph(cx);
+  Arena *A = g->arena;
+  int maxid = 0, cap = nv + 1; /* each node's inputs are pushed once at most */
+  for (int i = 0; i < g->nodes.n; i++) {
+    if (g->nodes.v[i]->id > maxid) maxid = g->nodes.v[i]->id;
+    cap += g->nodes.v[i]->ninputs;
+  }
+  bool *seen = arena_alloc(A, (size_t)maxid + 1);
+  memset(seen, 0, (size_t)maxid + 1);
+  const Value **stack = arena_alloc(A, sizeof(Value *) * (size_t)cap);
+  const Value **inputs = arena_alloc(A, sizeof(Value *) * (size_t)(g->inputs.n + 1));
+  int sp = 0, ninputs = 0;
+  for (int i = 0; i < nv; i++)
+    if (vs[i]) stack[sp++] = vs[i];
+  while (sp > 0) {
+    const Value *x = stack[--sp];
+    if (x->data) continue;
+    if (!x->producer) {
+      bool dup = false;
+      for (int i = 0; i < ninputs && !dup; i++) dup = inputs[i] == x;
+      if (x->is_input && !dup && ninputs < g->inputs.n) inputs[ninputs++] = x;
+      continue;
+    }
+    Node *p = x->producer;
+    if (p->id < 0 || p->id > maxid || seen[p->id]) continue;
+    seen[p->id] = true;
+    for (int i = 0; i < p->ninputs; i++)
+      if (p->inputs[i] && sp < cap) stack[sp++] = p->inputs[i];
+  }
+  StrBuf b = {0}; /* in the graph's input order */
+  for (int k = 0, first = 1; k < g->inputs.n; k++)
+    for (int i = 0; i < ninputs; i++)
+      if (inputs[i] == g->inputs.v[k]) {
+        sb_printf(&b, "%s'%s'", first ? "" : ", ", inputs[i]->name);
+        first = 0;
+      }
+  char *s = arena_strdup(A, b.s ? b.s : "");
+  sb_free(&b);
+  return s;
+}

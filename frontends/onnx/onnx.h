@@ -91,6 +91,9 @@ Value *onnx_const(OnnxCtx *cx, const char *name, TensorType t, const void *data)
 Graph *onnx_graph(OnnxCtx *cx);
 /* Values of a constant integer tensor (int32/int64) as int64; -1 if v is not a compile-time constant. */
 int onnx_const_ints(const Value *v, int64_t *out, int max);
+/* The graph inputs that vs[0..nv) are computed from, as "'a', 'b'" ("" when none): errors asking for values at
+ * compile time name them, so the user (or the conformance runner) knows which inputs to freeze. */
+const char *onnx_input_deps(OnnxCtx *cx, int nv, Value *const *vs);
 /* The error for a node: "model.onnx: node 'x' (Conv, opset 11): error: <fmt>" with status. */
 mlc_status onnx_error(OnnxCtx *cx, const OnnxNode *n, Diag *d, mlc_status st, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));

@@ -1,5 +1,5 @@
 /* index family: ops that read or write at positions given by an index tensor (after Relay's take, gather,
- * gather_nd, scatter_elements, scatter_nd).
+ * gather_nd, scatter_elements, scatter_nd) and tensor_scatter (ONNX TensorScatter, a KV-cache update).
  *
  * Gathers are injective computes: the output index selects an element of the index tensor, whose value
  * (negative values count from the end: wrapped with a select, then clamped into the axis so a bad index can
@@ -9,8 +9,8 @@
  * reduction (none / add / mul / max / min; float16/bfloat16 combined in float32).
  *
  * Graph attributes (non-negative after import): take: axis; gather: axis; gather_nd: batch_dims;
- * scatter_elements: axis, reduction; scatter_nd: reduction. Indices are int32 or int64, ONNX layout
- * (gather_nd / scatter_nd: the coordinate tuple is the last axis of indices). */
+ * scatter_elements: axis, reduction; scatter_nd: reduction; tensor_scatter: axis, circular. Indices are int32
+ * or int64, ONNX layout (gather_nd / scatter_nd: the coordinate tuple is the last axis of indices). */
 #include <string.h>
 #include "topi/topi.h"
 
@@ -310,6 +310,73 @@ static mlc_status scatter_nd_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor
   return MLC_OK;
 }
 
+/* ---------------------------------------------------------------- tensor_scatter (ONNX TensorScatter) */
+
+/* A KV-cache update: past [B, .., M, ..] (M at `axis` >= 1), update [B, .., L, ..] (L <= M), optional int
+ * write_indices [B] (0 when absent). Batch b's update rows land at positions w[b] .. w[b]+L-1 of the axis
+ * (circular: modulo M). Written as the inverse map, an injective compute: output position j takes update row
+ * s = j - w[b] (circular: floormod(j - w[b], M)) when 0 <= s < L, else the past value; rows a linear write
+ * would put past M are dropped. The update read is clamped into [0, L) since both select arms are evaluated. */
+
+static mlc_status tensor_scatter_infer(Node *n, Diag *d) {
+  const TensorType *x = &n->inputs[0]->type, *u = &n->inputs[1]->type;
+  mlc_status st;
+  if ((st = check_data(n, x->dtype, d))) return st;
+  int64_t axis = ir_attr_int(n, "axis", 0);
+  if (x->ndim < 2 || axis < 1 || axis >= x->ndim)
+    return diag_set(d, MLC_ERR_INVALID, "tensor_scatter: axis %lld must be a non-batch axis of a rank-%d cache",
+                    (long long)axis, x->ndim);
+  if (u->dtype != x->dtype || u->ndim != x->ndim)
+    return diag_set(d, MLC_ERR_INVALID, "tensor_scatter: update must have the cache's rank and dtype");
+  for (int i = 0; i < x->ndim; i++)
+    if (i == axis ? u->dims[i] > x->dims[i] : u->dims[i] != x->dims[i])
+      return diag_set(d, MLC_ERR_INVALID, "tensor_scatter: update dim %d (%lld) does not fit the cache's (%lld)", i,
+                      (long long)u->dims[i], (long long)x->dims[i]);
+  if (n->ninputs > 2 && n->inputs[2]) {
+    const TensorType *w = &n->inputs[2]->type;
+    if ((st = check_indices(n, w, d))) return st;
+    if (w->ndim != 1 || w->dims[0] != x->dims[0])
+      return diag_set(d, MLC_ERR_INVALID, "tensor_scatter: write_indices must have shape [%lld]", (long long)x->dims[0]);
+  }
+  n->outputs[0]->type = *x;
+  return MLC_OK;
+}
+
+typedef struct TensorScatterCtx {
+  TeTensor *past, *update, *write; /* write: NULL when absent */
+  int axis;
+  bool circular;
+} TensorScatterCtx;
+
+static Expr *tensor_scatter_body(TeCtx *c, Expr **idx, void *user) {
+  TensorScatterCtx *k = user;
+  Arena *A = c->arena;
+  int64_t max_len = k->past->shape[k->axis], len = k->update->shape[k->axis];
+  if (len == 0) return te_read(c, k->past, k->past->ndim, idx);
+  Expr *pos = idx[k->axis];
+  Expr *w = k->write ? tir_cast(A, MLC_I64, te_read(c, k->write, 1, idx)) : tir_idx(A, 0);
+  Expr *row = tir_sub(A, pos, w);
+  if (k->circular) row = tir_bin(A, E_FLOORMOD, row, tir_idx(A, max_len));
+  Expr *hit = tir_bin(A, E_AND, tir_bin(A, E_GE, row, tir_idx(A, 0)), tir_bin(A, E_LT, row, tir_idx(A, len)));
+  Expr *ui[MLC_MAX_DIMS];
+  memcpy(ui, idx, sizeof(Expr *) * (size_t)k->past->ndim);
+  ui[k->axis] = tir_bin(A, E_MIN, tir_bin(A, E_MAX, row, tir_idx(A, 0)), tir_idx(A, len - 1));
+  return tir_select(A, hit, te_read(c, k->update, k->update->ndim, ui), te_read(c, k->past, k->past->ndim, idx));
+}
+
+static mlc_status tensor_scatter_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  TensorScatterCtx *k = arena_alloc(c->arena, sizeof *k);
+  k->past = ins[0];
+  k->update = ins[1];
+  k->write = n->ninputs > 2 ? ins[2] : NULL;
+  k->axis = (int)ir_attr_int(n, "axis", 0);
+  k->circular = ir_attr_int(n, "circular", 0) != 0;
+  const TensorType *o = &n->outputs[0]->type;
+  outs[0] = te_compute(c, "tensor_scatter", "injective", o->dtype, o->ndim, o->dims, tensor_scatter_body, k);
+  MLC_CHECK(d, outs[0] != NULL, MLC_ERR_INTERNAL);
+  return MLC_OK;
+}
+
 /* ---------------------------------------------------------------- the table */
 
 const OpDef topi_ops_index[] = {
@@ -319,5 +386,6 @@ const OpDef topi_ops_index[] = {
     {"gather_nd", PAT_INJECTIVE, 2, 2, 1, gather_nd_infer, gather_nd_compute},
     {"scatter_elements", PAT_OPAQUE, 3, 3, 1, scatter_elements_infer, scatter_elements_compute},
     {"scatter_nd", PAT_OPAQUE, 3, 3, 1, scatter_nd_infer, scatter_nd_compute},
+    {"tensor_scatter", PAT_INJECTIVE, 2, 3, 1, tensor_scatter_infer, tensor_scatter_compute},
     {0},
 };

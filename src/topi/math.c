@@ -1,5 +1,6 @@
 /* topi math family: elementwise and broadcast arithmetic, activations, comparisons, logic, bitwise ops,
- * casts, clip and where.
+ * casts, clip and where. bitcast reads each element's bits as another dtype of the same size (ONNX BitCast);
+ * its body is the reinterpret intrinsic, which codegen applies to the stored (memory) form of both dtypes.
  *
  * Every op here is one TE compute whose body is a single scalar expression of its inputs read at the same
  * (numpy-broadcast) output index, so they are all PAT_ELEMWISE (one input) or PAT_BROADCAST (several).
@@ -26,7 +27,7 @@ typedef enum TypeClass {
 typedef enum OutRule {
   OUT_SAME, /* dtype of the (first data) input */
   OUT_BOOL, /* comparisons, predicates */
-  OUT_ATTR, /* cast: attribute "dtype" */
+  OUT_ATTR, /* cast, bitcast: attribute "dtype" */
 } OutRule;
 
 /*  enum       graph op name          inputs  classes   output   */
@@ -98,6 +99,7 @@ typedef enum OutRule {
   X(M_ISNAN, "isnan", 1, TC_FLOAT, OUT_BOOL)                     \
   X(M_ISINF, "isinf", 1, TC_FLOAT, OUT_BOOL)                     \
   X(M_CAST, "cast", 1, TC_ALL, OUT_ATTR)                         \
+  X(M_BITCAST, "bitcast", 1, TC_ALL, OUT_ATTR) /* same size */   \
   X(M_CLIP, "clip", 1, TC_NUM, OUT_SAME) /* a_min, a_max */
 
 typedef enum MathOp {
@@ -207,7 +209,10 @@ static mlc_status math_infer(Node *n, MathOp op, Diag *d) {
     case OUT_ATTR: {
       int64_t to = ir_attr_int(n, "dtype", MLC_UNDEF);
       if (to <= 0 || to >= MLC_DTYPE_COUNT || !dtype_supported((mlc_dtype)to))
-        return diag_set(d, MLC_ERR_UNSUPPORTED, "cast: target dtype %lld is not supported", (long long)to);
+        return diag_set(d, MLC_ERR_UNSUPPORTED, "%s: target dtype %lld is not supported", name, (long long)to);
+      if (op == M_BITCAST && mlc_dtype_size((mlc_dtype)to) != mlc_dtype_size(t))
+        return diag_set(d, MLC_ERR_INVALID, "bitcast: %s and %s differ in size", mlc_dtype_name(t),
+                        mlc_dtype_name((mlc_dtype)to));
       out.dtype = (mlc_dtype)to;
       break;
     }
@@ -419,6 +424,9 @@ static Expr *math_body(TeCtx *c, const MathArgs *m, Expr **xin) {
       r = x[0];
       if (is_half(m->out) && !dtype_is_float(r->dtype)) r = tir_cast(A, MLC_F32, r);
       if (m->out == MLC_BOOL && dtype_is_float(r->dtype)) r = bin(c, E_NE, r, cst(c, r->dtype, 0));
+      break;
+    case M_BITCAST: /* the stored bits of the input, not its float32 widening */
+      r = tir_call(A, INTRIN_REINTERPRET, m->out, 1, &xin[0]);
       break;
     case M_CLIP: {
       double lo = ir_attr_float(n, "a_min", -INFINITY), hi = ir_attr_float(n, "a_max", INFINITY);

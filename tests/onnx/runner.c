@@ -180,20 +180,22 @@ static Result run_test(const char *root, const char *name, FILE *out) {
   rt_executor *ex = NULL;
   CgJit *jit = NULL;
   CompileOptions opt = {.target = getenv("MLC_TARGET") ? getenv("MLC_TARGET") : "llvm", .opt_level = 3};
-  bool frozen = false;
   for (;;) {
     if (!onnx_import_file(a, path, &io, &g, &d) && !mlc_compile_graph(a, g, &opt, &c, &d)) break;
-    /* An op needs an input's value at compile time (Reshape's shape, Reduce's axes): freeze the integer
-     * inputs (and inputs the message names as 'name') to the test's values, as a user freezes such inputs,
-     * and try once more. */
-    if (!frozen && d.status == MLC_ERR_UNSUPPORTED && strstr(d.msg, "compile time")) {
-      frozen = true;
+    /* An op needs an input's value at compile time (Reshape's shape, Reduce's axes, a Loop's trip count): freeze
+     * the integer inputs and the inputs the message names as 'name' (e.g. Resize's float scales, the inputs a
+     * trip count depends on) to the test's values, as a user freezes such inputs, and try again, as long as
+     * each try freezes at least one more input. */
+    int newly = 0;
+    if (d.status == MLC_ERR_UNSUPPORTED && strstr(d.msg, "compile time"))
       for (int i = 0; i < nfound; i++)
-        if (in_t[i].dtype == MLC_I64 || in_t[i].dtype == MLC_I32 || in_t[i].dtype == MLC_BOOL ||
-            quoted_in(d.msg, names[i])) { /* or any input the message names, e.g. Resize's float scales */
+        if (!shapes[i].data && (in_t[i].dtype == MLC_I64 || in_t[i].dtype == MLC_I32 ||
+                                in_t[i].dtype == MLC_BOOL || quoted_in(d.msg, names[i]))) {
           shapes[i].dtype = in_t[i].dtype;
           shapes[i].data = in_data[i];
+          newly++;
         }
+    if (newly > 0) {
       memset(&d, 0, sizeof d);
       mlc_compiled_free(c);
       c = NULL;

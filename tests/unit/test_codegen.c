@@ -428,7 +428,7 @@ static void test_int(void) {
 static uint16_t bf16_ref(float f) {
   uint32_t b;
   memcpy(&b, &f, 4);
-  if (isnan(f)) return (uint16_t)((b | 0x400000u) >> 16);
+  if (isnan(f)) return (uint16_t)(((b & 0x7f0000u) ? b : b | 0x400000u) >> 16); /* stays a NaN */
   b += 0x7fffu + ((b >> 16) & 1);
   return (uint16_t)(b >> 16);
 }
@@ -478,6 +478,46 @@ static void test_half(const Target *t) {
       if (os[N + q] != prod) fprintf(stderr, "bf16 %g: got %g want %g\n", xs[q], os[N + q], prod), bad++;
     } else
       bad += !isnan(os[q]) + !isnan(os[N + q]);
+  }
+  CHECK(bad == 0);
+}
+
+/* The reinterpret intrinsic keeps every bit, NaN payloads included, through the f32 registers of float16 and
+ * bfloat16: uint16 -> f16/bf16 stored, and uint16 -> f16/bf16 -> uint16 in one expression; bool <-> uint8. */
+static void test_reinterpret(const Target *t) {
+  enum { N = 12 };
+  static const uint16_t pats[N] = {0x0000, 0x8000, 0x3c00, 0x7c00, 0xfc00, 0x7c01, 0x7d55, 0x0001,
+                                   0x7f81, 0xff80, 0xffff, 0xabcd};
+  Buffer *x = buf1("x", MLC_U16, N), *h = buf1("h", MLC_F16, N), *bf = buf1("bf", MLC_BF16, N);
+  Buffer *o = buf2("o", MLC_U16, 2, N), *u = buf1("u", MLC_U8, N), *bo = buf1("bo", MLC_BOOL, N);
+  Buffer *ub = buf1("ub", MLC_U8, N);
+  Var *i = tir_var(A, "i", MLC_I64);
+  Expr *xi = ld1(x, V(i)), *ui = ld1(u, V(i));
+  Expr *hx = tir_call(A, INTRIN_REINTERPRET, MLC_F16, 1, &xi), *bx = tir_call(A, INTRIN_REINTERPRET, MLC_BF16, 1, &xi);
+  Expr *bu = tir_call(A, INTRIN_REINTERPRET, MLC_BOOL, 1, &ui);
+  Stmt *ss[6] = {
+      st1(h, V(i), hx),
+      st1(bf, V(i), bx),
+      st2(o, tir_idx(A, 0), V(i), tir_call(A, INTRIN_REINTERPRET, MLC_U16, 1, &hx)),
+      st2(o, tir_idx(A, 1), V(i), tir_call(A, INTRIN_REINTERPRET, MLC_U16, 1, &bx)),
+      st1(bo, V(i), bu),
+      st1(ub, V(i), tir_call(A, INTRIN_REINTERPRET, MLC_U8, 1, &bu)),
+  };
+  Stmt *body = tir_for(A, i, tir_idx(A, 0), tir_idx(A, N), FOR_SERIAL, tir_seq(A, 6, ss));
+  Buffer *ps[7] = {x, u, h, bf, o, bo, ub};
+  mlc_kernel_fn k = jit1(t, func("reinterpret", 7, ps, body));
+  if (!k) return;
+  uint16_t hs[N], bs[N], os[2 * N];
+  uint8_t us[N], bos[N], ubs[N];
+  for (int q = 0; q < N; q++) us[q] = (uint8_t)(q % 2);
+  void *bufs[7] = {(void *)pats, us, hs, bs, os, bos, ubs};
+  CHECK(k(bufs, NULL, NULL) == 0);
+  int bad = 0;
+  for (int q = 0; q < N; q++) {
+    if (hs[q] != pats[q] || bs[q] != pats[q] || os[q] != pats[q] || os[N + q] != pats[q])
+      fprintf(stderr, "reinterpret %04x: f16 %04x bf16 %04x back %04x %04x\n", pats[q], hs[q], bs[q], os[q], os[N + q]),
+          bad++;
+    bad += bos[q] != us[q] || ubs[q] != us[q];
   }
   CHECK(bad == 0);
 }
@@ -590,9 +630,15 @@ int main(void) {
   test_vadd(&host);
   Target o0, generic;
   d = (Diag){0};
-  if (cg_target_parse("llvm -opt-level=0", &o0, &d) == MLC_OK) test_vadd(&o0);
+  if (cg_target_parse("llvm -opt-level=0", &o0, &d) == MLC_OK) {
+    test_vadd(&o0);
+    test_reinterpret(&o0);
+  }
   CHECK(diag_ok(&d));
-  if (cg_target_parse("llvm -mcpu=x86-64", &generic, &d) == MLC_OK) test_half(&generic); /* no F16C: libcalls */
+  if (cg_target_parse("llvm -mcpu=x86-64", &generic, &d) == MLC_OK) { /* no F16C: libcalls */
+    test_half(&generic);
+    test_reinterpret(&generic);
+  }
   CHECK(diag_ok(&d));
   test_lanes();
   test_parallel();
@@ -601,6 +647,7 @@ int main(void) {
   test_math();
   test_int();
   test_half(&host);
+  test_reinterpret(&host);
   test_object_so();
   test_asm();
   test_errors();

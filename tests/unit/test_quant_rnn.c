@@ -1,7 +1,8 @@
-/* Unit test of the quant and rnn op families: each case builds one graph node (any dtypes, several outputs),
+/* Unit test of the quant, rnn and linalg op families: each case builds one graph node (any dtypes, several outputs),
  * runs its type relation and TE compute, schedules with topi_schedule_group, lowers, JIT-compiles, runs the
  * kernel and compares with a reference written here in plain C (rounding half to even, saturation, per-axis
- * and blocked parameters, LSTM / GRU recurrences with both directions and sequence lengths). Also checks
+ * and blocked parameters, LSTM / GRU recurrences with both directions and sequence lengths, determinants by cofactor expansion).
+ * Also checks
  * that invalid and unsupported combinations are rejected with the right status. */
 #include <math.h>
 #include <stdio.h>
@@ -381,6 +382,61 @@ static void test_rnn_errors(void) {
   expect_status("rnn of int32", "nn.rnn", 3, b, 2, set_h3, MLC_ERR_UNSUPPORTED);
 }
 
+/* ---------------------------------------------------------------- linalg.det */
+
+/* the determinant by cofactor expansion along the first row (an algorithm independent of the LU under test) */
+static double cofactor_det(const double *a, int m) {
+  if (m == 1) return a[0];
+  double sub[64], det = 0;
+  for (int c = 0; c < m; c++) {
+    int k = 0;
+    for (int i = 1; i < m; i++)
+      for (int j = 0; j < m; j++)
+        if (j != c) sub[k++] = a[i * m + j];
+    det += (c % 2 ? -1 : 1) * a[c] * cofactor_det(sub, m - 1);
+  }
+  return det;
+}
+
+static void test_det(void) {
+  enum { B = 5, M = 4 };
+  double a[B][M * M];
+  for (int b = 0; b < B; b++)
+    for (int i = 0; i < M * M; i++) a[b][i] = frand() * 3;
+  for (int i = 0; i < M; i++) a[1][i * M] = 0;              /* a zero first column: pivoting has to swap */
+  a[1][2 * M] = 1.5;
+  for (int j = 0; j < M; j++) a[2][3 * M + j] = 2 * a[2][j]; /* singular: two proportional rows */
+  memset(a[3], 0, sizeof a[3]);                              /* a permutation matrix: det -1 */
+  a[3][0 * M + 1] = a[3][1 * M + 0] = a[3][2 * M + 2] = a[3][3 * M + 3] = 1;
+  for (int dt = 0; dt < 2; dt++) {
+    mlc_dtype t = dt ? MLC_F64 : MLC_F32;
+    int64_t dims[3] = {B, M, M};
+    TensorType tin = tt(t, 3, dims);
+    float xf[B * M * M];
+    double xd[B * M * M];
+    for (int b = 0; b < B; b++)
+      for (int i = 0; i < M * M; i++) {
+        xf[b * M * M + i] = (float)a[b][i];
+        xd[b * M * M + i] = dt ? a[b][i] : (double)(float)a[b][i];
+      }
+    void *data[1] = {dt ? (void *)xd : (void *)xf}, *outs[1] = {0};
+    TensorType ot;
+    if (!run_op(dt ? "det f64" : "det f32", "linalg.det", 1, &tin, data, 1, NULL, outs, &ot)) continue;
+    if (ot.ndim != 1 || ot.dims[0] != B) FAIL("det: output shape");
+    for (int b = 0; b < B; b++) {
+      double want = cofactor_det(xd + b * M * M, M);
+      double got = dt ? ((double *)outs[0])[b] : ((float *)outs[0])[b];
+      if (fabs(got - want) > (dt ? 1e-12 : 1e-4) * (1 + fabs(want)))
+        FAIL("det %s matrix %d: got %.17g want %.17g", mlc_dtype_name(t), b, got, want);
+    }
+    free(outs[0]);
+  }
+  int64_t sq[2] = {3, 4}, ok[2] = {3, 3};
+  TensorType rect = tt(MLC_F32, 2, sq), ints = tt(MLC_I32, 2, ok);
+  expect_status("det of a non-square matrix", "linalg.det", 1, &rect, 1, NULL, MLC_ERR_INVALID);
+  expect_status("det of int32", "linalg.det", 1, &ints, 1, NULL, MLC_ERR_UNSUPPORTED);
+}
+
 int main(void) {
   Diag d = {0};
   topi_register_ops();
@@ -397,6 +453,7 @@ int main(void) {
   test_lstm();
   test_gru();
   test_rnn_errors();
+  test_det();
   mlc_pool_destroy(pool);
   if (failures) printf("%d failure(s)\n", failures);
   else printf("test_quant_rnn: all passed\n");
