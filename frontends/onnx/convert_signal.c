@@ -11,7 +11,10 @@
  *        (default 1), output_datatype (default float).
  *   MelWeightMatrix (17) -> signal.mel_weight_matrix: all five inputs compile-time constants (the shape
  *        depends on num_mel_bins and dft_length, the band edges on the others); output_datatype.
- * The twiddle table is a node of its own with no input: FoldConstant computes it once, at compile time. */
+ * float32 transforms whose DFT matrix is at most 16 MiB run as a GEMM instead: DFT as transpose (the axis
+ * next to the complex dim) + reshape + nn.dense with signal.dft_matrix + reshape + transpose back, STFT as
+ * signal.frames (the windowed frames) + nn.dense with signal.dft_matrix + reshape. The twiddle table and the
+ * matrix are nodes of their own with no input: FoldConstant computes them once, at compile time. */
 #include <math.h>
 #include <string.h>
 #include "frontends/onnx/onnx.h"
@@ -94,6 +97,69 @@ static mlc_status emit_twiddle(OnnxCtx *cx, const OnnxNode *n, int64_t L, Value 
   return finish(cx, n, nd, out, d);
 }
 
+/* ---- the matrix form: float32 transforms whose DFT matrix is small run as nn.dense with a constant matrix
+ * (folded at compile time, packed by AlterOpLayout), the GEMM template's speed instead of a scalar reduction */
+#define MATRIX_MAX_BYTES (16 << 20)
+
+static bool matrix_fits(mlc_dtype t, int64_t rows, int64_t cols) {
+  return t == MLC_F32 && rows <= MATRIX_MAX_BYTES && cols <= MATRIX_MAX_BYTES && rows * cols * 4 <= MATRIX_MAX_BYTES;
+}
+
+static Node *emit_attr_ints(OnnxCtx *cx, const OnnxNode *n, const char *op, Value *x, const char *attr,
+                            const int64_t *v, int cnt, Diag *d) {
+  Node *nd = onnx_emit(cx, n, op, 1, &x, 1, d);
+  if (nd) ir_set_ints(onnx_graph(cx), nd, attr, v, cnt);
+  return nd;
+}
+
+/* y = nn.dense(x, W) with W = signal.dft_matrix(...) [bins * cout, terms * cin] */
+static mlc_status emit_matrix_dense(OnnxCtx *cx, const OnnxNode *n, Value *x, int64_t L, int64_t bins, int64_t terms,
+                                    int64_t used, int64_t cin, int64_t cout, bool inverse, Value **out, Diag *d) {
+  Node *nd = onnx_emit(cx, n, "signal.dft_matrix", 0, NULL, 1, d);
+  if (nd) {
+    Graph *g = onnx_graph(cx);
+    ir_set_int(g, nd, "length", L);
+    ir_set_int(g, nd, "bins", bins);
+    ir_set_int(g, nd, "terms", terms);
+    ir_set_int(g, nd, "used", used);
+    ir_set_int(g, nd, "cin", cin);
+    ir_set_int(g, nd, "cout", cout);
+    ir_set_int(g, nd, "inverse", inverse);
+  }
+  Value *ins[2] = {x, NULL};
+  mlc_status st = finish(cx, n, nd, &ins[1], d);
+  if (st) return st;
+  return finish(cx, n, onnx_emit(cx, n, "nn.dense", 2, ins, 1, d), out, d);
+}
+
+/* DFT as transpose (the axis next to the complex dim) + reshape + dense + reshape + transpose back */
+static mlc_status dft_as_matrix(OnnxCtx *cx, const OnnxNode *n, Value *x, int axis, int64_t L, int64_t bins,
+                                int64_t used, int64_t cout, bool inverse, Value **out, Diag *d) {
+  int r = x->type.ndim;
+  int64_t N = x->type.dims[axis], C = x->type.dims[r - 1];
+  int64_t perm[MLC_MAX_DIMS], inv[MLC_MAX_DIMS], shape[MLC_MAX_DIMS];
+  int k = 0;
+  for (int i = 0; i < r - 1; i++)
+    if (i != axis) perm[k++] = i;
+  perm[k++] = axis;
+  perm[k++] = r - 1;
+  bool moved = axis != r - 2;
+  Value *t = x;
+  mlc_status st;
+  if (moved && (st = finish(cx, n, emit_attr_ints(cx, n, "transpose", t, "axes", perm, r, d), &t, d))) return st;
+  for (int i = 0; i < r - 2; i++) shape[i] = t->type.dims[i];
+  shape[r - 2] = N * C;
+  if ((st = finish(cx, n, emit_attr_ints(cx, n, "reshape", t, "newshape", shape, r - 1, d), &t, d))) return st;
+  if ((st = emit_matrix_dense(cx, n, t, L, bins, N, used, C, cout, inverse, &t, d))) return st;
+  shape[r - 2] = bins;
+  shape[r - 1] = cout;
+  if ((st = finish(cx, n, emit_attr_ints(cx, n, "reshape", t, "newshape", shape, r, d), moved ? &t : out, d)))
+    return st;
+  if (!moved) return MLC_OK;
+  for (int i = 0; i < r; i++) inv[perm[i]] = i;
+  return finish(cx, n, emit_attr_ints(cx, n, "transpose", t, "axes", inv, r, d), out, d);
+}
+
 static mlc_status dft_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
   mlc_status st = need_x(cx, n, 1, d);
   if (st) return st;
@@ -115,6 +181,10 @@ static mlc_status dft_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag
     L = onesided && inverse ? 2 * (N - 1) : N;
   }
   if (L < 1) return onnx_error(cx, n, d, MLC_ERR_INVALID, "the DFT length %lld is not positive", (long long)L);
+  int64_t C = x->type.dims[r - 1], cout = onesided && inverse ? 1 : 2;
+  int64_t bins = onesided && !inverse ? L / 2 + 1 : L, terms = onesided && inverse ? L / 2 + 1 : L;
+  if ((C == 1 || C == 2) && matrix_fits(x->type.dtype, bins * cout, N * C))
+    return dft_as_matrix(cx, n, x, (int)axis, L, bins, N < terms ? N : terms, cout, inverse, &outs[0], d);
   Value *ins[2] = {x, NULL};
   if ((st = emit_twiddle(cx, n, L, &ins[1], d))) return st;
   Node *nd = onnx_emit(cx, n, "signal.dft", 2, ins, 1, d);
@@ -144,6 +214,23 @@ static mlc_status stft_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Dia
   }
   Value *ins[3] = {x, NULL, window};
   if (L < 1) return onnx_error(cx, n, d, MLC_ERR_INVALID, "frame_length %lld is not positive", (long long)L);
+  int64_t S = x->type.dims[1], C = x->type.dims[2], bins = onnx_attr_int(n, "onesided", 1) ? L / 2 + 1 : L;
+  int64_t used = window && window->type.ndim == 1 && window->type.dims[0] < L ? window->type.dims[0] : L;
+  if (step >= 1 && L <= S && (C == 1 || C == 2) && used >= 1 && matrix_fits(x->type.dtype, bins * 2, used * C)) {
+    /* frames [B, F, used * C] (windowed), then the matrix */
+    Node *nd = onnx_emit(cx, n, "signal.frames", window ? 2 : 1, (Value *[]){x, window}, 1, d);
+    if (nd) {
+      Graph *g = onnx_graph(cx);
+      ir_set_int(g, nd, "step", step);
+      ir_set_int(g, nd, "frames", 1 + (S - L) / step);
+      ir_set_int(g, nd, "count", used);
+    }
+    Value *t;
+    if ((st = finish(cx, n, nd, &t, d))) return st;
+    if ((st = emit_matrix_dense(cx, n, t, L, bins, used, used, C, 2, false, &t, d))) return st;
+    int64_t shape[4] = {t->type.dims[0], t->type.dims[1], bins, 2};
+    return finish(cx, n, emit_attr_ints(cx, n, "reshape", t, "newshape", shape, 4, d), &outs[0], d);
+  }
   if ((st = emit_twiddle(cx, n, L, &ins[1], d))) return st;
   Node *nd = onnx_emit(cx, n, "signal.stft", window ? 3 : 2, ins, 1, d);
   if (nd) {

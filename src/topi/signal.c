@@ -17,6 +17,13 @@
  *                           W the window's length (L without window), k in [0, L) or [0, L/2] (onesided),
  *                           F = 1 + (S - L) / step, so every sample read lies inside the signal. Output
  *                           [B, F, bins, 2].
+ *   signal.dft_matrix()     attrs length L, bins K, terms T, used U, cin, cout, inverse: the same transforms
+ *                           as a float32 matrix W [K * cout, T * cin], W[(k, c), (n, c')] the coefficient of
+ *                           x[n, c'] in y[k, c] (rows n >= U zero: truncation), so that y = nn.dense(x, W):
+ *                           [[cos, s sin], [-s sin, cos]] (s = 1 forward, -1 inverse, / L inverse) for
+ *                           cout = 2, (w_n / L) [cos, -sin] for the IRFFT (cout = 1); angles from (k * n) mod L.
+ *   signal.frames(x[, window])  attrs step, frames F, count U: the STFT's windowed frames
+ *                           [B, F, U * C], out[b, f, n * C + c] = x[b, f * step + n, c] * window[n].
  *   signal.window()         attrs window ("hann" | "hamming" | "blackman"), size, periodic, dtype: with
  *                           N = size (periodic) or size - 1 (symmetric), n in [0, size):
  *                           hann sin^2(pi n / N), hamming 25/46 - 21/46 cos(2 pi n / N),
@@ -32,9 +39,12 @@
  *     transform stay near 1e-16 * max|x| instead of float32's N * 6e-8 * max|x|; a second stage scales by
  *     1/L (inverse) and casts to x's dtype. Each output component reads only the input components and
  *     the twiddle entries it needs (a real input: one product per term). The work is O(N * L) per
- *     transformed row (a few ns per term and component: a 30 s, 16 kHz STFT with 400-sample frames takes
- *     about 1.5 s on a loaded 2-core machine); a matmul with a folded DFT matrix (the dense template) or an
- *     FFT would be the faster algorithm.
+ *     transformed row, a scalar loop (a few ns per term and component).
+ *   - the matrix form (what the importer uses for float32 transforms whose matrix is at most 16 MiB): the
+ *     matrix has no input, so FoldConstant computes it once (float64 angles and products, then float32) and
+ *     AlterOpLayout packs it for the dense template: the transform is a GEMM (a 30 s, 16 kHz STFT with
+ *     400-sample frames: 26 ms instead of 1.5 s for the reduction). Larger transforms (the matrix grows as
+ *     L^2) and other dtypes keep the reduction.
  *   - windows are computed in float64 from the index, then cast to the output dtype.
  *   - the mel filter bank: the num_mel_bins + 2 band edges (spectrogram bins) are computed here, at compile
  *     time, in float64 as the reference does (mel = 2595 log10(1 + f / 700), equally spaced in mel over
@@ -287,6 +297,117 @@ static mlc_status stft_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **out
   return MLC_OK;
 }
 
+/* ---------------------------------------------------------------- the DFT as a matrix */
+
+typedef struct MatCtx {
+  int64_t L, cin, cout, used;
+  bool inverse;
+} MatCtx;
+
+static mlc_status dft_matrix_parse(const Node *n, MatCtx *k, int64_t *bins, int64_t *terms, Diag *d) {
+  k->L = ir_attr_int(n, "length", 0);
+  *bins = ir_attr_int(n, "bins", 0);
+  *terms = ir_attr_int(n, "terms", 0);
+  k->cin = ir_attr_int(n, "cin", 0);
+  k->cout = ir_attr_int(n, "cout", 0);
+  k->inverse = ir_attr_int(n, "inverse", 0) != 0;
+  k->used = ir_attr_int(n, "used", *terms);
+  if (k->L < 1 || *bins < 1 || *terms < 1 || k->cin < 1 || k->cin > 2 || k->cout < 1 || k->cout > 2 ||
+      (k->cout == 1 && !k->inverse))
+    return diag_set(d, MLC_ERR_INVALID, "signal.dft_matrix: bad attributes");
+  return MLC_OK;
+}
+
+static mlc_status dft_matrix_infer(Node *n, Diag *d) {
+  MatCtx k;
+  int64_t bins, terms;
+  mlc_status st = dft_matrix_parse(n, &k, &bins, &terms, d);
+  if (st) return st;
+  n->outputs[0]->type = (TensorType){.dtype = MLC_F32, .ndim = 2, .dims = {bins * k.cout, terms * k.cin}};
+  return MLC_OK;
+}
+
+/* W[(k, c), (n, c')]: the coefficient of x[n, c'] in y[k, c] (see the header) */
+static Expr *dft_matrix_body(TeCtx *c, Expr **idx, void *user) {
+  MatCtx *k = user;
+  Arena *A = c->arena;
+#define I(v) tir_idx(A, (v))
+#define F(v) tir_float(A, MLC_F64, (v))
+  Expr *bin = tir_bin(A, E_FLOORDIV, idx[0], I(k->cout)), *co = tir_bin(A, E_FLOORMOD, idx[0], I(k->cout));
+  Expr *term = tir_bin(A, E_FLOORDIV, idx[1], I(k->cin)), *ci = tir_bin(A, E_FLOORMOD, idx[1], I(k->cin));
+  Expr *phase = tir_bin(A, E_FLOORMOD, tir_mul(A, bin, term), I(k->L));
+  Expr *ang = tir_mul(A, tir_cast(A, MLC_F64, phase), F(2.0 * M_PI / (double)k->L));
+  Expr *cs = tir_call(A, INTRIN_COS, MLC_F64, 1, &ang), *sn = tir_call(A, INTRIN_SIN, MLC_F64, 1, &ang);
+  Expr *v;
+  if (k->cout == 1) { /* IRFFT: w_n (Re X_n cos - Im X_n sin) / L */
+    Expr *single = tir_bin(A, E_OR, tir_bin(A, E_EQ, term, I(0)), tir_bin(A, E_EQ, tir_mul(A, term, I(2)), I(k->L)));
+    v = tir_select(A, tir_bin(A, E_EQ, ci, I(0)), cs, tir_sub(A, F(0), sn));
+    v = tir_mul(A, v, tir_select(A, single, F(1.0 / (double)k->L), F(2.0 / (double)k->L)));
+  } else { /* [[cos, s sin], [-s sin, cos]] with s = 1 forward, -1 inverse; / L for the inverse */
+    double sg = k->inverse ? -1 : 1;
+    Expr *off = tir_select(A, tir_bin(A, E_EQ, co, I(0)), tir_mul(A, sn, F(sg)), tir_mul(A, sn, F(-sg)));
+    v = tir_select(A, tir_bin(A, E_EQ, co, ci), cs, off);
+    if (k->inverse) v = tir_mul(A, v, F(1.0 / (double)k->L));
+  }
+  v = tir_select(A, tir_bin(A, E_LT, term, I(k->used)), v, F(0));
+#undef I
+#undef F
+  return tir_cast(A, MLC_F32, v);
+}
+
+static mlc_status dft_matrix_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  (void)ins;
+  MatCtx *k = arena_alloc(c->arena, sizeof *k);
+  int64_t bins, terms;
+  mlc_status st = dft_matrix_parse(n, k, &bins, &terms, d);
+  if (st) return st;
+  const TensorType *o = &n->outputs[0]->type;
+  outs[0] = te_compute(c, "dft_matrix", "injective", o->dtype, o->ndim, o->dims, dft_matrix_body, k);
+  return MLC_OK;
+}
+
+/* ---------------------------------------------------------------- stft frames */
+
+typedef struct FramesCtx {
+  TeTensor *x, *window;
+  int64_t step, C;
+} FramesCtx;
+
+static mlc_status frames_infer(Node *n, Diag *d) {
+  const TensorType *x = &n->inputs[0]->type;
+  const TensorType *w = n->ninputs > 1 && n->inputs[1] ? &n->inputs[1]->type : NULL;
+  int64_t step = ir_attr_int(n, "step", 0), frames = ir_attr_int(n, "frames", 0), len = ir_attr_int(n, "count", 0);
+  if (x->ndim != 3 || step < 1 || frames < 1 || len < 1 || (frames - 1) * step + len > x->dims[1])
+    return diag_set(d, MLC_ERR_INVALID, "signal.frames: %lld frames of %lld samples every %lld do not fit the signal",
+                    (long long)frames, (long long)len, (long long)step);
+  if (w && (w->ndim != 1 || w->dims[0] < len || w->dtype != x->dtype))
+    return diag_set(d, MLC_ERR_INVALID, "signal.frames: the window must be 1-D, %lld samples or more", (long long)len);
+  n->outputs[0]->type = (TensorType){.dtype = x->dtype, .ndim = 3, .dims = {x->dims[0], frames, len * x->dims[2]}};
+  return MLC_OK;
+}
+
+static Expr *frames_body(TeCtx *c, Expr **idx, void *user) {
+  FramesCtx *k = user;
+  Arena *A = c->arena;
+  Expr *n = tir_bin(A, E_FLOORDIV, idx[2], tir_idx(A, k->C)), *ci = tir_bin(A, E_FLOORMOD, idx[2], tir_idx(A, k->C));
+  Expr *pos = tir_add(A, tir_mul(A, idx[1], tir_idx(A, k->step)), n);
+  Expr *v = te_read(c, k->x, 3, (Expr *[]){idx[0], pos, ci});
+  if (k->window) v = tir_mul(A, v, te_read(c, k->window, 1, &n));
+  return v;
+}
+
+static mlc_status frames_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  (void)d;
+  FramesCtx *k = arena_alloc(c->arena, sizeof *k);
+  k->x = ins[0];
+  k->window = n->ninputs > 1 && n->inputs[1] ? ins[1] : NULL;
+  k->step = ir_attr_int(n, "step", 1);
+  k->C = ins[0]->shape[2];
+  const TensorType *o = &n->outputs[0]->type;
+  outs[0] = te_compute(c, "frames", "injective", o->dtype, o->ndim, o->dims, frames_body, k);
+  return MLC_OK;
+}
+
 /* ---------------------------------------------------------------- windows */
 
 typedef enum WindowKind { WIN_HANN, WIN_HAMMING, WIN_BLACKMAN } WindowKind;
@@ -474,6 +595,8 @@ const OpDef topi_ops_signal[] = {
     {"signal.twiddle", PAT_OPAQUE, 0, 0, 1, twiddle_infer, twiddle_compute},
     {"signal.dft", PAT_OPAQUE, 2, 2, 1, dft_infer, dft_compute},
     {"signal.stft", PAT_OPAQUE, 2, 3, 1, stft_infer, stft_compute},
+    {"signal.dft_matrix", PAT_OPAQUE, 0, 0, 1, dft_matrix_infer, dft_matrix_compute},
+    {"signal.frames", PAT_INJECTIVE, 1, 2, 1, frames_infer, frames_compute},
     {"signal.window", PAT_OPAQUE, 0, 0, 1, window_infer, window_compute},
     {"signal.mel_weight_matrix", PAT_OPAQUE, 0, 0, 1, mel_infer, mel_compute},
     {0},
