@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""make_signal_models.py DIR: small ONNX models for the signal ops beyond the backend node tests: DFT with
+"""make_signal_models.py DIR: small ONNX models for the signal ops beyond the backend node tests (float32
+transforms with a small DFT matrix run as a GEMM, the others as a float64 reduction: both forms): DFT with
 dft_length padding and truncation, complex and real inputs, inverse, RFFT and IRFFT of odd and even lengths,
 negative and leading axes, opset 17 (axis attribute) and 20 (axis input), float16 and float64, a long
 transform (accuracy of the twiddle table); STFT with complex signals, two-sided output, windows shorter and
@@ -95,8 +96,13 @@ dft("dft_onesided_complex", x, 1, onesided=1, ref=c2r(np.fft.fft(r2c(x), axis=1)
 # other dtypes and a long transform
 x = rng.standard_normal((1, 16, 1)).astype(np.float16)
 dft("dft_f16", x, 1, tol=2e-3, ref=c2r(np.fft.fft(r2c(x), axis=1)))
+# float32 transforms whose DFT matrix is over 16 MiB keep the reduction (the others run as a GEMM)
 x = rng.standard_normal((2, 4096, 2)).astype(np.float32)
 dft("dft_long", x, 1, tol=1e-5, ref=c2r(np.fft.fft(r2c(x), axis=1)))
+x = rng.standard_normal((1, 3000, 1)).astype(np.float32)
+dft("dft_long_rfft", x, 1, onesided=1, tol=1e-5, ref=c2r(np.fft.rfft(r2c(x).real, axis=1)))
+x = rng.standard_normal((1, 1025, 2)).astype(np.float32)
+dft("dft_long_irfft", x, 1, inverse=1, onesided=1, tol=1e-5, ref=np.fft.irfft(r2c(x), axis=1)[..., None])
 
 
 def stft_ref(x, step, window, L, onesided):
@@ -135,6 +141,8 @@ x = rng.standard_normal((3, 33, 1))
 stft("stft_window_shorter_f64", x, 4, window=rng.uniform(0, 1, 6), length=10)
 x = rng.standard_normal((1, 64, 1)).astype(np.float32)
 stft("stft_hann_frames", x, 16, window=np.hanning(33)[:32])
+x = rng.standard_normal((1, 6000, 1)).astype(np.float32)
+stft("stft_long_frames", x, 1024, window=np.hanning(2049)[:2048])
 
 
 def window(name, op, size, periodic, dtype, fn):

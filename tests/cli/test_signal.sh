@@ -2,8 +2,9 @@
 # The signal ops end to end (DFT, STFT, windows, MelWeightMatrix): each model of make_signal_models.py is
 # compiled, run and compared with its numpy reference (max error relative to the largest reference value
 # under the model's tolerance). They cover what the backend node tests do not: dft_length padding and
-# truncation, odd IRFFT lengths, both DFT opsets' axis forms, float16 / float64, a 4096-point transform, STFT
-# framing with windows shorter and longer than the frame, other window and mel parameters and dtypes.
+# truncation, odd IRFFT lengths, both DFT opsets' axis forms, float16 / float64, long transforms (which keep
+# the reduction: their DFT matrix is too large for the GEMM form), STFT framing with windows shorter and
+# longer than the frame, other window and mel parameters and dtypes.
 # usage: test_signal.sh MLC BUILD_DIR
 set -eu
 mlc=$1 dir=$2/signal
