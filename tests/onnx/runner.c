@@ -3,7 +3,8 @@
  * For each test directory (model.onnx + test_data_set_N/{input,output}_K.pb): import the model with the
  * input shapes of the test data, compile every kernel with LLVM (JIT), run the plan on the runtime's executor,
  * and compare every output with the expected tensor (|got - want| <= atol + rtol * |want|, rtol 1e-3,
- * atol 1e-7 as the ONNX backend runner; integers and bools exactly; NaN matches NaN). Each test runs in a
+ * atol 1e-7 as the ONNX backend runner, looser for the few tests in atol_overrides; integers and bools exactly;
+ * NaN matches NaN). Each test runs in a
  * child process with a timeout, so a crash or hang is one FAIL line, not a dead runner.
  *
  *   mlc-conformance [--root DIR] [--tier FILE]... [--expected FILE] [-j N] [--timeout S] [TEST...]
@@ -64,9 +65,23 @@ static double to_double(const void *p, mlc_dtype t, int64_t i) {
   }
 }
 
+/* Tests whose expected data is less precise than the default atol (as ONNX Runtime keeps per-test
+ * tolerances for them): the absolute tolerance they are compared with instead. */
+static const struct { const char *test; double atol; } atol_overrides[] = {
+    /* numpy.fft.ifft of complex64 data (a float32 FFT): its Nyquist bins, exactly 0, hold 2^-19 / 10 = 1.9e-7 */
+    {"test_dft_inverse", 1e-6},
+    {"test_dft_inverse_opset19", 1e-6},
+};
+
+static double atol_of(const char *test) {
+  for (size_t i = 0; i < sizeof atol_overrides / sizeof atol_overrides[0]; i++)
+    if (!strcmp(atol_overrides[i].test, test)) return atol_overrides[i].atol;
+  return 1e-7;
+}
+
 /* Returns the max error, or -1 when the shapes or dtypes differ; *ok says whether within tolerance. */
-static double compare(const TensorType *want_t, const void *want, const rt_tensor *got_t, const void *got, bool *ok,
-                      char *why, size_t nwhy) {
+static double compare(const TensorType *want_t, const void *want, const rt_tensor *got_t, const void *got, double atol,
+                      bool *ok, char *why, size_t nwhy) {
   *ok = false;
   if (want_t->dtype != got_t->dtype) {
     snprintf(why, nwhy, "dtype %s, expected %s", mlc_dtype_name(got_t->dtype), mlc_dtype_name(want_t->dtype));
@@ -81,7 +96,7 @@ static double compare(const TensorType *want_t, const void *want, const rt_tenso
   int64_t n = tt_numel(want_t);
   bool exact = !(want_t->dtype == MLC_F32 || want_t->dtype == MLC_F64 || want_t->dtype == MLC_F16 ||
                  want_t->dtype == MLC_BF16);
-  double rtol = 1e-3, atol = 1e-7, maxerr = 0;
+  double rtol = 1e-3, maxerr = 0;
   if (want_t->dtype == MLC_F16 || want_t->dtype == MLC_BF16) atol = 1e-3;
   *ok = true;
   for (int64_t i = 0; i < n; i++) {
@@ -242,8 +257,8 @@ static Result run_test(const char *root, const char *name, FILE *out) {
       goto done;
     }
     bool ok;
-    double e = compare(&want_t, want, &plan->tensors[plan->outputs[i]], rt_executor_output(ex, i), &ok, why,
-                       sizeof why);
+    double e = compare(&want_t, want, &plan->tensors[plan->outputs[i]], rt_executor_output(ex, i), atol_of(name),
+                       &ok, why, sizeof why);
     if (!ok) {
       all_ok = false;
       if (e < 0) {
