@@ -1,0 +1,540 @@
+/* spatial family: ops that move values between positions of an image through windows or sampled coordinates
+ * (ONNX MaxUnpool, Col2Im, RoiAlign, DeformConv).
+ *
+ * nn.max_unpool(data[N, C, in...], indices[N, C, in...] int64/int32) -> [N, C, out...]; attributes
+ * unpooled (the default unpooled shape [N, C, (in-1)*s + k - pads...]) and shape (the output shape: ONNX's
+ * output_shape, or unpooled; at least as large in every dim). As the ONNX reference: the indices are flat
+ * positions in the unpooled shape, u.flat[indices[p]] = data[p] for every input position p in order (the last
+ * of repeated indices wins) in a zero tensor u, and the output is u in its leading corner, zeros elsewhere;
+ * indices outside [0, numel(unpooled)) are skipped. An extern op: a parallel zero fill and a serial scatter
+ * loop over the input. Indices may name any position of any (n, c) plane, so no window gather is exact for
+ * all of them.
+ *
+ * nn.col2im(data[N, C*prod(block), L]) -> [N, C, image...]; attributes image_shape, block_shape, dilation,
+ * strides, padding ([begin..., end...]). Column l (row-major over the block positions, L_i = (image_i + pads
+ * - (block_i-1)*d_i - 1) / s_i + 1 of them per dim) holds block offset b (row-major, in the channel) at image
+ * position q*s - pb + b*d. A TE gather: each pixel x sums over the block offsets b the entry of the column q
+ * = (x + pb - b*d) / s where that division is exact and q in [0, L) (a reduction under that condition).
+ *
+ * roi_align(X[N, C, H, W], rois[R, 4] (x1, y1, x2, y2), batch_indices[R]) -> [R, C, oh, ow]; attributes mode
+ * (avg | max), output_height, output_width, sampling_ratio, spatial_scale, half_pixel (0/1), and grid_max
+ * (the bound of the adaptive sample grid, sampling_ratio 0: set by the importer from constant rois). As the
+ * ONNX reference (Detectron's RoIAlign): the roi, scaled and shifted by -0.5 when half_pixel (else at least
+ * 1x1), is split into oh x ow bins, each sampled on a g_h x g_w grid (sampling_ratio, or ceil(roi size /
+ * bins), per roi); a sample outside [-1, H] x [-1, W] counts 0, else is clamped to the image and read
+ * bilinearly. avg: the mean of the samples; max: the max over samples of the max of the 4 weighted corner
+ * values (w_i * v_i, the reference's definition, not the max of the interpolated values), 0 for an empty
+ * grid. One reduction over the sample grid (masked to the roi's grid when adaptive) and an elementwise
+ * epilogue; coordinates and weights in float64.
+ *
+ * nn.deform_conv2d(X[N, C, H, W], W[OC, C/group, kh, kw], offset[N, og*kh*kw*2, oh, ow][, mask[N, og*kh*kw,
+ * oh, ow]]) -> [N, OC, oh, ow]; attributes strides, dilation, padding, groups, offset_group. As the ONNX
+ * reference: tap (a, b) of output (i, j) reads X bilinearly (align_corners, zero outside) at (i*s - pb + a*d
+ * + offset_h, j*s - pb + b*d + offset_w), the offsets of its input channel's offset group, times the mask.
+ * Two stages: the sampled columns [N, C, kh, kw, oh, ow] (deformable im2col: each sample computed once,
+ * not once per output channel; written as a sum over the 4 bilinear corners, so that it is a reduction stage
+ * the group schedule keeps in memory rather than inlining it into the conv), then the grouped convolution of the columns with W (a reduction over the
+ * group's input channels and the kernel taps). The bias is an add the importer emits after it.
+ * float16/bfloat16 accumulate in float32 everywhere. */
+#include <math.h>
+#include <string.h>
+#include "topi/topi.h"
+
+static mlc_dtype acc_dtype(mlc_dtype t) { return t == MLC_F16 || t == MLC_BF16 ? MLC_F32 : t; }
+
+static Expr *ivref(TeCtx *c, IterVar *iv) { return tir_varref(c->arena, iv->var); }
+
+static Expr *read_as(TeCtx *c, TeTensor *t, Expr **idx, mlc_dtype to) {
+  Expr *e = te_read(c, t, t->ndim, idx);
+  return t->dtype == to ? e : tir_cast(c->arena, to, e);
+}
+
+static Expr *clamp_idx(Arena *A, Expr *x, int64_t hi) {
+  return tir_bin(A, E_MIN, tir_bin(A, E_MAX, x, tir_idx(A, 0)), tir_idx(A, hi > 0 ? hi - 1 : 0));
+}
+
+static Expr *and2(Arena *A, Expr *a, Expr *b) { return a ? (b ? tir_bin(A, E_AND, a, b) : a) : b; }
+
+static Expr *call1(Arena *A, Intrin in, Expr *x) { return tir_call(A, in, x->dtype, 1, &x); }
+
+static mlc_status check_float(const Node *n, mlc_dtype t, Diag *d) {
+  if (!dtype_is_float(t))
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "%s of %s is not supported (float types only)", n->op->name,
+                    mlc_dtype_name(t));
+  return MLC_OK;
+}
+
+/* ---------------------------------------------------------------- max_unpool */
+
+static mlc_status unpool_infer(Node *n, Diag *d) {
+  const TensorType *x = &n->inputs[0]->type, *ix = &n->inputs[1]->type;
+  if (x->dtype == MLC_STRING || mlc_dtype_size(x->dtype) <= 0)
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "%s of %s is not supported", n->op->name, mlc_dtype_name(x->dtype));
+  if (ix->dtype != MLC_I64 && ix->dtype != MLC_I32)
+    return diag_set(d, MLC_ERR_INVALID, "%s: indices must be int64, got %s", n->op->name, mlc_dtype_name(ix->dtype));
+  bool same = x->ndim == ix->ndim;
+  for (int i = 0; same && i < x->ndim; i++) same = x->dims[i] == ix->dims[i];
+  if (!same) return diag_set(d, MLC_ERR_INVALID, "%s: indices must have the shape of the data", n->op->name);
+  TensorType o = {.dtype = x->dtype};
+  o.ndim = ir_attr_ints(n, "shape", o.dims, MLC_MAX_DIMS);
+  if (o.ndim != x->ndim || x->ndim < 3 || o.dims[0] != x->dims[0] || o.dims[1] != x->dims[1])
+    return diag_set(d, MLC_ERR_INVALID, "%s: output shape must be [N, C, spatial...] of the data's rank", n->op->name);
+  int64_t un[MLC_MAX_DIMS];
+  if (ir_attr_ints(n, "unpooled", un, MLC_MAX_DIMS) != o.ndim)
+    return diag_set(d, MLC_ERR_INVALID, "%s: attribute 'unpooled' must have one entry per dim", n->op->name);
+  for (int i = 2; i < o.ndim; i++)
+    if (un[i] < 1 || o.dims[i] < un[i])
+      return diag_set(d, MLC_ERR_INVALID, "%s: output dim %d (%lld) must be >= the unpooled size %lld >= 1", n->op->name,
+                      i, (long long)o.dims[i], (long long)un[i]);
+  n->outputs[0]->type = o;
+  return MLC_OK;
+}
+
+static Stmt *unpool_body(TeCtx *c, Buffer **ins, Buffer **outs, void *user) {
+  const int64_t *un = user; /* the unpooled shape */
+  Arena *A = c->arena;
+  Buffer *x = ins[0], *ind = ins[1], *out = outs[0];
+  /* zero fill, the outermost loop parallel */
+  Expr *oi[MLC_MAX_DIMS], *u[MLC_MAX_DIMS];
+  Var *ov[MLC_MAX_DIMS], *uv[MLC_MAX_DIMS];
+  for (int i = 0; i < out->ndim; i++) {
+    ov[i] = tir_var(A, arena_printf(A, "z%d", i), MLC_I64);
+    oi[i] = tir_varref(A, ov[i]);
+  }
+  Stmt *zero = tir_store(A, out, out->ndim, oi, tir_const(A, out->dtype, 0));
+  for (int i = out->ndim - 1; i >= 0; i--)
+    zero = tir_for(A, ov[i], tir_idx(A, 0), tir_idx(A, out->shape[i]), i == 0 ? FOR_PARALLEL : FOR_SERIAL, zero);
+  /* the scatter, serial in input order */
+  int64_t total = 1;
+  for (int i = 0; i < out->ndim; i++) total *= un[i];
+  for (int i = 0; i < x->ndim; i++) {
+    uv[i] = tir_var(A, arena_printf(A, "u%d", i), MLC_I64);
+    u[i] = tir_varref(A, uv[i]);
+  }
+  Var *fv = tir_var(A, "flat", MLC_I64);
+  Expr *f = tir_varref(A, fv);
+  Expr *ti[MLC_MAX_DIMS];
+  int64_t stride = 1;
+  for (int i = out->ndim - 1; i >= 0; i--) {
+    ti[i] = tir_bin(A, E_FLOORMOD, tir_bin(A, E_FLOORDIV, f, tir_idx(A, stride)), tir_idx(A, un[i]));
+    stride *= un[i];
+  }
+  Expr *ok = tir_bin(A, E_AND, tir_bin(A, E_GE, f, tir_idx(A, 0)), tir_bin(A, E_LT, f, tir_idx(A, total)));
+  Stmt *s = tir_if(A, ok, tir_store(A, out, out->ndim, ti, tir_load(A, x, x->ndim, u)), NULL);
+  s = tir_let_stmt(A, fv, tir_cast(A, MLC_I64, tir_load(A, ind, ind->ndim, u)), s);
+  for (int i = x->ndim - 1; i >= 0; i--) s = tir_for(A, uv[i], tir_idx(A, 0), tir_idx(A, x->shape[i]), FOR_SERIAL, s);
+  return tir_seq2(A, zero, s);
+}
+
+static mlc_status unpool_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  (void)d;
+  const TensorType *o = &n->outputs[0]->type;
+  int64_t *un = arena_alloc(c->arena, sizeof(int64_t) * MLC_MAX_DIMS);
+  ir_attr_ints(n, "unpooled", un, MLC_MAX_DIMS);
+  TeTensor ot = {.dtype = o->dtype, .ndim = o->ndim};
+  memcpy(ot.shape, o->dims, sizeof(int64_t) * (size_t)o->ndim);
+  te_extern(c, "max_unpool", "scatter", 2, ins, 1, &ot, unpool_body, un, outs);
+  return MLC_OK;
+}
+
+/* ---------------------------------------------------------------- col2im */
+
+typedef struct Col2ImCtx {
+  int nsp;
+  int64_t image[MLC_MAX_DIMS], block[MLC_MAX_DIMS], dil[MLC_MAX_DIMS], strides[MLC_MAX_DIMS];
+  int64_t pb[MLC_MAX_DIMS], pe[MLC_MAX_DIMS], cols[MLC_MAX_DIMS];
+  int64_t nblock; /* prod(block) */
+  TeTensor *data;
+  mlc_dtype acc;
+} Col2ImCtx;
+
+static mlc_status col2im_parse(const Node *n, Col2ImCtx *k, Diag *d) {
+  memset(k, 0, sizeof *k);
+  const TensorType *x = &n->inputs[0]->type;
+  int nsp = ir_attr_ints(n, "image_shape", k->image, MLC_MAX_DIMS);
+  if (nsp < 1 || ir_attr_ints(n, "block_shape", k->block, MLC_MAX_DIMS) != nsp || nsp + 2 > MLC_MAX_DIMS)
+    return diag_set(d, MLC_ERR_INVALID, "nn.col2im: image_shape and block_shape must have one entry per spatial dim");
+  k->nsp = nsp;
+  int64_t pads[2 * MLC_MAX_DIMS];
+  int np = ir_attr_ints(n, "padding", pads, 2 * MLC_MAX_DIMS);
+  if (ir_attr_ints(n, "dilation", k->dil, MLC_MAX_DIMS) != nsp || ir_attr_ints(n, "strides", k->strides, MLC_MAX_DIMS) != nsp ||
+      np != 2 * nsp)
+    return diag_set(d, MLC_ERR_INVALID, "nn.col2im: dilation, strides and padding must have one entry per spatial dim");
+  if (x->ndim != 3) return diag_set(d, MLC_ERR_INVALID, "nn.col2im: input must be [N, C*prod(block_shape), L], got rank %d", x->ndim);
+  k->nblock = 1;
+  int64_t ncols = 1;
+  for (int i = 0; i < nsp; i++) {
+    k->pb[i] = pads[i];
+    k->pe[i] = pads[nsp + i];
+    if (k->block[i] < 1 || k->image[i] < 1 || k->dil[i] < 1 || k->strides[i] < 1 || k->pb[i] < 0 || k->pe[i] < 0)
+      return diag_set(d, MLC_ERR_INVALID, "nn.col2im: shapes, dilations and strides must be >= 1 and pads >= 0");
+    int64_t span = (k->block[i] - 1) * k->dil[i] + 1, avail = k->image[i] + k->pb[i] + k->pe[i] - span;
+    if (avail < 0) return diag_set(d, MLC_ERR_INVALID, "nn.col2im: the block is larger than the padded image");
+    k->cols[i] = avail / k->strides[i] + 1;
+    k->nblock *= k->block[i];
+    ncols *= k->cols[i];
+  }
+  if (x->dims[1] % k->nblock || x->dims[2] != ncols)
+    return diag_set(d, MLC_ERR_INVALID, "nn.col2im: input [%lld, %lld, %lld] does not match %lld block offsets and %lld blocks",
+                    (long long)x->dims[0], (long long)x->dims[1], (long long)x->dims[2], (long long)k->nblock, (long long)ncols);
+  return MLC_OK;
+}
+
+static mlc_status col2im_infer(Node *n, Diag *d) {
+  const TensorType *x = &n->inputs[0]->type;
+  if (x->dtype == MLC_BOOL || x->dtype == MLC_STRING || mlc_dtype_size(x->dtype) <= 0)
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "%s of %s is not supported", n->op->name, mlc_dtype_name(x->dtype));
+  Col2ImCtx k;
+  mlc_status st = col2im_parse(n, &k, d);
+  if (st) return st;
+  TensorType o = {.dtype = x->dtype, .ndim = 2 + k.nsp};
+  o.dims[0] = x->dims[0];
+  o.dims[1] = x->dims[1] / k.nblock;
+  for (int i = 0; i < k.nsp; i++) o.dims[2 + i] = k.image[i];
+  n->outputs[0]->type = o;
+  return MLC_OK;
+}
+
+static Expr *col2im_body(TeCtx *c, Expr **idx, void *user) {
+  Col2ImCtx *k = user;
+  Arena *A = c->arena;
+  IterVar *rax[MLC_MAX_DIMS];
+  Expr *chan = idx[1], *col = tir_idx(A, 0), *cond = NULL;
+  for (int i = 0; i < k->nsp; i++) {
+    rax[i] = te_reduce_axis(c, arena_printf(A, "rb%d", i), k->block[i]);
+    Expr *b = ivref(c, rax[i]);
+    chan = tir_add(A, tir_mul(A, chan, tir_idx(A, k->block[i])), b);
+    Expr *t = tir_sub(A, tir_add(A, idx[2 + i], tir_idx(A, k->pb[i])), tir_mul(A, b, tir_idx(A, k->dil[i])));
+    Expr *q = t;
+    cond = and2(A, cond, tir_bin(A, E_GE, t, tir_idx(A, 0)));
+    if (k->strides[i] > 1) {
+      Expr *s = tir_idx(A, k->strides[i]);
+      cond = and2(A, cond, tir_bin(A, E_EQ, tir_bin(A, E_FLOORMOD, t, s), tir_idx(A, 0)));
+      q = tir_bin(A, E_FLOORDIV, t, s);
+    }
+    cond = and2(A, cond, tir_bin(A, E_LT, q, tir_idx(A, k->cols[i])));
+    col = tir_add(A, tir_mul(A, col, tir_idx(A, k->cols[i])), clamp_idx(A, q, k->cols[i]));
+  }
+  Expr *di[3] = {idx[0], chan, col};
+  Expr *v = tir_select(A, cond, read_as(c, k->data, di, k->acc), tir_const(A, k->acc, 0));
+  return te_reduce(c, RED_SUM, v, k->nsp, rax, NULL, NULL);
+}
+
+static TeTensor *cast_stage(TeCtx *c, TeTensor *t, mlc_dtype to);
+
+static mlc_status col2im_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  Col2ImCtx *k = arena_alloc(c->arena, sizeof *k);
+  mlc_status st = col2im_parse(n, k, d);
+  if (st) return st;
+  k->data = ins[0];
+  k->acc = acc_dtype(ins[0]->dtype);
+  const TensorType *o = &n->outputs[0]->type;
+  TeTensor *t = te_compute(c, "col2im", "reduce", k->acc, o->ndim, o->dims, col2im_body, k);
+  outs[0] = cast_stage(c, t, o->dtype);
+  return MLC_OK;
+}
+
+/* ---------------------------------------------------------------- shared: cast stage */
+
+typedef struct CastCtx {
+  TeTensor *src;
+  mlc_dtype to;
+} CastCtx;
+
+static Expr *cast_body(TeCtx *c, Expr **idx, void *user) {
+  CastCtx *k = user;
+  return tir_cast(c->arena, k->to, te_read(c, k->src, k->src->ndim, idx));
+}
+
+static TeTensor *cast_stage(TeCtx *c, TeTensor *t, mlc_dtype to) {
+  if (t->dtype == to) return t;
+  CastCtx *k = arena_alloc(c->arena, sizeof *k);
+  k->src = t;
+  k->to = to;
+  return te_compute(c, "cast", "elemwise", to, t->ndim, t->shape, cast_body, k);
+}
+
+/* ---------------------------------------------------------------- roi_align */
+
+typedef struct RoiAlignCtx {
+  TeTensor *x, *rois, *bidx, *acc_t;
+  int64_t oh, ow, sampling, grid_max;
+  double scale;
+  bool half_pixel, is_max;
+  mlc_dtype out;
+} RoiAlignCtx;
+
+static mlc_status roi_align_parse(const Node *n, RoiAlignCtx *k, Diag *d) {
+  memset(k, 0, sizeof *k);
+  const char *mode = ir_attr_string(n, "mode", "avg");
+  if (strcmp(mode, "avg") && strcmp(mode, "max"))
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "roi_align: mode '%s' is not supported (avg, max)", mode);
+  k->is_max = !strcmp(mode, "max");
+  k->oh = ir_attr_int(n, "output_height", 1);
+  k->ow = ir_attr_int(n, "output_width", 1);
+  k->sampling = ir_attr_int(n, "sampling_ratio", 0);
+  k->grid_max = ir_attr_int(n, "grid_max", 0);
+  k->scale = ir_attr_float(n, "spatial_scale", 1.0);
+  k->half_pixel = ir_attr_int(n, "half_pixel", 0) != 0;
+  if (k->oh < 1 || k->ow < 1 || k->sampling < 0)
+    return diag_set(d, MLC_ERR_INVALID, "roi_align: output sizes must be >= 1 and sampling_ratio >= 0");
+  if (k->sampling == 0 && k->grid_max < 1)
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "roi_align: sampling_ratio 0 needs grid_max, the bound of the adaptive grid");
+  return MLC_OK;
+}
+
+static mlc_status roi_align_infer(Node *n, Diag *d) {
+  const TensorType *x = &n->inputs[0]->type, *r = &n->inputs[1]->type, *b = &n->inputs[2]->type;
+  mlc_status st = check_float(n, x->dtype, d);
+  if (st) return st;
+  RoiAlignCtx k;
+  if ((st = roi_align_parse(n, &k, d))) return st;
+  if (x->ndim != 4) return diag_set(d, MLC_ERR_INVALID, "roi_align: X must be [N, C, H, W]");
+  if (r->ndim != 2 || r->dims[1] != 4 || r->dtype != x->dtype)
+    return diag_set(d, MLC_ERR_INVALID, "roi_align: rois must be [num_rois, 4] of X's dtype");
+  if (b->ndim != 1 || b->dims[0] != r->dims[0] || (b->dtype != MLC_I64 && b->dtype != MLC_I32))
+    return diag_set(d, MLC_ERR_INVALID, "roi_align: batch_indices must be an int64 [num_rois] vector");
+  TensorType o = {.dtype = x->dtype, .ndim = 4, .dims = {r->dims[0], x->dims[1], k.oh, k.ow}};
+  n->outputs[0]->type = o;
+  return MLC_OK;
+}
+
+typedef struct RoiGeom {
+  Expr *start[2], *bin[2], *grid[2]; /* per dim (0: y, 1: x): roi start, bin size (float64), grid (int64) */
+} RoiGeom;
+
+static void roi_geom(TeCtx *c, RoiAlignCtx *k, Expr *r, RoiGeom *g) {
+  Arena *A = c->arena;
+  const mlc_dtype F = MLC_F64;
+  for (int dim = 0; dim < 2; dim++) {
+    Expr *i0[2] = {r, tir_idx(A, 1 - dim)}, *i1[2] = {r, tir_idx(A, 3 - dim)};
+    Expr *off = tir_const(A, F, k->half_pixel ? 0.5 : 0.0), *sc = tir_const(A, F, k->scale);
+    Expr *s = tir_sub(A, tir_mul(A, read_as(c, k->rois, i0, F), sc), off);
+    Expr *e = tir_sub(A, tir_mul(A, read_as(c, k->rois, i1, F), sc), off);
+    Expr *size = tir_sub(A, e, s);
+    if (!k->half_pixel) size = tir_bin(A, E_MAX, size, tir_const(A, F, 1.0));
+    int64_t bins = dim == 0 ? k->oh : k->ow;
+    g->start[dim] = s;
+    g->bin[dim] = tir_bin(A, E_DIV, size, tir_const(A, F, (double)bins));
+    g->grid[dim] = k->sampling > 0 ? tir_idx(A, k->sampling)
+                                   : tir_cast(A, MLC_I64, call1(A, INTRIN_CEIL, g->bin[dim]));
+  }
+}
+
+static Expr *roi_align_body(TeCtx *c, Expr **idx, void *user) {
+  RoiAlignCtx *k = user;
+  Arena *A = c->arena;
+  const mlc_dtype F = MLC_F64;
+  int64_t gm = k->sampling > 0 ? k->sampling : k->grid_max;
+  IterVar *rax[2] = {te_reduce_axis(c, "riy", gm), te_reduce_axis(c, "rix", gm)};
+  RoiGeom g;
+  roi_geom(c, k, idx[0], &g);
+  int64_t hw[2] = {k->x->shape[2], k->x->shape[3]};
+  Expr *cond = NULL, *outside = NULL, *lo[2], *hi[2], *l[2];
+  for (int dim = 0; dim < 2; dim++) {
+    Expr *it = ivref(c, rax[dim]);
+    if (k->sampling == 0) cond = and2(A, cond, tir_bin(A, E_LT, it, g.grid[dim]));
+    Expr *o = idx[2 + dim];
+    /* start + o*bin + (it + 0.5) * bin / grid */
+    Expr *gf = tir_cast(A, F, tir_bin(A, E_MAX, g.grid[dim], tir_idx(A, 1)));
+    Expr *p = tir_add(A, tir_add(A, g.start[dim], tir_mul(A, tir_cast(A, F, o), g.bin[dim])),
+                      tir_bin(A, E_DIV, tir_mul(A, tir_add(A, tir_cast(A, F, it), tir_const(A, F, 0.5)), g.bin[dim]), gf));
+    Expr *out = tir_bin(A, E_OR, tir_bin(A, E_LT, p, tir_const(A, F, -1.0)), tir_bin(A, E_GT, p, tir_const(A, F, (double)hw[dim])));
+    outside = outside ? tir_bin(A, E_OR, outside, out) : out;
+    p = tir_bin(A, E_MAX, p, tir_const(A, F, 0.0));
+    Expr *fl = tir_cast(A, MLC_I64, p); /* p >= 0: truncation is floor */
+    Expr *edge = tir_bin(A, E_GE, fl, tir_idx(A, hw[dim] - 1));
+    lo[dim] = tir_select(A, edge, tir_idx(A, hw[dim] - 1), fl);
+    hi[dim] = tir_select(A, edge, tir_idx(A, hw[dim] - 1), tir_add(A, fl, tir_idx(A, 1)));
+    l[dim] = tir_select(A, edge, tir_const(A, F, 0.0), tir_sub(A, p, tir_cast(A, F, fl)));
+  }
+  Expr *bi = tir_cast(A, MLC_I64, te_read(c, k->bidx, 1, idx));
+  bi = clamp_idx(A, bi, k->x->shape[0]);
+  Expr *one = tir_const(A, F, 1.0), *zero = tir_const(A, F, 0.0);
+  Expr *wy[2] = {tir_sub(A, one, l[0]), l[0]}, *wx[2] = {tir_sub(A, one, l[1]), l[1]};
+  Expr *ys[2] = {lo[0], hi[0]}, *xs[2] = {lo[1], hi[1]};
+  Expr *v = NULL;
+  for (int a = 0; a < 2; a++)
+    for (int b = 0; b < 2; b++) {
+      Expr *xi[4] = {bi, idx[1], clamp_idx(A, ys[a], hw[0]), clamp_idx(A, xs[b], hw[1])};
+      Expr *t = tir_mul(A, tir_mul(A, wy[a], wx[b]), read_as(c, k->x, xi, F));
+      v = !v ? t : k->is_max ? tir_bin(A, E_MAX, v, t) : tir_add(A, v, t);
+    }
+  v = tir_select(A, outside, zero, v);
+  return te_reduce(c, k->is_max ? RED_MAX : RED_SUM, v, 2, rax, NULL, cond);
+}
+
+static Expr *roi_align_out_body(TeCtx *c, Expr **idx, void *user) {
+  RoiAlignCtx *k = user;
+  Arena *A = c->arena;
+  const mlc_dtype F = MLC_F64;
+  RoiGeom g;
+  roi_geom(c, k, idx[0], &g);
+  Expr *count = tir_mul(A, g.grid[0], g.grid[1]);
+  Expr *acc = te_read(c, k->acc_t, 4, idx), *v;
+  if (k->is_max) {
+    Expr *empty = tir_bin(A, E_OR, tir_bin(A, E_LE, g.grid[0], tir_idx(A, 0)), tir_bin(A, E_LE, g.grid[1], tir_idx(A, 0)));
+    v = tir_select(A, empty, tir_const(A, F, 0.0), acc);
+  } else {
+    v = tir_bin(A, E_DIV, acc, tir_cast(A, F, tir_bin(A, E_MAX, count, tir_idx(A, 1))));
+  }
+  return tir_cast(A, k->out, v);
+}
+
+static mlc_status roi_align_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  RoiAlignCtx *k = arena_alloc(c->arena, sizeof *k);
+  mlc_status st = roi_align_parse(n, k, d);
+  if (st) return st;
+  k->x = ins[0];
+  k->rois = ins[1];
+  k->bidx = ins[2];
+  const TensorType *o = &n->outputs[0]->type;
+  k->out = o->dtype;
+  k->acc_t = te_compute(c, "roi_align_acc", "reduce", MLC_F64, 4, o->dims, roi_align_body, k);
+  outs[0] = te_compute(c, "roi_align", "elemwise", o->dtype, 4, o->dims, roi_align_out_body, k);
+  return MLC_OK;
+}
+
+/* ---------------------------------------------------------------- deform_conv2d */
+
+typedef struct DeformCtx {
+  TeTensor *x, *w, *offset, *mask, *cols;
+  int64_t strides[2], dil[2], pb[2], pe[2], kernel[2], in[2], out[2];
+  int64_t groups, offset_groups, icpg, ocpg, icpog;
+  mlc_dtype acc;
+} DeformCtx;
+
+static mlc_status deform_parse(const Node *n, DeformCtx *k, Diag *d) {
+  memset(k, 0, sizeof *k);
+  const TensorType *x = &n->inputs[0]->type, *w = &n->inputs[1]->type, *off = &n->inputs[2]->type;
+  if (x->ndim != 4 || w->ndim != 4 || off->ndim != 4)
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "nn.deform_conv2d: X, W and offset must be 4-D (2-D convolution only)");
+  int64_t pads[4];
+  if (ir_attr_ints(n, "strides", k->strides, 2) != 2 || ir_attr_ints(n, "dilation", k->dil, 2) != 2 ||
+      ir_attr_ints(n, "padding", pads, 4) != 4)
+    return diag_set(d, MLC_ERR_INVALID, "nn.deform_conv2d: strides, dilation and padding must be given per spatial dim");
+  k->groups = ir_attr_int(n, "groups", 1);
+  k->offset_groups = ir_attr_int(n, "offset_group", 1);
+  for (int i = 0; i < 2; i++) {
+    k->pb[i] = pads[i];
+    k->pe[i] = pads[2 + i];
+    k->kernel[i] = w->dims[2 + i];
+    k->in[i] = x->dims[2 + i];
+    if (k->strides[i] < 1 || k->dil[i] < 1 || k->pb[i] < 0 || k->pe[i] < 0)
+      return diag_set(d, MLC_ERR_INVALID, "nn.deform_conv2d: strides and dilations must be >= 1 and pads >= 0");
+    int64_t avail = k->in[i] + k->pb[i] + k->pe[i] - ((k->kernel[i] - 1) * k->dil[i] + 1);
+    if (avail < 0) return diag_set(d, MLC_ERR_INVALID, "nn.deform_conv2d: the kernel is larger than the padded input");
+    k->out[i] = avail / k->strides[i] + 1;
+  }
+  if (k->groups < 1 || k->offset_groups < 1 || x->dims[1] != w->dims[1] * k->groups || w->dims[0] % k->groups ||
+      x->dims[1] % k->offset_groups)
+    return diag_set(d, MLC_ERR_INVALID, "nn.deform_conv2d: channels do not match group %lld / offset_group %lld",
+                    (long long)k->groups, (long long)k->offset_groups);
+  k->icpg = w->dims[1];
+  k->ocpg = w->dims[0] / k->groups;
+  k->icpog = x->dims[1] / k->offset_groups;
+  int64_t taps = k->kernel[0] * k->kernel[1];
+  if (off->dims[0] != x->dims[0] || off->dims[1] != k->offset_groups * taps * 2 || off->dims[2] != k->out[0] ||
+      off->dims[3] != k->out[1])
+    return diag_set(d, MLC_ERR_INVALID, "nn.deform_conv2d: offset must be [%lld, %lld, %lld, %lld]", (long long)x->dims[0],
+                    (long long)(k->offset_groups * taps * 2), (long long)k->out[0], (long long)k->out[1]);
+  if (n->ninputs > 3) {
+    const TensorType *m = &n->inputs[3]->type;
+    if (m->ndim != 4 || m->dims[0] != x->dims[0] || m->dims[1] != k->offset_groups * taps || m->dims[2] != k->out[0] ||
+        m->dims[3] != k->out[1])
+      return diag_set(d, MLC_ERR_INVALID, "nn.deform_conv2d: mask must be [N, offset_group*kh*kw, oh, ow]");
+  }
+  return MLC_OK;
+}
+
+static mlc_status deform_infer(Node *n, Diag *d) {
+  const TensorType *x = &n->inputs[0]->type;
+  mlc_status st = check_float(n, x->dtype, d);
+  if (st) return st;
+  for (int i = 1; i < n->ninputs; i++)
+    if (n->inputs[i]->type.dtype != x->dtype)
+      return diag_set(d, MLC_ERR_INVALID, "nn.deform_conv2d: input %d's dtype differs from X's", i);
+  DeformCtx k;
+  if ((st = deform_parse(n, &k, d))) return st;
+  TensorType o = {.dtype = x->dtype, .ndim = 4, .dims = {x->dims[0], n->inputs[1]->type.dims[0], k.out[0], k.out[1]}};
+  n->outputs[0]->type = o;
+  return MLC_OK;
+}
+
+/* cols[n, c, a, b, i, j]: X[n, c] sampled bilinearly at tap (a, b) of output (i, j), times the mask */
+static Expr *deform_cols_body(TeCtx *c, Expr **idx, void *user) {
+  DeformCtx *k = user;
+  Arena *A = c->arena;
+  mlc_dtype F = k->acc;
+  Expr *og = tir_bin(A, E_FLOORDIV, idx[1], tir_idx(A, k->icpog));
+  Expr *tap = tir_add(A, tir_mul(A, og, tir_idx(A, k->kernel[0] * k->kernel[1])),
+                      tir_add(A, tir_mul(A, idx[2], tir_idx(A, k->kernel[1])), idx[3]));
+  Expr *pos[2], *fl[2], *fr[2];
+  for (int dim = 0; dim < 2; dim++) {
+    Expr *oi[4] = {idx[0], tir_add(A, tir_mul(A, tap, tir_idx(A, 2)), tir_idx(A, dim)), idx[4], idx[5]};
+    Expr *base = tir_sub(A, tir_add(A, tir_mul(A, idx[4 + dim], tir_idx(A, k->strides[dim])),
+                                    tir_mul(A, idx[2 + dim], tir_idx(A, k->dil[dim]))), tir_idx(A, k->pb[dim]));
+    pos[dim] = tir_add(A, tir_cast(A, F, base), read_as(c, k->offset, oi, F));
+    Expr *f = call1(A, INTRIN_FLOOR, pos[dim]);
+    fl[dim] = tir_cast(A, MLC_I64, f);
+    fr[dim] = tir_sub(A, pos[dim], f);
+  }
+  /* the 4 corners as a reduction (a, b), so the columns are a stage of their own, not inlined into the conv */
+  IterVar *rc[2] = {te_reduce_axis(c, "ra", 2), te_reduce_axis(c, "rb", 2)};
+  Expr *a = ivref(c, rc[0]), *b = ivref(c, rc[1]), *one = tir_const(A, F, 1.0);
+  Expr *y = tir_add(A, fl[0], a), *x = tir_add(A, fl[1], b);
+  Expr *wy = tir_select(A, tir_bin(A, E_EQ, a, tir_idx(A, 0)), tir_sub(A, one, fr[0]), fr[0]);
+  Expr *wx = tir_select(A, tir_bin(A, E_EQ, b, tir_idx(A, 0)), tir_sub(A, one, fr[1]), fr[1]);
+  Expr *in = tir_bin(A, E_AND, tir_bin(A, E_AND, tir_bin(A, E_GE, y, tir_idx(A, 0)), tir_bin(A, E_LT, y, tir_idx(A, k->in[0]))),
+                     tir_bin(A, E_AND, tir_bin(A, E_GE, x, tir_idx(A, 0)), tir_bin(A, E_LT, x, tir_idx(A, k->in[1]))));
+  Expr *xi[4] = {idx[0], idx[1], clamp_idx(A, y, k->in[0]), clamp_idx(A, x, k->in[1])};
+  Expr *wgt = tir_mul(A, wy, wx);
+  if (k->mask) {
+    Expr *mi[4] = {idx[0], tap, idx[4], idx[5]};
+    wgt = tir_mul(A, wgt, read_as(c, k->mask, mi, F));
+  }
+  Expr *v = tir_select(A, in, tir_mul(A, wgt, read_as(c, k->x, xi, F)), tir_const(A, F, 0.0));
+  return te_reduce(c, RED_SUM, v, 2, rc, NULL, NULL);
+}
+
+static Expr *deform_conv_body(TeCtx *c, Expr **idx, void *user) {
+  DeformCtx *k = user;
+  Arena *A = c->arena;
+  IterVar *rax[3] = {te_reduce_axis(c, "rc", k->icpg), te_reduce_axis(c, "ry", k->kernel[0]),
+                     te_reduce_axis(c, "rx", k->kernel[1])};
+  Expr *ic = ivref(c, rax[0]), *ka = ivref(c, rax[1]), *kb = ivref(c, rax[2]);
+  Expr *chan = ic;
+  if (k->groups > 1)
+    chan = tir_add(A, tir_mul(A, tir_bin(A, E_FLOORDIV, idx[1], tir_idx(A, k->ocpg)), tir_idx(A, k->icpg)), ic);
+  Expr *ci[6] = {idx[0], chan, ka, kb, idx[2], idx[3]}, *wi[4] = {idx[1], ic, ka, kb};
+  Expr *prod = tir_mul(A, te_read(c, k->cols, 6, ci), read_as(c, k->w, wi, k->acc));
+  return te_reduce(c, RED_SUM, prod, 3, rax, NULL, NULL);
+}
+
+static mlc_status deform_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  DeformCtx *k = arena_alloc(c->arena, sizeof *k);
+  mlc_status st = deform_parse(n, k, d);
+  if (st) return st;
+  k->x = ins[0];
+  k->w = ins[1];
+  k->offset = ins[2];
+  k->mask = n->ninputs > 3 ? ins[3] : NULL;
+  k->acc = acc_dtype(ins[0]->dtype);
+  const TensorType *o = &n->outputs[0]->type;
+  int64_t cshape[6] = {o->dims[0], ins[0]->shape[1], k->kernel[0], k->kernel[1], k->out[0], k->out[1]};
+  k->cols = te_compute(c, "deform_cols", "reduce", k->acc, 6, cshape, deform_cols_body, k);
+  TeTensor *t = te_compute(c, "deform_conv2d", "reduce", k->acc, 4, o->dims, deform_conv_body, k);
+  outs[0] = cast_stage(c, t, o->dtype);
+  return MLC_OK;
+}
+
+/* ---------------------------------------------------------------- the table */
+
+const OpDef topi_ops_spatial[] = {
+    /* name             pattern      min max nout infer           compute */
+    {"nn.max_unpool", PAT_OPAQUE, 2, 2, 1, unpool_infer, unpool_compute},
+    {"nn.col2im", PAT_OPAQUE, 1, 1, 1, col2im_infer, col2im_compute},
+    {"roi_align", PAT_OPAQUE, 3, 3, 1, roi_align_infer, roi_align_compute},
+    {"nn.deform_conv2d", PAT_OPAQUE, 3, 4, 1, deform_infer, deform_compute},
+    {0},
+};
