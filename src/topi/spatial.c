@@ -6,9 +6,10 @@
  * output_shape, or unpooled; at least as large in every dim). As the ONNX reference: the indices are flat
  * positions in the unpooled shape, u.flat[indices[p]] = data[p] for every input position p in order (the last
  * of repeated indices wins) in a zero tensor u, and the output is u in its leading corner, zeros elsewhere;
- * indices outside [0, numel(unpooled)) are skipped. An extern op: a parallel zero fill and a serial scatter
- * loop over the input. Indices may name any position of any (n, c) plane, so no window gather is exact for
- * all of them.
+ * indices outside [0, numel(unpooled)) are skipped. An extern op, a scatter: O(1) work per input element,
+ * parallel over the (n, c) planes when a run-time check finds every index inside its own plane (as MaxPool's
+ * are), serial otherwise (see unpool_body). Indices may name any position of any plane, and a gather over the
+ * pooling windows that cover an output position is exact only for indices inside those windows.
  *
  * nn.col2im(data[N, C*prod(block), L]) -> [N, C, image...]; attributes image_shape, block_shape, dilation,
  * strides, padding ([begin..., end...]). Column l (row-major over the block positions, L_i = (image_i + pads
@@ -90,40 +91,83 @@ static mlc_status unpool_infer(Node *n, Diag *d) {
   return MLC_OK;
 }
 
+/* loop vars v[0..n) named prefix%d, their refs in e */
+static void loop_vars(Arena *A, const char *prefix, int n, Var **v, Expr **e) {
+  for (int i = 0; i < n; i++) {
+    v[i] = tir_var(A, arena_printf(A, "%s%d", prefix, i), MLC_I64);
+    e[i] = tir_varref(A, v[i]);
+  }
+}
+
+/* the loop nest over dims [from, to) of shape around body, all serial */
+static Stmt *nest(Arena *A, Var **v, const int64_t *shape, int from, int to, Stmt *body) {
+  for (int i = to - 1; i >= from; i--) body = tir_for(A, v[i], tir_idx(A, 0), tir_idx(A, shape[i]), FOR_SERIAL, body);
+  return body;
+}
+
+/* position f (row-major in dims[from..to)) unravelled into out[from..to) */
+static void unravel(Arena *A, Expr *f, const int64_t *dims, int from, int to, Expr **out) {
+  int64_t stride = 1;
+  for (int i = to - 1; i >= from; i--) {
+    out[i] = tir_bin(A, E_FLOORMOD, tir_bin(A, E_FLOORDIV, f, tir_idx(A, stride)), tir_idx(A, dims[i]));
+    stride *= dims[i];
+  }
+}
+
+/* Two paths, chosen at run time by a check over the indices: when every index lies in its own (n, c) plane
+ * (MaxPool's indices always do) the planes are independent, and each is zeroed and scattered by one parallel
+ * iteration; otherwise a parallel zero fill and one serial scatter over the whole input. Both apply the
+ * updates of a plane in input order, so repeated indices resolve as in the reference. */
 static Stmt *unpool_body(TeCtx *c, Buffer **ins, Buffer **outs, void *user) {
   const int64_t *un = user; /* the unpooled shape */
   Arena *A = c->arena;
   Buffer *x = ins[0], *ind = ins[1], *out = outs[0];
-  /* zero fill, the outermost loop parallel */
-  Expr *oi[MLC_MAX_DIMS], *u[MLC_MAX_DIMS];
-  Var *ov[MLC_MAX_DIMS], *uv[MLC_MAX_DIMS];
-  for (int i = 0; i < out->ndim; i++) {
-    ov[i] = tir_var(A, arena_printf(A, "z%d", i), MLC_I64);
-    oi[i] = tir_varref(A, ov[i]);
-  }
-  Stmt *zero = tir_store(A, out, out->ndim, oi, tir_const(A, out->dtype, 0));
-  for (int i = out->ndim - 1; i >= 0; i--)
-    zero = tir_for(A, ov[i], tir_idx(A, 0), tir_idx(A, out->shape[i]), i == 0 ? FOR_PARALLEL : FOR_SERIAL, zero);
-  /* the scatter, serial in input order */
-  int64_t total = 1;
-  for (int i = 0; i < out->ndim; i++) total *= un[i];
-  for (int i = 0; i < x->ndim; i++) {
-    uv[i] = tir_var(A, arena_printf(A, "u%d", i), MLC_I64);
-    u[i] = tir_varref(A, uv[i]);
-  }
-  Var *fv = tir_var(A, "flat", MLC_I64);
-  Expr *f = tir_varref(A, fv);
-  Expr *ti[MLC_MAX_DIMS];
-  int64_t stride = 1;
-  for (int i = out->ndim - 1; i >= 0; i--) {
-    ti[i] = tir_bin(A, E_FLOORMOD, tir_bin(A, E_FLOORDIV, f, tir_idx(A, stride)), tir_idx(A, un[i]));
-    stride *= un[i];
-  }
+  int r = x->ndim;
+  int64_t C = x->shape[1], total = 1, plane = 1, one = 1;
+  for (int i = 0; i < r; i++) total *= un[i];
+  for (int i = 2; i < r; i++) plane *= un[i];
+  Var *zv[MLC_MAX_DIMS], *uv[MLC_MAX_DIMS];
+  Expr *zi[MLC_MAX_DIMS], *u[MLC_MAX_DIMS], *ti[MLC_MAX_DIMS];
+  loop_vars(A, "z", r, zv, zi);
+  loop_vars(A, "u", r, uv, u);
+  Var *fv = tir_var(A, "flat", MLC_I64), *ncv = tir_var(A, "nc", MLC_I64);
+  Expr *f = tir_varref(A, fv), *nc = tir_varref(A, ncv);
+  Expr *raw = tir_cast(A, MLC_I64, tir_load(A, ind, r, u));
+  Expr *u_plane = tir_add(A, tir_mul(A, u[0], tir_idx(A, C)), u[1]);
+
+  /* the check: in_plane[0] = every index in its own plane */
+  Buffer *flag = tir_buffer(A, "in_plane", MLC_I32, 1, &one);
+  Expr *f0[1] = {tir_idx(A, 0)};
+  Stmt *clear = tir_store(A, flag, 1, f0, tir_int(A, MLC_I32, 0));
+  Stmt *check = nest(A, uv, x->shape, 0, r,
+                     tir_if(A, tir_bin(A, E_NE, tir_bin(A, E_FLOORDIV, raw, tir_idx(A, plane)), u_plane), clear, NULL));
+  check = tir_seq2(A, tir_store(A, flag, 1, f0, tir_int(A, MLC_I32, 1)), check);
+
+  /* the plane-parallel path: plane nc = n*C + c zeroed, then its updates in order */
+  Expr *n = tir_bin(A, E_FLOORDIV, nc, tir_idx(A, C)), *ch = tir_bin(A, E_FLOORMOD, nc, tir_idx(A, C));
+  zi[0] = u[0] = ti[0] = n;
+  zi[1] = u[1] = ti[1] = ch;
+  Stmt *pzero = nest(A, zv, out->shape, 2, r, tir_store(A, out, r, zi, tir_const(A, out->dtype, 0)));
+  unravel(A, tir_sub(A, f, tir_mul(A, nc, tir_idx(A, plane))), un, 2, r, ti);
+  Stmt *pscatter = tir_store(A, out, r, ti, tir_load(A, x, r, u));
+  pscatter = tir_let_stmt(A, fv, tir_cast(A, MLC_I64, tir_load(A, ind, r, u)), pscatter);
+  pscatter = nest(A, uv, x->shape, 2, r, pscatter);
+  Stmt *fast = tir_for(A, ncv, tir_idx(A, 0), tir_idx(A, x->shape[0] * C), FOR_PARALLEL, tir_seq2(A, pzero, pscatter));
+
+  /* the general path */
+  loop_vars(A, "z", r, zv, zi);
+  loop_vars(A, "u", r, uv, u);
+  Stmt *zero = tir_store(A, out, r, zi, tir_const(A, out->dtype, 0));
+  for (int i = r - 1; i >= 0; i--)
+    zero = tir_for(A, zv[i], tir_idx(A, 0), tir_idx(A, out->shape[i]), i == 0 ? FOR_PARALLEL : FOR_SERIAL, zero);
+  unravel(A, f, un, 0, r, ti);
   Expr *ok = tir_bin(A, E_AND, tir_bin(A, E_GE, f, tir_idx(A, 0)), tir_bin(A, E_LT, f, tir_idx(A, total)));
-  Stmt *s = tir_if(A, ok, tir_store(A, out, out->ndim, ti, tir_load(A, x, x->ndim, u)), NULL);
-  s = tir_let_stmt(A, fv, tir_cast(A, MLC_I64, tir_load(A, ind, ind->ndim, u)), s);
-  for (int i = x->ndim - 1; i >= 0; i--) s = tir_for(A, uv[i], tir_idx(A, 0), tir_idx(A, x->shape[i]), FOR_SERIAL, s);
-  return tir_seq2(A, zero, s);
+  Stmt *s = tir_if(A, ok, tir_store(A, out, r, ti, tir_load(A, x, r, u)), NULL);
+  s = nest(A, uv, x->shape, 0, r, tir_let_stmt(A, fv, tir_cast(A, MLC_I64, tir_load(A, ind, r, u)), s));
+  Stmt *slow = tir_seq2(A, zero, s);
+
+  Expr *is_plane = tir_bin(A, E_EQ, tir_load(A, flag, 1, f0), tir_int(A, MLC_I32, 1));
+  return tir_allocate(A, flag, tir_seq2(A, check, tir_if(A, is_plane, fast, slow)));
 }
 
 static mlc_status unpool_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
