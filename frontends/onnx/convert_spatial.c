@@ -6,8 +6,9 @@
  *   Col2Im (18: input, image_shape, block_shape; dilations, pads, strides) -> nn.col2im; image_shape and
  *     block_shape must be compile-time constants.
  *   RoiAlign (10; 16 and 22: coordinate_transformation_mode, default half_pixel; opset 10 is
- *     output_half_pixel) -> roi_align. sampling_ratio 0 (adaptive: ceil(roi size / output size) samples per
- *     bin, a per-roi value) needs the rois known at compile time, which bound the sample grid (grid_max).
+ *     output_half_pixel) -> vision.roi_align. sampling_ratio 0 (adaptive: ceil(roi size / output size) samples per
+ *     bin, a per-roi value): constant rois bound the sample grid (grid_max: a TE reduction); otherwise
+ *     roi_align loops to each roi's grid (its extern form).
  *   DeformConv (19, 22: X, W, offset[, B[, mask]]) -> nn.deform_conv2d (2-D only) plus the bias as a
  *     broadcast add. */
 #include <math.h>
@@ -114,14 +115,11 @@ static mlc_status col2im_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, D
 
 /* ---------------------------------------------------------------- RoiAlign */
 
-/* The largest adaptive sample grid over the constant rois, in either dim, computed as roi_align does. */
-static mlc_status roi_grid_max(OnnxCtx *cx, const OnnxNode *n, const Value *rois, double scale, bool half_pixel,
-                               int64_t oh, int64_t ow, int64_t *out, Diag *d) {
-  if (!rois->data || (rois->type.dtype != MLC_F32 && rois->type.dtype != MLC_F64))
-    return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED,
-                      "RoiAlign with sampling_ratio 0 (adaptive) needs its input 'rois' (value '%s') known at compile "
-                      "time as float32/float64, to bound the sample grid",
-                      rois->name);
+/* The largest adaptive sample grid over the rois, in either dim, computed as roi_align does; 0 when the rois are
+ * not constant (roi_align then loops to each roi's grid). */
+static void roi_grid_max(const Value *rois, double scale, bool half_pixel, int64_t oh, int64_t ow, int64_t *out) {
+  *out = 0;
+  if (!rois->data || (rois->type.dtype != MLC_F32 && rois->type.dtype != MLC_F64)) return;
   int64_t nr = rois->type.dims[0], g = 1;
   for (int64_t i = 0; i < nr; i++)
     for (int dim = 0; dim < 2; dim++) {
@@ -134,11 +132,10 @@ static mlc_status roi_grid_max(OnnxCtx *cx, const OnnxNode *n, const Value *rois
       double size = v[1] - v[0];
       if (!half_pixel && size < 1.0) size = 1.0;
       double grid = ceil(size / (double)(dim ? ow : oh));
-      if (!(grid < 65536)) return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "RoiAlign: adaptive sample grid too large");
+      if (!(grid < 4096)) return; /* the extern form's loops instead of a huge reduction */
       if ((int64_t)grid > g) g = (int64_t)grid;
     }
   *out = g;
-  return MLC_OK;
 }
 
 static mlc_status roialign_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
@@ -156,10 +153,9 @@ static mlc_status roialign_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs,
   if (oh < 1 || ow < 1 || sampling < 0)
     return onnx_error(cx, n, d, MLC_ERR_INVALID, "output_height/width must be >= 1 and sampling_ratio >= 0");
   int64_t grid_max = 0;
-  if (sampling == 0 && n->inputs[1]->type.ndim == 2 && n->inputs[1]->type.dims[1] == 4 &&
-      (st = roi_grid_max(cx, n, n->inputs[1], scale, half_pixel, oh, ow, &grid_max, d)))
-    return st;
-  Node *nd = onnx_emit(cx, n, "roi_align", 3, n->inputs, 1, d);
+  if (sampling == 0 && n->inputs[1]->type.ndim == 2 && n->inputs[1]->type.dims[1] == 4)
+    roi_grid_max(n->inputs[1], scale, half_pixel, oh, ow, &grid_max);
+  Node *nd = onnx_emit(cx, n, "vision.roi_align", 3, n->inputs, 1, d);
   if (nd) {
     Graph *g = onnx_graph(cx);
     ir_set_string(g, nd, "mode", mode);

@@ -17,26 +17,29 @@
  * position q*s - pb + b*d. A TE gather: each pixel x sums over the block offsets b the entry of the column q
  * = (x + pb - b*d) / s where that division is exact and q in [0, L) (a reduction under that condition).
  *
- * roi_align(X[N, C, H, W], rois[R, 4] (x1, y1, x2, y2), batch_indices[R]) -> [R, C, oh, ow]; attributes mode
- * (avg | max), output_height, output_width, sampling_ratio, spatial_scale, half_pixel (0/1), and grid_max
- * (the bound of the adaptive sample grid, sampling_ratio 0: set by the importer from constant rois). As the
- * ONNX reference (Detectron's RoIAlign): the roi, scaled and shifted by -0.5 when half_pixel (else at least
- * 1x1), is split into oh x ow bins, each sampled on a g_h x g_w grid (sampling_ratio, or ceil(roi size /
- * bins), per roi); a sample outside [-1, H] x [-1, W] counts 0, else is clamped to the image and read
- * bilinearly. avg: the mean of the samples; max: the max over samples of the max of the 4 weighted corner
- * values (w_i * v_i, the reference's definition, not the max of the interpolated values), 0 for an empty
- * grid. One reduction over the sample grid (masked to the roi's grid when adaptive) and an elementwise
- * epilogue; coordinates and weights in float64.
+ * vision.roi_align(X[N, C, H, W], rois[R, 4] (x1, y1, x2, y2), batch_indices[R]) -> [R, C, oh, ow];
+ * attributes mode (avg | max), output_height, output_width, sampling_ratio, spatial_scale, half_pixel (0/1)
+ * and grid_max (the bound of the adaptive sample grid when sampling_ratio is 0: set by the importer from
+ * constant rois, else 0). As the ONNX reference (Detectron's RoIAlign): the roi, scaled and shifted by -0.5
+ * when half_pixel (else at least 1x1), is split into oh x ow bins, each sampled on a g_h x g_w grid
+ * (sampling_ratio, or ceil(roi size / bins), per roi); a sample outside [-1, H] x [-1, W] counts 0, else is
+ * clamped to the image and read bilinearly. avg: the mean of the samples; max: the max over samples of the max
+ * of the 4 weighted corner values (w_i * v_i, the reference's definition, not the max of the interpolated
+ * values), 0 for an empty grid. Coordinates, weights and sums in float64. Two forms: with a bounded grid
+ * (sampling_ratio > 0, or grid_max) one TE reduction over the grid (masked to the roi's own grid when
+ * adaptive) and an elementwise epilogue; with an adaptive grid and no bound (rois known only at run time) an
+ * extern op whose grid loops run to each roi's grid size (parallel over the rois).
  *
  * nn.deform_conv2d(X[N, C, H, W], W[OC, C/group, kh, kw], offset[N, og*kh*kw*2, oh, ow][, mask[N, og*kh*kw,
  * oh, ow]]) -> [N, OC, oh, ow]; attributes strides, dilation, padding, groups, offset_group. As the ONNX
  * reference: tap (a, b) of output (i, j) reads X bilinearly (align_corners, zero outside) at (i*s - pb + a*d
  * + offset_h, j*s - pb + b*d + offset_w), the offsets of its input channel's offset group, times the mask.
- * Two stages: the sampled columns [N, C, kh, kw, oh, ow] (deformable im2col: each sample computed once,
- * not once per output channel; written as a sum over the 4 bilinear corners, so that it is a reduction stage
- * the group schedule keeps in memory rather than inlining it into the conv), then the grouped convolution of the columns with W (a reduction over the
- * group's input channels and the kernel taps). The bias is an add the importer emits after it.
- * float16/bfloat16 accumulate in float32 everywhere. */
+ * Two stages: the sampled columns [N, C, kh, kw, oh, ow] (deformable im2col: each sample computed once, not
+ * once per output channel; written as a sum over the 4 bilinear corners, so that it is a reduction stage the
+ * group schedule keeps in memory rather than inlining it into the conv), then the grouped convolution of the
+ * columns with W (a reduction over the group's input channels and the kernel taps). The bias is an add the
+ * importer emits after it.
+ * float16/bfloat16 accumulate in float32 (col2im, deform_conv2d) or float64 (roi_align). */
 #include <math.h>
 #include <string.h>
 #include "topi/topi.h"
@@ -302,6 +305,8 @@ static TeTensor *cast_stage(TeCtx *c, TeTensor *t, mlc_dtype to) {
 
 typedef struct RoiAlignCtx {
   TeTensor *x, *rois, *bidx, *acc_t;
+  Buffer *xb, *roisb, *bidxb; /* the extern form reads buffers instead of tensors */
+  TeCtx *c;
   int64_t oh, ow, sampling, grid_max;
   double scale;
   bool half_pixel, is_max;
@@ -312,7 +317,7 @@ static mlc_status roi_align_parse(const Node *n, RoiAlignCtx *k, Diag *d) {
   memset(k, 0, sizeof *k);
   const char *mode = ir_attr_string(n, "mode", "avg");
   if (strcmp(mode, "avg") && strcmp(mode, "max"))
-    return diag_set(d, MLC_ERR_UNSUPPORTED, "roi_align: mode '%s' is not supported (avg, max)", mode);
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "vision.roi_align: mode '%s' is not supported (avg, max)", mode);
   k->is_max = !strcmp(mode, "max");
   k->oh = ir_attr_int(n, "output_height", 1);
   k->ow = ir_attr_int(n, "output_width", 1);
@@ -320,10 +325,8 @@ static mlc_status roi_align_parse(const Node *n, RoiAlignCtx *k, Diag *d) {
   k->grid_max = ir_attr_int(n, "grid_max", 0);
   k->scale = ir_attr_float(n, "spatial_scale", 1.0);
   k->half_pixel = ir_attr_int(n, "half_pixel", 0) != 0;
-  if (k->oh < 1 || k->ow < 1 || k->sampling < 0)
-    return diag_set(d, MLC_ERR_INVALID, "roi_align: output sizes must be >= 1 and sampling_ratio >= 0");
-  if (k->sampling == 0 && k->grid_max < 1)
-    return diag_set(d, MLC_ERR_UNSUPPORTED, "roi_align: sampling_ratio 0 needs grid_max, the bound of the adaptive grid");
+  if (k->oh < 1 || k->ow < 1 || k->sampling < 0 || k->grid_max < 0)
+    return diag_set(d, MLC_ERR_INVALID, "vision.roi_align: output sizes must be >= 1 and sampling_ratio, grid_max >= 0");
   return MLC_OK;
 }
 
@@ -333,107 +336,163 @@ static mlc_status roi_align_infer(Node *n, Diag *d) {
   if (st) return st;
   RoiAlignCtx k;
   if ((st = roi_align_parse(n, &k, d))) return st;
-  if (x->ndim != 4) return diag_set(d, MLC_ERR_INVALID, "roi_align: X must be [N, C, H, W]");
+  if (x->ndim != 4) return diag_set(d, MLC_ERR_INVALID, "vision.roi_align: X must be [N, C, H, W]");
   if (r->ndim != 2 || r->dims[1] != 4 || r->dtype != x->dtype)
-    return diag_set(d, MLC_ERR_INVALID, "roi_align: rois must be [num_rois, 4] of X's dtype");
+    return diag_set(d, MLC_ERR_INVALID, "vision.roi_align: rois must be [num_rois, 4] of X's dtype");
   if (b->ndim != 1 || b->dims[0] != r->dims[0] || (b->dtype != MLC_I64 && b->dtype != MLC_I32))
-    return diag_set(d, MLC_ERR_INVALID, "roi_align: batch_indices must be an int64 [num_rois] vector");
+    return diag_set(d, MLC_ERR_INVALID, "vision.roi_align: batch_indices must be an int64 [num_rois] vector");
   TensorType o = {.dtype = x->dtype, .ndim = 4, .dims = {r->dims[0], x->dims[1], k.oh, k.ow}};
   n->outputs[0]->type = o;
   return MLC_OK;
+}
+
+/* a read of X / rois / batch_indices, from the tensor (compute form) or the buffer (extern form) */
+static Expr *roi_read(RoiAlignCtx *k, TeTensor *t, Buffer *b, Expr **idx, mlc_dtype to) {
+  Expr *e = t ? te_read(k->c, t, t->ndim, idx) : tir_load(k->c->arena, b, b->ndim, idx);
+  return e->dtype == to ? e : tir_cast(k->c->arena, to, e);
 }
 
 typedef struct RoiGeom {
   Expr *start[2], *bin[2], *grid[2]; /* per dim (0: y, 1: x): roi start, bin size (float64), grid (int64) */
 } RoiGeom;
 
-static void roi_geom(TeCtx *c, RoiAlignCtx *k, Expr *r, RoiGeom *g) {
-  Arena *A = c->arena;
+static void roi_geom(RoiAlignCtx *k, Expr *r, RoiGeom *g) {
+  Arena *A = k->c->arena;
   const mlc_dtype F = MLC_F64;
   for (int dim = 0; dim < 2; dim++) {
     Expr *i0[2] = {r, tir_idx(A, 1 - dim)}, *i1[2] = {r, tir_idx(A, 3 - dim)};
     Expr *off = tir_const(A, F, k->half_pixel ? 0.5 : 0.0), *sc = tir_const(A, F, k->scale);
-    Expr *s = tir_sub(A, tir_mul(A, read_as(c, k->rois, i0, F), sc), off);
-    Expr *e = tir_sub(A, tir_mul(A, read_as(c, k->rois, i1, F), sc), off);
+    Expr *s = tir_sub(A, tir_mul(A, roi_read(k, k->rois, k->roisb, i0, F), sc), off);
+    Expr *e = tir_sub(A, tir_mul(A, roi_read(k, k->rois, k->roisb, i1, F), sc), off);
     Expr *size = tir_sub(A, e, s);
     if (!k->half_pixel) size = tir_bin(A, E_MAX, size, tir_const(A, F, 1.0));
     int64_t bins = dim == 0 ? k->oh : k->ow;
     g->start[dim] = s;
     g->bin[dim] = tir_bin(A, E_DIV, size, tir_const(A, F, (double)bins));
-    g->grid[dim] = k->sampling > 0 ? tir_idx(A, k->sampling)
-                                   : tir_cast(A, MLC_I64, call1(A, INTRIN_CEIL, g->bin[dim]));
+    g->grid[dim] = k->sampling > 0 ? tir_idx(A, k->sampling) : tir_cast(A, MLC_I64, call1(A, INTRIN_CEIL, g->bin[dim]));
   }
 }
 
-static Expr *roi_align_body(TeCtx *c, Expr **idx, void *user) {
-  RoiAlignCtx *k = user;
-  Arena *A = c->arena;
+/* The value of sample (iy, ix) of bin (ph, pw) of roi r, channel ch (float64): 0 outside [-1, H] x [-1, W],
+ * else the 4 weighted corners summed (avg) or their max (max). */
+static Expr *roi_sample(RoiAlignCtx *k, const RoiGeom *g, Expr *r, Expr *ch, Expr **bin, Expr **it) {
+  Arena *A = k->c->arena;
   const mlc_dtype F = MLC_F64;
-  int64_t gm = k->sampling > 0 ? k->sampling : k->grid_max;
-  IterVar *rax[2] = {te_reduce_axis(c, "riy", gm), te_reduce_axis(c, "rix", gm)};
-  RoiGeom g;
-  roi_geom(c, k, idx[0], &g);
-  int64_t hw[2] = {k->x->shape[2], k->x->shape[3]};
-  Expr *cond = NULL, *outside = NULL, *lo[2], *hi[2], *l[2];
+  int64_t hw[2] = {k->x ? k->x->shape[2] : k->xb->shape[2], k->x ? k->x->shape[3] : k->xb->shape[3]};
+  int64_t nb = k->x ? k->x->shape[0] : k->xb->shape[0];
+  Expr *outside = NULL, *lo[2], *hi[2], *l[2];
   for (int dim = 0; dim < 2; dim++) {
-    Expr *it = ivref(c, rax[dim]);
-    if (k->sampling == 0) cond = and2(A, cond, tir_bin(A, E_LT, it, g.grid[dim]));
-    Expr *o = idx[2 + dim];
     /* start + o*bin + (it + 0.5) * bin / grid */
-    Expr *gf = tir_cast(A, F, tir_bin(A, E_MAX, g.grid[dim], tir_idx(A, 1)));
-    Expr *p = tir_add(A, tir_add(A, g.start[dim], tir_mul(A, tir_cast(A, F, o), g.bin[dim])),
-                      tir_bin(A, E_DIV, tir_mul(A, tir_add(A, tir_cast(A, F, it), tir_const(A, F, 0.5)), g.bin[dim]), gf));
+    Expr *gf = tir_cast(A, F, tir_bin(A, E_MAX, g->grid[dim], tir_idx(A, 1)));
+    Expr *p = tir_add(A, tir_add(A, g->start[dim], tir_mul(A, tir_cast(A, F, bin[dim]), g->bin[dim])),
+                      tir_bin(A, E_DIV, tir_mul(A, tir_add(A, tir_cast(A, F, it[dim]), tir_const(A, F, 0.5)), g->bin[dim]), gf));
     Expr *out = tir_bin(A, E_OR, tir_bin(A, E_LT, p, tir_const(A, F, -1.0)), tir_bin(A, E_GT, p, tir_const(A, F, (double)hw[dim])));
     outside = outside ? tir_bin(A, E_OR, outside, out) : out;
     p = tir_bin(A, E_MAX, p, tir_const(A, F, 0.0));
-    Expr *fl = tir_cast(A, MLC_I64, p); /* p >= 0: truncation is floor */
+    Expr *fl = tir_cast(A, MLC_I64, tir_bin(A, E_MIN, p, tir_const(A, F, (double)hw[dim]))); /* p >= 0: floor */
     Expr *edge = tir_bin(A, E_GE, fl, tir_idx(A, hw[dim] - 1));
     lo[dim] = tir_select(A, edge, tir_idx(A, hw[dim] - 1), fl);
     hi[dim] = tir_select(A, edge, tir_idx(A, hw[dim] - 1), tir_add(A, fl, tir_idx(A, 1)));
     l[dim] = tir_select(A, edge, tir_const(A, F, 0.0), tir_sub(A, p, tir_cast(A, F, fl)));
   }
-  Expr *bi = tir_cast(A, MLC_I64, te_read(c, k->bidx, 1, idx));
-  bi = clamp_idx(A, bi, k->x->shape[0]);
-  Expr *one = tir_const(A, F, 1.0), *zero = tir_const(A, F, 0.0);
+  Expr *ri[1] = {r};
+  Expr *bi = clamp_idx(A, roi_read(k, k->bidx, k->bidxb, ri, MLC_I64), nb);
+  Expr *one = tir_const(A, F, 1.0);
   Expr *wy[2] = {tir_sub(A, one, l[0]), l[0]}, *wx[2] = {tir_sub(A, one, l[1]), l[1]};
   Expr *ys[2] = {lo[0], hi[0]}, *xs[2] = {lo[1], hi[1]};
   Expr *v = NULL;
   for (int a = 0; a < 2; a++)
     for (int b = 0; b < 2; b++) {
-      Expr *xi[4] = {bi, idx[1], clamp_idx(A, ys[a], hw[0]), clamp_idx(A, xs[b], hw[1])};
-      Expr *t = tir_mul(A, tir_mul(A, wy[a], wx[b]), read_as(c, k->x, xi, F));
+      Expr *xi[4] = {bi, ch, clamp_idx(A, ys[a], hw[0]), clamp_idx(A, xs[b], hw[1])};
+      Expr *t = tir_mul(A, tir_mul(A, wy[a], wx[b]), roi_read(k, k->x, k->xb, xi, F));
       v = !v ? t : k->is_max ? tir_bin(A, E_MAX, v, t) : tir_add(A, v, t);
     }
-  v = tir_select(A, outside, zero, v);
+  return tir_select(A, outside, tir_const(A, F, 0.0), v);
+}
+
+/* the result from the reduction acc over the grid: the mean (avg) or acc, 0 for an empty grid (max) */
+static Expr *roi_finish(RoiAlignCtx *k, const RoiGeom *g, Expr *acc) {
+  Arena *A = k->c->arena;
+  const mlc_dtype F = MLC_F64;
+  Expr *v;
+  if (k->is_max) {
+    Expr *empty = tir_bin(A, E_OR, tir_bin(A, E_LE, g->grid[0], tir_idx(A, 0)), tir_bin(A, E_LE, g->grid[1], tir_idx(A, 0)));
+    v = tir_select(A, empty, tir_const(A, F, 0.0), acc);
+  } else {
+    Expr *count = tir_mul(A, g->grid[0], g->grid[1]);
+    v = tir_bin(A, E_DIV, acc, tir_cast(A, F, tir_bin(A, E_MAX, count, tir_idx(A, 1))));
+  }
+  return tir_cast(A, k->out, v);
+}
+
+static Expr *roi_align_body(TeCtx *c, Expr **idx, void *user) {
+  RoiAlignCtx *k = user;
+  Arena *A = c->arena;
+  int64_t gm = k->sampling > 0 ? k->sampling : k->grid_max;
+  IterVar *rax[2] = {te_reduce_axis(c, "riy", gm), te_reduce_axis(c, "rix", gm)};
+  RoiGeom g;
+  roi_geom(k, idx[0], &g);
+  Expr *it[2] = {ivref(c, rax[0]), ivref(c, rax[1])}, *cond = NULL;
+  if (k->sampling == 0)
+    for (int dim = 0; dim < 2; dim++) cond = and2(A, cond, tir_bin(A, E_LT, it[dim], g.grid[dim]));
+  Expr *v = roi_sample(k, &g, idx[0], idx[1], idx + 2, it);
   return te_reduce(c, k->is_max ? RED_MAX : RED_SUM, v, 2, rax, NULL, cond);
 }
 
 static Expr *roi_align_out_body(TeCtx *c, Expr **idx, void *user) {
   RoiAlignCtx *k = user;
-  Arena *A = c->arena;
-  const mlc_dtype F = MLC_F64;
   RoiGeom g;
-  roi_geom(c, k, idx[0], &g);
-  Expr *count = tir_mul(A, g.grid[0], g.grid[1]);
-  Expr *acc = te_read(c, k->acc_t, 4, idx), *v;
-  if (k->is_max) {
-    Expr *empty = tir_bin(A, E_OR, tir_bin(A, E_LE, g.grid[0], tir_idx(A, 0)), tir_bin(A, E_LE, g.grid[1], tir_idx(A, 0)));
-    v = tir_select(A, empty, tir_const(A, F, 0.0), acc);
-  } else {
-    v = tir_bin(A, E_DIV, acc, tir_cast(A, F, tir_bin(A, E_MAX, count, tir_idx(A, 1))));
-  }
-  return tir_cast(A, k->out, v);
+  roi_geom(k, idx[0], &g);
+  return roi_finish(k, &g, te_read(c, k->acc_t, 4, idx));
+}
+
+/* The extern form (adaptive grid, rois unknown at compile time): the grid loops run to the roi's own grid
+ * size, a value computed in the loop nest; parallel over the rois, one float64 accumulator slot per roi. */
+static Stmt *roi_align_extern(TeCtx *c, Buffer **ins, Buffer **outs, void *user) {
+  RoiAlignCtx *k = user;
+  Arena *A = c->arena;
+  k->xb = ins[0];
+  k->roisb = ins[1];
+  k->bidxb = ins[2];
+  Buffer *out = outs[0];
+  int64_t nr = out->shape[0];
+  Buffer *acc = tir_buffer(A, "roi_acc", MLC_F64, 1, &nr);
+  Var *v[4], *iv[2];
+  Expr *e[4], *it[2];
+  loop_vars(A, "o", 4, v, e);
+  loop_vars(A, "s", 2, iv, it);
+  RoiGeom g;
+  roi_geom(k, e[0], &g);
+  Expr *ai[1] = {e[0]};
+  Stmt *upd = tir_store(A, acc, 1, ai,
+                        (k->is_max ? tir_bin(A, E_MAX, tir_load(A, acc, 1, ai), roi_sample(k, &g, e[0], e[1], e + 2, it))
+                                   : tir_add(A, tir_load(A, acc, 1, ai), roi_sample(k, &g, e[0], e[1], e + 2, it))));
+  for (int dim = 1; dim >= 0; dim--)
+    upd = tir_for(A, iv[dim], tir_idx(A, 0), tir_bin(A, E_MAX, g.grid[dim], tir_idx(A, 0)), FOR_SERIAL, upd);
+  Stmt *init = tir_store(A, acc, 1, ai, k->is_max ? tir_min_value(A, MLC_F64) : tir_const(A, MLC_F64, 0));
+  Stmt *fin = tir_store(A, out, 4, e, roi_finish(k, &g, tir_load(A, acc, 1, ai)));
+  Stmt *body = tir_seq(A, 3, (Stmt *[]){init, upd, fin});
+  for (int i = 3; i >= 0; i--)
+    body = tir_for(A, v[i], tir_idx(A, 0), tir_idx(A, out->shape[i]), i == 0 ? FOR_PARALLEL : FOR_SERIAL, body);
+  return tir_allocate(A, acc, body);
 }
 
 static mlc_status roi_align_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
   RoiAlignCtx *k = arena_alloc(c->arena, sizeof *k);
   mlc_status st = roi_align_parse(n, k, d);
   if (st) return st;
+  k->c = c;
+  const TensorType *o = &n->outputs[0]->type;
+  k->out = o->dtype;
+  if (k->sampling == 0 && k->grid_max == 0) {
+    TeTensor ot = {.dtype = o->dtype, .ndim = 4};
+    memcpy(ot.shape, o->dims, sizeof ot.shape[0] * 4);
+    te_extern(c, "roi_align", "roi_align", 3, ins, 1, &ot, roi_align_extern, k, outs);
+    return MLC_OK;
+  }
   k->x = ins[0];
   k->rois = ins[1];
   k->bidx = ins[2];
-  const TensorType *o = &n->outputs[0]->type;
-  k->out = o->dtype;
   k->acc_t = te_compute(c, "roi_align_acc", "reduce", MLC_F64, 4, o->dims, roi_align_body, k);
   outs[0] = te_compute(c, "roi_align", "elemwise", o->dtype, 4, o->dims, roi_align_out_body, k);
   return MLC_OK;
@@ -578,7 +637,7 @@ const OpDef topi_ops_spatial[] = {
     /* name             pattern      min max nout infer           compute */
     {"nn.max_unpool", PAT_OPAQUE, 2, 2, 1, unpool_infer, unpool_compute},
     {"nn.col2im", PAT_OPAQUE, 1, 1, 1, col2im_infer, col2im_compute},
-    {"roi_align", PAT_OPAQUE, 3, 3, 1, roi_align_infer, roi_align_compute},
+    {"vision.roi_align", PAT_OPAQUE, 3, 3, 1, roi_align_infer, roi_align_compute},
     {"nn.deform_conv2d", PAT_OPAQUE, 3, 4, 1, deform_infer, deform_compute},
     {0},
 };
