@@ -9,8 +9,8 @@
  *     output_half_pixel) -> vision.roi_align. sampling_ratio 0 (adaptive: ceil(roi size / output size) samples per
  *     bin, a per-roi value): constant rois bound the sample grid (grid_max: a TE reduction); otherwise
  *     roi_align loops to each roi's grid (its extern form).
- *   DeformConv (19, 22: X, W, offset[, B[, mask]]) -> nn.deform_conv2d (2-D only) plus the bias as a
- *     broadcast add. */
+ *   DeformConv (19, 22: X, W, offset[, B[, mask]]) -> nn.deform_im2col (2-D only), a batch matmul with the
+ *     weight, a transpose + reshape to NCHW and the bias as a broadcast add (see deformconv_convert). */
 #include <math.h>
 #include <string.h>
 #include "frontends/onnx/onnx.h"
@@ -171,6 +171,16 @@ static mlc_status roialign_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs,
 
 /* ---------------------------------------------------------------- DeformConv */
 
+static mlc_status emit_shaped(OnnxCtx *cx, const OnnxNode *n, const char *op, const char *attr, Value *x, int cnt,
+                              const int64_t *v, Value **out, Diag *d) {
+  Node *nd = onnx_emit(cx, n, op, 1, &x, 1, d);
+  if (nd) ir_set_ints(onnx_graph(cx), nd, attr, v, cnt);
+  return finish(cx, n, nd, out, d);
+}
+
+/* DeformConv = nn.deform_im2col (cols [N, G, oh*ow, Kg], Kg = kh*kw*C/G) times the weight as [G, OC/G, Kg]
+ * (batch matmul with transpose_b: [N, G, oh*ow, OC/G]; with one group the weight is the 2-D [OC, K] that
+ * AlterOpLayout packs), then transpose + reshape to [N, OC, oh, ow] and the bias. */
 static mlc_status deformconv_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
   mlc_status st = need_inputs(cx, n, 3, d);
   if (st) return st;
@@ -184,28 +194,52 @@ static mlc_status deformconv_convert(OnnxCtx *cx, const OnnxNode *n, Value **out
     return st;
   if (onnx_has_attr(n, "kernel_shape") && (kernel[0] != w->type.dims[2] || kernel[1] != w->type.dims[3]))
     return onnx_error(cx, n, d, MLC_ERR_INVALID, "kernel_shape does not match the weight's shape");
-  Value *ins[4] = {x, w, n->inputs[2], present(n, 4) ? n->inputs[4] : NULL};
-  Node *nd = onnx_emit(cx, n, "nn.deform_conv2d", ins[3] ? 4 : 3, ins, 1, d);
+  int64_t groups = onnx_attr_int(n, "group", 1), oc = w->type.dims[0], nb = x->type.dims[0];
+  if (groups < 1 || x->type.dims[1] != w->type.dims[1] * groups || oc % groups)
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "channels do not match: X has %lld, W [%lld, %lld, ...], group %lld",
+                      (long long)x->type.dims[1], (long long)oc, (long long)w->type.dims[1], (long long)groups);
+  if (w->type.dtype != x->type.dtype) return onnx_error(cx, n, d, MLC_ERR_INVALID, "W's dtype differs from X's");
+  Value *ins[3] = {x, n->inputs[2], present(n, 4) ? n->inputs[4] : NULL};
+  Node *nd = onnx_emit(cx, n, "nn.deform_im2col", ins[2] ? 3 : 2, ins, 1, d);
   if (nd) {
     Graph *g = onnx_graph(cx);
+    ir_set_ints(g, nd, "kernel_shape", w->type.dims + 2, 2);
     ir_set_ints(g, nd, "strides", strides, 2);
     ir_set_ints(g, nd, "dilation", dil, 2);
     ir_set_ints(g, nd, "padding", pads, 4);
-    ir_set_int(g, nd, "groups", onnx_attr_int(n, "group", 1));
+    ir_set_int(g, nd, "groups", groups);
     ir_set_int(g, nd, "offset_group", onnx_attr_int(n, "offset_group", 1));
   }
-  Value *y;
-  if ((st = finish(cx, n, nd, &y, d))) return st;
+  Value *cols, *wm, *y;
+  if ((st = finish(cx, n, nd, &cols, d))) return st;
+  int64_t kg = w->type.dims[1] * w->type.dims[2] * w->type.dims[3], p = cols->type.dims[2];
+  int64_t wshape[3] = {groups, oc / groups, kg}, oshape[4] = {nb, oc, 0, 0}, perm[4] = {0, 1, 3, 2};
+  int64_t wperm[4] = {0, 2, 3, 1}; /* [OC, C/G, kh, kw] -> [OC, kh, kw, C/G], the columns' order */
+  if ((st = emit_shaped(cx, n, "transpose", "axes", w, 4, wperm, &wm, d))) return st;
+  if (groups == 1) {
+    if ((st = emit_shaped(cx, n, "reshape", "newshape", wm, 2, wshape + 1, &wm, d))) return st;
+  } else if ((st = emit_shaped(cx, n, "reshape", "newshape", wm, 3, wshape, &wm, d))) {
+    return st;
+  }
+  Value *mm[2] = {cols, wm};
+  Node *bm = onnx_emit(cx, n, "nn.batch_matmul", 2, mm, 1, d);
+  if (bm) {
+    ir_set_int(onnx_graph(cx), bm, "transpose_a", 0);
+    ir_set_int(onnx_graph(cx), bm, "transpose_b", 1);
+  }
+  if ((st = finish(cx, n, bm, &y, d))) return st;
+  if ((st = emit_shaped(cx, n, "transpose", "axes", y, 4, perm, &y, d))) return st;
+  oshape[2] = n->inputs[2]->type.dims[2];
+  oshape[3] = n->inputs[2]->type.dims[3];
+  if (oshape[2] * oshape[3] != p) return onnx_error(cx, n, d, MLC_ERR_INTERNAL, "DeformConv: column count mismatch");
+  if ((st = emit_shaped(cx, n, "reshape", "newshape", y, 4, oshape, &y, d))) return st;
   if (present(n, 3)) {
     Value *b = n->inputs[3];
-    int64_t oc = w->type.dims[0];
     if (b->type.ndim != 1 || b->type.dims[0] != oc)
       return onnx_error(cx, n, d, MLC_ERR_INVALID, "bias must be a vector of %lld values", (long long)oc);
     int64_t shape[3] = {oc, 1, 1};
-    Node *rn = onnx_emit(cx, n, "reshape", 1, &b, 1, d);
-    if (rn) ir_set_ints(onnx_graph(cx), rn, "newshape", shape, 3);
     Value *rb;
-    if ((st = finish(cx, n, rn, &rb, d))) return st;
+    if ((st = emit_shaped(cx, n, "reshape", "newshape", b, 3, shape, &rb, d))) return st;
     Value *add[2] = {y, rb};
     if ((st = finish(cx, n, onnx_emit(cx, n, "add", 2, add, 1, d), &y, d))) return st;
   }

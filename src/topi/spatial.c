@@ -30,16 +30,14 @@
  * adaptive) and an elementwise epilogue; with an adaptive grid and no bound (rois known only at run time) an
  * extern op whose grid loops run to each roi's grid size (parallel over the rois).
  *
- * nn.deform_conv2d(X[N, C, H, W], W[OC, C/group, kh, kw], offset[N, og*kh*kw*2, oh, ow][, mask[N, og*kh*kw,
- * oh, ow]]) -> [N, OC, oh, ow]; attributes strides, dilation, padding, groups, offset_group. As the ONNX
- * reference: tap (a, b) of output (i, j) reads X bilinearly (align_corners, zero outside) at (i*s - pb + a*d
- * + offset_h, j*s - pb + b*d + offset_w), the offsets of its input channel's offset group, times the mask.
- * Two stages: the sampled columns [N, C, kh, kw, oh, ow] (deformable im2col: each sample computed once, not
- * once per output channel; written as a sum over the 4 bilinear corners, so that it is a reduction stage the
- * group schedule keeps in memory rather than inlining it into the conv), then the grouped convolution of the
- * columns with W (a reduction over the group's input channels and the kernel taps). The bias is an add the
- * importer emits after it.
- * float16/bfloat16 accumulate in float32 (col2im, deform_conv2d) or float64 (roi_align). */
+ * nn.deform_im2col(X[N, C, H, W], offset[N, og*kh*kw*2, oh, ow][, mask[N, og*kh*kw, oh, ow]]) -> cols[N, G,
+ * oh*ow, (C/G)*kh*kw]; attributes kernel_shape, strides, dilation, padding, groups (G), offset_group (og): the
+ * deformable im2col of ONNX DeformConv, whose importer multiplies the columns with the weight (a batch matmul,
+ * so the GEMM templates and weight packing apply). As the ONNX reference: tap (a, b) of output (i, j) reads
+ * channel c of X bilinearly (align_corners, zero outside) at (i*s - pb + a*d + offset_h, j*s - pb + b*d +
+ * offset_w), the offsets of c's offset group, times the mask; cols[n, g, i*ow + j, (a*kw + b)*C/G + c_g]
+ * holds it for channel c = g*C/G + c_g (the importer permutes the weight to match). An opaque op: its own kernel, so each sample is computed once.
+ * float16/bfloat16 accumulate in float32 (col2im, deform_im2col) or float64 (roi_align). */
 #include <math.h>
 #include <string.h>
 #include "topi/topi.h"
@@ -498,54 +496,51 @@ static mlc_status roi_align_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor 
   return MLC_OK;
 }
 
-/* ---------------------------------------------------------------- deform_conv2d */
+/* ---------------------------------------------------------------- deform_im2col */
 
 typedef struct DeformCtx {
-  TeTensor *x, *w, *offset, *mask, *cols;
+  TeTensor *x, *offset, *mask;
   int64_t strides[2], dil[2], pb[2], pe[2], kernel[2], in[2], out[2];
-  int64_t groups, offset_groups, icpg, ocpg, icpog;
+  int64_t groups, offset_groups, icpg, icpog;
   mlc_dtype acc;
 } DeformCtx;
 
 static mlc_status deform_parse(const Node *n, DeformCtx *k, Diag *d) {
   memset(k, 0, sizeof *k);
-  const TensorType *x = &n->inputs[0]->type, *w = &n->inputs[1]->type, *off = &n->inputs[2]->type;
-  if (x->ndim != 4 || w->ndim != 4 || off->ndim != 4)
-    return diag_set(d, MLC_ERR_UNSUPPORTED, "nn.deform_conv2d: X, W and offset must be 4-D (2-D convolution only)");
+  const TensorType *x = &n->inputs[0]->type, *off = &n->inputs[1]->type;
+  if (x->ndim != 4 || off->ndim != 4)
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "nn.deform_im2col: X and offset must be 4-D (2-D convolution only)");
   int64_t pads[4];
-  if (ir_attr_ints(n, "strides", k->strides, 2) != 2 || ir_attr_ints(n, "dilation", k->dil, 2) != 2 ||
-      ir_attr_ints(n, "padding", pads, 4) != 4)
-    return diag_set(d, MLC_ERR_INVALID, "nn.deform_conv2d: strides, dilation and padding must be given per spatial dim");
+  if (ir_attr_ints(n, "kernel_shape", k->kernel, 2) != 2 || ir_attr_ints(n, "strides", k->strides, 2) != 2 ||
+      ir_attr_ints(n, "dilation", k->dil, 2) != 2 || ir_attr_ints(n, "padding", pads, 4) != 4)
+    return diag_set(d, MLC_ERR_INVALID, "nn.deform_im2col: kernel_shape, strides, dilation and padding must be given per spatial dim");
   k->groups = ir_attr_int(n, "groups", 1);
   k->offset_groups = ir_attr_int(n, "offset_group", 1);
   for (int i = 0; i < 2; i++) {
     k->pb[i] = pads[i];
     k->pe[i] = pads[2 + i];
-    k->kernel[i] = w->dims[2 + i];
     k->in[i] = x->dims[2 + i];
-    if (k->strides[i] < 1 || k->dil[i] < 1 || k->pb[i] < 0 || k->pe[i] < 0)
-      return diag_set(d, MLC_ERR_INVALID, "nn.deform_conv2d: strides and dilations must be >= 1 and pads >= 0");
+    if (k->kernel[i] < 1 || k->strides[i] < 1 || k->dil[i] < 1 || k->pb[i] < 0 || k->pe[i] < 0)
+      return diag_set(d, MLC_ERR_INVALID, "nn.deform_im2col: kernel, strides and dilations must be >= 1 and pads >= 0");
     int64_t avail = k->in[i] + k->pb[i] + k->pe[i] - ((k->kernel[i] - 1) * k->dil[i] + 1);
-    if (avail < 0) return diag_set(d, MLC_ERR_INVALID, "nn.deform_conv2d: the kernel is larger than the padded input");
+    if (avail < 0) return diag_set(d, MLC_ERR_INVALID, "nn.deform_im2col: the kernel is larger than the padded input");
     k->out[i] = avail / k->strides[i] + 1;
   }
-  if (k->groups < 1 || k->offset_groups < 1 || x->dims[1] != w->dims[1] * k->groups || w->dims[0] % k->groups ||
-      x->dims[1] % k->offset_groups)
-    return diag_set(d, MLC_ERR_INVALID, "nn.deform_conv2d: channels do not match group %lld / offset_group %lld",
-                    (long long)k->groups, (long long)k->offset_groups);
-  k->icpg = w->dims[1];
-  k->ocpg = w->dims[0] / k->groups;
+  if (k->groups < 1 || k->offset_groups < 1 || x->dims[1] % k->groups || x->dims[1] % k->offset_groups)
+    return diag_set(d, MLC_ERR_INVALID, "nn.deform_im2col: %lld channels do not split into group %lld / offset_group %lld",
+                    (long long)x->dims[1], (long long)k->groups, (long long)k->offset_groups);
+  k->icpg = x->dims[1] / k->groups;
   k->icpog = x->dims[1] / k->offset_groups;
   int64_t taps = k->kernel[0] * k->kernel[1];
   if (off->dims[0] != x->dims[0] || off->dims[1] != k->offset_groups * taps * 2 || off->dims[2] != k->out[0] ||
       off->dims[3] != k->out[1])
-    return diag_set(d, MLC_ERR_INVALID, "nn.deform_conv2d: offset must be [%lld, %lld, %lld, %lld]", (long long)x->dims[0],
+    return diag_set(d, MLC_ERR_INVALID, "nn.deform_im2col: offset must be [%lld, %lld, %lld, %lld]", (long long)x->dims[0],
                     (long long)(k->offset_groups * taps * 2), (long long)k->out[0], (long long)k->out[1]);
-  if (n->ninputs > 3) {
-    const TensorType *m = &n->inputs[3]->type;
+  if (n->ninputs > 2) {
+    const TensorType *m = &n->inputs[2]->type;
     if (m->ndim != 4 || m->dims[0] != x->dims[0] || m->dims[1] != k->offset_groups * taps || m->dims[2] != k->out[0] ||
         m->dims[3] != k->out[1])
-      return diag_set(d, MLC_ERR_INVALID, "nn.deform_conv2d: mask must be [N, offset_group*kh*kw, oh, ow]");
+      return diag_set(d, MLC_ERR_INVALID, "nn.deform_im2col: mask must be [N, offset_group*kh*kw, oh, ow]");
   }
   return MLC_OK;
 }
@@ -556,62 +551,56 @@ static mlc_status deform_infer(Node *n, Diag *d) {
   if (st) return st;
   for (int i = 1; i < n->ninputs; i++)
     if (n->inputs[i]->type.dtype != x->dtype)
-      return diag_set(d, MLC_ERR_INVALID, "nn.deform_conv2d: input %d's dtype differs from X's", i);
+      return diag_set(d, MLC_ERR_INVALID, "nn.deform_im2col: input %d's dtype differs from X's", i);
   DeformCtx k;
   if ((st = deform_parse(n, &k, d))) return st;
-  TensorType o = {.dtype = x->dtype, .ndim = 4, .dims = {x->dims[0], n->inputs[1]->type.dims[0], k.out[0], k.out[1]}};
+  TensorType o = {.dtype = x->dtype, .ndim = 4,
+                  .dims = {x->dims[0], k.groups, k.out[0] * k.out[1], k.icpg * k.kernel[0] * k.kernel[1]}};
   n->outputs[0]->type = o;
   return MLC_OK;
 }
 
-/* cols[n, c, a, b, i, j]: X[n, c] sampled bilinearly at tap (a, b) of output (i, j), times the mask */
+/* cols[n, g, i*ow + j, (a*kw + b)*icpg + icl]: channel g*icpg + icl of X sampled bilinearly at tap (a, b)
+ * of output (i, j), times the mask. The channel innermost: the vectorized axis of the generic schedule, where
+ * the position and offsets are the same for every lane (for offset groups of a multiple of the lanes). */
 static Expr *deform_cols_body(TeCtx *c, Expr **idx, void *user) {
   DeformCtx *k = user;
   Arena *A = c->arena;
   mlc_dtype F = k->acc;
-  Expr *og = tir_bin(A, E_FLOORDIV, idx[1], tir_idx(A, k->icpog));
-  Expr *tap = tir_add(A, tir_mul(A, og, tir_idx(A, k->kernel[0] * k->kernel[1])),
-                      tir_add(A, tir_mul(A, idx[2], tir_idx(A, k->kernel[1])), idx[3]));
-  Expr *pos[2], *fl[2], *fr[2];
+  int64_t taps = k->kernel[0] * k->kernel[1];
+  Expr *oi = tir_bin(A, E_FLOORDIV, idx[2], tir_idx(A, k->out[1])), *oj = tir_bin(A, E_FLOORMOD, idx[2], tir_idx(A, k->out[1]));
+  Expr *icl = tir_bin(A, E_FLOORMOD, idx[3], tir_idx(A, k->icpg)), *t = tir_bin(A, E_FLOORDIV, idx[3], tir_idx(A, k->icpg));
+  Expr *ka = tir_bin(A, E_FLOORDIV, t, tir_idx(A, k->kernel[1])), *kb = tir_bin(A, E_FLOORMOD, t, tir_idx(A, k->kernel[1]));
+  Expr *ch = tir_add(A, tir_mul(A, idx[1], tir_idx(A, k->icpg)), icl);
+  Expr *og = tir_bin(A, E_FLOORDIV, ch, tir_idx(A, k->icpog));
+  Expr *tap = tir_add(A, tir_mul(A, og, tir_idx(A, taps)), t);
+  Expr *o[2] = {oi, oj}, *kk[2] = {ka, kb}, *fl[2], *fr[2];
   for (int dim = 0; dim < 2; dim++) {
-    Expr *oi[4] = {idx[0], tir_add(A, tir_mul(A, tap, tir_idx(A, 2)), tir_idx(A, dim)), idx[4], idx[5]};
-    Expr *base = tir_sub(A, tir_add(A, tir_mul(A, idx[4 + dim], tir_idx(A, k->strides[dim])),
-                                    tir_mul(A, idx[2 + dim], tir_idx(A, k->dil[dim]))), tir_idx(A, k->pb[dim]));
-    pos[dim] = tir_add(A, tir_cast(A, F, base), read_as(c, k->offset, oi, F));
-    Expr *f = call1(A, INTRIN_FLOOR, pos[dim]);
-    fl[dim] = tir_cast(A, MLC_I64, f);
-    fr[dim] = tir_sub(A, pos[dim], f);
+    Expr *offi[4] = {idx[0], tir_add(A, tir_mul(A, tap, tir_idx(A, 2)), tir_idx(A, dim)), oi, oj};
+    Expr *base = tir_sub(A, tir_add(A, tir_mul(A, o[dim], tir_idx(A, k->strides[dim])), tir_mul(A, kk[dim], tir_idx(A, k->dil[dim]))),
+                         tir_idx(A, k->pb[dim]));
+    Expr *pos = tir_add(A, tir_cast(A, F, base), read_as(c, k->offset, offi, F));
+    Expr *f = call1(A, INTRIN_FLOOR, pos);
+    /* clamped before the conversion, so a wild offset stays a defined (out of range, zero-weight) index */
+    fl[dim] = tir_cast(A, MLC_I64, tir_bin(A, E_MIN, tir_bin(A, E_MAX, f, tir_const(A, F, -2.0)), tir_const(A, F, (double)k->in[dim] + 1)));
+    fr[dim] = tir_sub(A, pos, f);
   }
-  /* the 4 corners as a reduction (a, b), so the columns are a stage of their own, not inlined into the conv */
-  IterVar *rc[2] = {te_reduce_axis(c, "ra", 2), te_reduce_axis(c, "rb", 2)};
-  Expr *a = ivref(c, rc[0]), *b = ivref(c, rc[1]), *one = tir_const(A, F, 1.0);
-  Expr *y = tir_add(A, fl[0], a), *x = tir_add(A, fl[1], b);
-  Expr *wy = tir_select(A, tir_bin(A, E_EQ, a, tir_idx(A, 0)), tir_sub(A, one, fr[0]), fr[0]);
-  Expr *wx = tir_select(A, tir_bin(A, E_EQ, b, tir_idx(A, 0)), tir_sub(A, one, fr[1]), fr[1]);
-  Expr *in = tir_bin(A, E_AND, tir_bin(A, E_AND, tir_bin(A, E_GE, y, tir_idx(A, 0)), tir_bin(A, E_LT, y, tir_idx(A, k->in[0]))),
-                     tir_bin(A, E_AND, tir_bin(A, E_GE, x, tir_idx(A, 0)), tir_bin(A, E_LT, x, tir_idx(A, k->in[1]))));
-  Expr *xi[4] = {idx[0], idx[1], clamp_idx(A, y, k->in[0]), clamp_idx(A, x, k->in[1])};
-  Expr *wgt = tir_mul(A, wy, wx);
+  Expr *one = tir_const(A, F, 1.0), *v = NULL, *m = NULL;
   if (k->mask) {
-    Expr *mi[4] = {idx[0], tap, idx[4], idx[5]};
-    wgt = tir_mul(A, wgt, read_as(c, k->mask, mi, F));
+    Expr *mi[4] = {idx[0], tap, oi, oj};
+    m = read_as(c, k->mask, mi, F);
   }
-  Expr *v = tir_select(A, in, tir_mul(A, wgt, read_as(c, k->x, xi, F)), tir_const(A, F, 0.0));
-  return te_reduce(c, RED_SUM, v, 2, rc, NULL, NULL);
-}
-
-static Expr *deform_conv_body(TeCtx *c, Expr **idx, void *user) {
-  DeformCtx *k = user;
-  Arena *A = c->arena;
-  IterVar *rax[3] = {te_reduce_axis(c, "rc", k->icpg), te_reduce_axis(c, "ry", k->kernel[0]),
-                     te_reduce_axis(c, "rx", k->kernel[1])};
-  Expr *ic = ivref(c, rax[0]), *ka = ivref(c, rax[1]), *kb = ivref(c, rax[2]);
-  Expr *chan = ic;
-  if (k->groups > 1)
-    chan = tir_add(A, tir_mul(A, tir_bin(A, E_FLOORDIV, idx[1], tir_idx(A, k->ocpg)), tir_idx(A, k->icpg)), ic);
-  Expr *ci[6] = {idx[0], chan, ka, kb, idx[2], idx[3]}, *wi[4] = {idx[1], ic, ka, kb};
-  Expr *prod = tir_mul(A, te_read(c, k->cols, 6, ci), read_as(c, k->w, wi, k->acc));
-  return te_reduce(c, RED_SUM, prod, 3, rax, NULL, NULL);
+  for (int a = 0; a < 2; a++)
+    for (int b = 0; b < 2; b++) {
+      Expr *y = a ? tir_add(A, fl[0], tir_idx(A, 1)) : fl[0], *x = b ? tir_add(A, fl[1], tir_idx(A, 1)) : fl[1];
+      Expr *wgt = tir_mul(A, a ? fr[0] : tir_sub(A, one, fr[0]), b ? fr[1] : tir_sub(A, one, fr[1]));
+      Expr *in = tir_bin(A, E_AND, tir_bin(A, E_AND, tir_bin(A, E_GE, y, tir_idx(A, 0)), tir_bin(A, E_LT, y, tir_idx(A, k->in[0]))),
+                         tir_bin(A, E_AND, tir_bin(A, E_GE, x, tir_idx(A, 0)), tir_bin(A, E_LT, x, tir_idx(A, k->in[1]))));
+      Expr *xi[4] = {idx[0], ch, clamp_idx(A, y, k->in[0]), clamp_idx(A, x, k->in[1])};
+      Expr *t = tir_select(A, in, tir_mul(A, wgt, read_as(c, k->x, xi, F)), tir_const(A, F, 0.0));
+      v = v ? tir_add(A, v, t) : t;
+    }
+  return m ? tir_mul(A, v, m) : v;
 }
 
 static mlc_status deform_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
@@ -619,14 +608,12 @@ static mlc_status deform_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **o
   mlc_status st = deform_parse(n, k, d);
   if (st) return st;
   k->x = ins[0];
-  k->w = ins[1];
-  k->offset = ins[2];
-  k->mask = n->ninputs > 3 ? ins[3] : NULL;
+  k->offset = ins[1];
+  k->mask = n->ninputs > 2 ? ins[2] : NULL;
   k->acc = acc_dtype(ins[0]->dtype);
   const TensorType *o = &n->outputs[0]->type;
-  int64_t cshape[6] = {o->dims[0], ins[0]->shape[1], k->kernel[0], k->kernel[1], k->out[0], k->out[1]};
-  k->cols = te_compute(c, "deform_cols", "reduce", k->acc, 6, cshape, deform_cols_body, k);
-  TeTensor *t = te_compute(c, "deform_conv2d", "reduce", k->acc, 4, o->dims, deform_conv_body, k);
+  /* its own kernel (an opaque op), so the columns are computed once and the GEMM reads them */
+  TeTensor *t = te_compute(c, "deform_im2col", "injective", k->acc, 4, o->dims, deform_cols_body, k);
   outs[0] = cast_stage(c, t, o->dtype);
   return MLC_OK;
 }
@@ -638,6 +625,6 @@ const OpDef topi_ops_spatial[] = {
     {"nn.max_unpool", PAT_OPAQUE, 2, 2, 1, unpool_infer, unpool_compute},
     {"nn.col2im", PAT_OPAQUE, 1, 1, 1, col2im_infer, col2im_compute},
     {"vision.roi_align", PAT_OPAQUE, 3, 3, 1, roi_align_infer, roi_align_compute},
-    {"nn.deform_conv2d", PAT_OPAQUE, 3, 4, 1, deform_infer, deform_compute},
+    {"nn.deform_im2col", PAT_OPAQUE, 2, 3, 1, deform_infer, deform_compute},
     {0},
 };
