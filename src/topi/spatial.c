@@ -25,10 +25,13 @@
  * (sampling_ratio, or ceil(roi size / bins), per roi); a sample outside [-1, H] x [-1, W] counts 0, else is
  * clamped to the image and read bilinearly. avg: the mean of the samples; max: the max over samples of the max
  * of the 4 weighted corner values (w_i * v_i, the reference's definition, not the max of the interpolated
- * values), 0 for an empty grid. Coordinates, weights and sums in float64. Two forms: with a bounded grid
- * (sampling_ratio > 0, or grid_max) one TE reduction over the grid (masked to the roi's own grid when
- * adaptive) and an elementwise epilogue; with an adaptive grid and no bound (rois known only at run time) an
- * extern op whose grid loops run to each roi's grid size (parallel over the rois).
+ * values), 0 for an empty grid. Coordinates, weights and sums in float64. Each dim's corners and weights are
+ * computed per sample row / column (roi_axis; a sample outside in one dim gets zero weights there). Two forms:
+ * on CPU targets (and for an adaptive grid without a bound) a loop nest (an extern: parallel over rois, the
+ * roi's geometry once, the y corners per sample row, the x corners per sample, the channels innermost; the grid
+ * loops run to each roi's grid size); on GPU targets with a bounded grid (sampling_ratio > 0, or grid_max) a
+ * TE reduction over the grid (masked to the roi's own grid when adaptive), one thread per output element, and
+ * an elementwise epilogue.
  *
  * nn.deform_im2col(X[N, C, H, W], offset[N, og*kh*kw*2, oh, ow][, mask[N, og*kh*kw, oh, ow]]) -> cols[N, G,
  * oh*ow, (C/G)*kh*kw]; attributes kernel_shape, strides, dilation, padding, groups (G), offset_group (og): the
@@ -371,41 +374,53 @@ static void roi_geom(RoiAlignCtx *k, Expr *r, RoiGeom *g) {
   }
 }
 
-/* The value of sample (iy, ix) of bin (ph, pw) of roi r, channel ch (float64): 0 outside [-1, H] x [-1, W],
- * else the 4 weighted corners summed (avg) or their max (max). */
-static Expr *roi_sample(RoiAlignCtx *k, const RoiGeom *g, Expr *r, Expr *ch, Expr **bin, Expr **it) {
+/* One dim of a sample: position start + o*bin + (it + 0.5) * bin / grid, its corners lo, hi (int64, clamped
+ * to the image as the reference clamps them) and their weights (float64), both 0 when the position is outside
+ * [-1, size]: a sample is 0 when outside in either dim, and the weights multiply. */
+typedef struct RoiAxis {
+  Expr *lo, *hi, *wlo, *whi;
+} RoiAxis;
+
+static RoiAxis roi_axis(RoiAlignCtx *k, const RoiGeom *g, int dim, Expr *o, Expr *it) {
   Arena *A = k->c->arena;
   const mlc_dtype F = MLC_F64;
-  int64_t hw[2] = {k->x ? k->x->shape[2] : k->xb->shape[2], k->x ? k->x->shape[3] : k->xb->shape[3]};
-  int64_t nb = k->x ? k->x->shape[0] : k->xb->shape[0];
-  Expr *outside = NULL, *lo[2], *hi[2], *l[2];
-  for (int dim = 0; dim < 2; dim++) {
-    /* start + o*bin + (it + 0.5) * bin / grid */
-    Expr *gf = tir_cast(A, F, tir_bin(A, E_MAX, g->grid[dim], tir_idx(A, 1)));
-    Expr *p = tir_add(A, tir_add(A, g->start[dim], tir_mul(A, tir_cast(A, F, bin[dim]), g->bin[dim])),
-                      tir_bin(A, E_DIV, tir_mul(A, tir_add(A, tir_cast(A, F, it[dim]), tir_const(A, F, 0.5)), g->bin[dim]), gf));
-    Expr *out = tir_bin(A, E_OR, tir_bin(A, E_LT, p, tir_const(A, F, -1.0)), tir_bin(A, E_GT, p, tir_const(A, F, (double)hw[dim])));
-    outside = outside ? tir_bin(A, E_OR, outside, out) : out;
-    p = tir_bin(A, E_MAX, p, tir_const(A, F, 0.0));
-    Expr *fl = tir_cast(A, MLC_I64, tir_bin(A, E_MIN, p, tir_const(A, F, (double)hw[dim]))); /* p >= 0: floor */
-    Expr *edge = tir_bin(A, E_GE, fl, tir_idx(A, hw[dim] - 1));
-    lo[dim] = tir_select(A, edge, tir_idx(A, hw[dim] - 1), fl);
-    hi[dim] = tir_select(A, edge, tir_idx(A, hw[dim] - 1), tir_add(A, fl, tir_idx(A, 1)));
-    l[dim] = tir_select(A, edge, tir_const(A, F, 0.0), tir_sub(A, p, tir_cast(A, F, fl)));
-  }
-  Expr *ri[1] = {r};
-  Expr *bi = clamp_idx(A, roi_read(k, k->bidx, k->bidxb, ri, MLC_I64), nb);
-  Expr *one = tir_const(A, F, 1.0);
-  Expr *wy[2] = {tir_sub(A, one, l[0]), l[0]}, *wx[2] = {tir_sub(A, one, l[1]), l[1]};
-  Expr *ys[2] = {lo[0], hi[0]}, *xs[2] = {lo[1], hi[1]};
+  int64_t size = (k->x ? k->x->shape : k->xb->shape)[2 + dim];
+  Expr *gf = tir_cast(A, F, tir_bin(A, E_MAX, g->grid[dim], tir_idx(A, 1)));
+  Expr *p = tir_add(A, tir_add(A, g->start[dim], tir_mul(A, tir_cast(A, F, o), g->bin[dim])),
+                    tir_bin(A, E_DIV, tir_mul(A, tir_add(A, tir_cast(A, F, it), tir_const(A, F, 0.5)), g->bin[dim]), gf));
+  Expr *out = tir_bin(A, E_OR, tir_bin(A, E_LT, p, tir_const(A, F, -1.0)), tir_bin(A, E_GT, p, tir_const(A, F, (double)size)));
+  p = tir_bin(A, E_MAX, p, tir_const(A, F, 0.0));
+  Expr *fl = tir_cast(A, MLC_I64, tir_bin(A, E_MIN, p, tir_const(A, F, (double)size))); /* p >= 0: floor */
+  Expr *edge = tir_bin(A, E_GE, fl, tir_idx(A, size - 1));
+  Expr *l = tir_select(A, edge, tir_const(A, F, 0.0), tir_sub(A, p, tir_cast(A, F, fl)));
+  Expr *zero = tir_const(A, F, 0.0);
+  RoiAxis r = {
+      .lo = tir_select(A, edge, tir_idx(A, size - 1), fl),
+      .hi = tir_select(A, edge, tir_idx(A, size - 1), tir_add(A, fl, tir_idx(A, 1))),
+      .wlo = tir_select(A, out, zero, tir_sub(A, tir_const(A, F, 1.0), l)),
+      .whi = tir_select(A, out, zero, l),
+  };
+  return r;
+}
+
+/* the sample's value at channel ch of image b: the 4 weighted corners summed (avg) or their max (max) */
+static Expr *roi_corners(RoiAlignCtx *k, Expr *b, Expr *ch, const RoiAxis *y, const RoiAxis *x) {
+  Arena *A = k->c->arena;
+  Expr *ys[2] = {y->lo, y->hi}, *xs[2] = {x->lo, x->hi}, *wy[2] = {y->wlo, y->whi}, *wx[2] = {x->wlo, x->whi};
   Expr *v = NULL;
-  for (int a = 0; a < 2; a++)
-    for (int b = 0; b < 2; b++) {
-      Expr *xi[4] = {bi, ch, clamp_idx(A, ys[a], hw[0]), clamp_idx(A, xs[b], hw[1])};
-      Expr *t = tir_mul(A, tir_mul(A, wy[a], wx[b]), roi_read(k, k->x, k->xb, xi, F));
+  for (int i = 0; i < 2; i++)
+    for (int j = 0; j < 2; j++) {
+      Expr *xi[4] = {b, ch, ys[i], xs[j]};
+      Expr *t = tir_mul(A, tir_mul(A, wy[i], wx[j]), roi_read(k, k->x, k->xb, xi, MLC_F64));
       v = !v ? t : k->is_max ? tir_bin(A, E_MAX, v, t) : tir_add(A, v, t);
     }
-  return tir_select(A, outside, tir_const(A, F, 0.0), v);
+  return v;
+}
+
+static Expr *roi_batch(RoiAlignCtx *k, Expr *r) {
+  Expr *ri[1] = {r};
+  int64_t nb = (k->x ? k->x->shape : k->xb->shape)[0];
+  return clamp_idx(k->c->arena, roi_read(k, k->bidx, k->bidxb, ri, MLC_I64), nb);
 }
 
 /* the result from the reduction acc over the grid: the mean (avg) or acc, 0 for an empty grid (max) */
@@ -433,7 +448,8 @@ static Expr *roi_align_body(TeCtx *c, Expr **idx, void *user) {
   Expr *it[2] = {ivref(c, rax[0]), ivref(c, rax[1])}, *cond = NULL;
   if (k->sampling == 0)
     for (int dim = 0; dim < 2; dim++) cond = and2(A, cond, tir_bin(A, E_LT, it[dim], g.grid[dim]));
-  Expr *v = roi_sample(k, &g, idx[0], idx[1], idx + 2, it);
+  RoiAxis y = roi_axis(k, &g, 0, idx[2], it[0]), x = roi_axis(k, &g, 1, idx[3], it[1]);
+  Expr *v = roi_corners(k, roi_batch(k, idx[0]), idx[1], &y, &x);
   return te_reduce(c, k->is_max ? RED_MAX : RED_SUM, v, 2, rax, NULL, cond);
 }
 
@@ -444,34 +460,72 @@ static Expr *roi_align_out_body(TeCtx *c, Expr **idx, void *user) {
   return roi_finish(k, &g, te_read(c, k->acc_t, 4, idx));
 }
 
-/* The extern form (adaptive grid, rois unknown at compile time): the grid loops run to the roi's own grid
- * size, a value computed in the loop nest; parallel over the rois, one float64 accumulator slot per roi. */
+/* Binds e to a new variable for the statement built later: appends the binding to lets, returns the ref. */
+typedef struct LetList {
+  int n;
+  Var *vars[32];
+  Expr *vals[32];
+} LetList;
+
+static Expr *bind(Arena *A, LetList *l, const char *name, Expr *e) {
+  Var *v = tir_var(A, name, e->dtype);
+  l->vars[l->n] = v;
+  l->vals[l->n++] = e;
+  return tir_varref(A, v);
+}
+
+static Stmt *wrap_lets(Arena *A, LetList *l, Stmt *s) {
+  for (int i = l->n - 1; i >= 0; i--) s = tir_let_stmt(A, l->vars[i], l->vals[i], s);
+  return s;
+}
+
+/* The loop form (an extern): per roi (parallel) its geometry once; per bin, per sample row its y corners, per
+ * sample its x corners, then the channels innermost, accumulating into a float64 slot per (roi, channel).
+ * The grid loops run to the roi's own grid size, so the adaptive grid needs no bound. */
 static Stmt *roi_align_extern(TeCtx *c, Buffer **ins, Buffer **outs, void *user) {
   RoiAlignCtx *k = user;
   Arena *A = c->arena;
+  const mlc_dtype F = MLC_F64;
   k->xb = ins[0];
   k->roisb = ins[1];
   k->bidxb = ins[2];
   Buffer *out = outs[0];
-  int64_t nr = out->shape[0];
-  Buffer *acc = tir_buffer(A, "roi_acc", MLC_F64, 1, &nr);
-  Var *v[4], *iv[2];
-  Expr *e[4], *it[2];
-  loop_vars(A, "o", 4, v, e);
-  loop_vars(A, "s", 2, iv, it);
-  RoiGeom g;
-  roi_geom(k, e[0], &g);
-  Expr *ai[1] = {e[0]};
-  Stmt *upd = tir_store(A, acc, 1, ai,
-                        (k->is_max ? tir_bin(A, E_MAX, tir_load(A, acc, 1, ai), roi_sample(k, &g, e[0], e[1], e + 2, it))
-                                   : tir_add(A, tir_load(A, acc, 1, ai), roi_sample(k, &g, e[0], e[1], e + 2, it))));
-  for (int dim = 1; dim >= 0; dim--)
-    upd = tir_for(A, iv[dim], tir_idx(A, 0), tir_bin(A, E_MAX, g.grid[dim], tir_idx(A, 0)), FOR_SERIAL, upd);
-  Stmt *init = tir_store(A, acc, 1, ai, k->is_max ? tir_min_value(A, MLC_F64) : tir_const(A, MLC_F64, 0));
-  Stmt *fin = tir_store(A, out, 4, e, roi_finish(k, &g, tir_load(A, acc, 1, ai)));
-  Stmt *body = tir_seq(A, 3, (Stmt *[]){init, upd, fin});
-  for (int i = 3; i >= 0; i--)
-    body = tir_for(A, v[i], tir_idx(A, 0), tir_idx(A, out->shape[i]), i == 0 ? FOR_PARALLEL : FOR_SERIAL, body);
+  int64_t ashape[2] = {out->shape[0], out->shape[1]};
+  Buffer *acc = tir_buffer(A, "roi_acc", F, 2, ashape);
+  Var *rv = tir_var(A, "r", MLC_I64), *phv = tir_var(A, "ph", MLC_I64), *pwv = tir_var(A, "pw", MLC_I64);
+  Var *iyv = tir_var(A, "iy", MLC_I64), *ixv = tir_var(A, "ix", MLC_I64), *cv[3];
+  Expr *r = tir_varref(A, rv), *ph = tir_varref(A, phv), *pw = tir_varref(A, pwv);
+  Expr *iy = tir_varref(A, iyv), *ix = tir_varref(A, ixv), *ce[3];
+  loop_vars(A, "c", 3, cv, ce);
+  LetList roi = {0}, ys = {0}, xs = {0};
+  RoiGeom g0, g;
+  roi_geom(k, r, &g0);
+  for (int dim = 0; dim < 2; dim++) {
+    g.start[dim] = bind(A, &roi, dim ? "start_x" : "start_y", g0.start[dim]);
+    g.bin[dim] = bind(A, &roi, dim ? "bin_x" : "bin_y", g0.bin[dim]);
+    g.grid[dim] = bind(A, &roi, dim ? "grid_x" : "grid_y", g0.grid[dim]);
+  }
+  Expr *b = bind(A, &roi, "image", roi_batch(k, r));
+  RoiAxis y0 = roi_axis(k, &g, 0, ph, iy), x0 = roi_axis(k, &g, 1, pw, ix), y, x;
+  y.lo = bind(A, &ys, "y_lo", y0.lo), y.hi = bind(A, &ys, "y_hi", y0.hi);
+  y.wlo = bind(A, &ys, "wy_lo", y0.wlo), y.whi = bind(A, &ys, "wy_hi", y0.whi);
+  x.lo = bind(A, &xs, "x_lo", x0.lo), x.hi = bind(A, &xs, "x_hi", x0.hi);
+  x.wlo = bind(A, &xs, "wx_lo", x0.wlo), x.whi = bind(A, &xs, "wx_hi", x0.whi);
+  Expr *nc = tir_idx(A, out->shape[1]), *zero = tir_idx(A, 0);
+  Expr *a0[2] = {r, ce[0]}, *a1[2] = {r, ce[1]}, *a2[2] = {r, ce[2]};
+  Stmt *init = tir_for(A, cv[0], zero, nc, FOR_SERIAL,
+                       tir_store(A, acc, 2, a0, k->is_max ? tir_min_value(A, F) : tir_const(A, F, 0)));
+  Expr *v = roi_corners(k, b, ce[1], &y, &x), *old = tir_load(A, acc, 2, a1);
+  Stmt *upd = tir_for(A, cv[1], zero, nc, FOR_SERIAL,
+                      tir_store(A, acc, 2, a1, k->is_max ? tir_bin(A, E_MAX, old, v) : tir_add(A, old, v)));
+  upd = tir_for(A, ixv, zero, tir_bin(A, E_MAX, g.grid[1], zero), FOR_SERIAL, wrap_lets(A, &xs, upd));
+  upd = tir_for(A, iyv, zero, tir_bin(A, E_MAX, g.grid[0], zero), FOR_SERIAL, wrap_lets(A, &ys, upd));
+  Expr *oi[4] = {r, ce[2], ph, pw};
+  Stmt *fin = tir_for(A, cv[2], zero, nc, FOR_SERIAL, tir_store(A, out, 4, oi, roi_finish(k, &g, tir_load(A, acc, 2, a2))));
+  Stmt *bin = tir_seq(A, 3, (Stmt *[]){init, upd, fin});
+  bin = tir_for(A, pwv, zero, tir_idx(A, out->shape[3]), FOR_SERIAL, bin);
+  bin = tir_for(A, phv, zero, tir_idx(A, out->shape[2]), FOR_SERIAL, bin);
+  Stmt *body = tir_for(A, rv, zero, tir_idx(A, out->shape[0]), FOR_PARALLEL, wrap_lets(A, &roi, bin));
   return tir_allocate(A, acc, body);
 }
 
@@ -482,7 +536,10 @@ static mlc_status roi_align_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor 
   k->c = c;
   const TensorType *o = &n->outputs[0]->type;
   k->out = o->dtype;
-  if (k->sampling == 0 && k->grid_max == 0) {
+  /* CPU: the loop form always (geometry hoisted out of the channel loop); GPU: the TE reduction, one thread
+   * per output element, unless the grid has no bound */
+  bool cpu = c->target && c->target->kind == TARGET_CPU;
+  if (cpu || (k->sampling == 0 && k->grid_max == 0)) {
     TeTensor ot = {.dtype = o->dtype, .ndim = 4};
     memcpy(ot.shape, o->dims, sizeof ot.shape[0] * 4);
     te_extern(c, "roi_align", "roi_align", 3, ins, 1, &ot, roi_align_extern, k, outs);
