@@ -291,15 +291,16 @@ static mlc_status pool_common(OnnxCtx *cx, const OnnxNode *n, const char *kind, 
   return finish(cx, n, nd, &outs[0], d);
 }
 
-/* MaxPool: the pool; its optional Indices output (opset 8+) is a second op, nn.max_pool_indices, with the same
- * window and storage_order, so the pool itself stays the single-output kernel. */
+/* MaxPool: the pool; its optional Indices output (opset 8+) is a second op, nn.max_pool_indices of the data
+ * and the pool's result, with the same window and storage_order, so the pool stays the single-output kernel. */
 static mlc_status maxpool_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
   mlc_status st = pool_common(cx, n, "max", outs, d);
   if (st || n->noutputs < 2 || !n->output_names[1] || !*n->output_names[1]) return st;
   Value *x = n->inputs[0];
   WinAttrs wa;
   if ((st = window_attrs(cx, n, &x->type, NULL, &wa, d))) return st;
-  Node *nd = onnx_emit(cx, n, "nn.max_pool_indices", 1, &x, 1, d);
+  Value *ins[2] = {x, outs[0]};
+  Node *nd = onnx_emit(cx, n, "nn.max_pool_indices", 2, ins, 1, d);
   if (nd) {
     Graph *g = onnx_graph(cx);
     set_window(cx, nd, &wa, true);

@@ -560,14 +560,14 @@ static mlc_status pool_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **out
   return MLC_OK;
 }
 
-/* nn.max_pool_indices(data[N, C, in...]) -> int64 [N, C, out...]: MaxPool's Indices output, the flat index
- * into data of the element each window's max came from (the first such tap in window order, as the ONNX
- * reference scans it; taps in the padding never count). Attributes as nn.max_pool{1,2,3}d plus
- * storage_order (0: the spatial part of the index row-major, 1: column-major; the (n, c) part is
- * (n*C + c) * prod(in) either way). Three stages: the window max (as the pool computes it), the smallest
- * tap number t = k0*K1*K2 + k1*K2 + k2 whose tap equals it (a min reduction under a condition: window order
- * is row-major order, so it is the first), and an elementwise decode of t into the index. A separate op, so
- * a MaxPool without the Indices output keeps its single-output kernel. */
+/* nn.max_pool_indices(data[N, C, in...], pooled[N, C, out...]) -> int64 [N, C, out...]: MaxPool's Indices
+ * output, the flat index into data of the element each window's max (pooled: the max pool's own output) came
+ * from: the first such tap in window order, as the ONNX reference scans it; taps in the padding never count.
+ * Attributes as nn.max_pool{1,2,3}d plus storage_order (0: the spatial part of the index row-major, 1:
+ * column-major; the (n, c) part is (n*C + c) * prod(in) either way). Two stages: the smallest tap number
+ * t = k0*K1*K2 + k1*K2 + k2 whose tap equals the max (a min reduction under a condition: window order is
+ * row-major order, so it is the first), and an elementwise decode of t into the index. A separate op reading
+ * the pool's result, so a MaxPool without the Indices output keeps its single-output kernel. */
 static mlc_status pool_indices_window(const Node *n, Window *w, Diag *d) {
   const TensorType *x = &n->inputs[0]->type;
   int nsp = x->ndim - 2;
@@ -589,15 +589,17 @@ static mlc_status pool_indices_infer(Node *n, Diag *d) {
   mlc_status st = pool_indices_window(n, &w, d);
   if (st) return st;
   TensorType o = *x;
-  o.dtype = MLC_I64;
   for (int i = 0; i < w.nsp; i++) o.dims[2 + i] = w.out[i];
+  if (!tt_equal(&o, &n->inputs[1]->type))
+    return diag_set(d, MLC_ERR_INVALID, "%s: the pooled input must be the max pool of the data", n->op->name);
+  o.dtype = MLC_I64;
   n->outputs[0]->type = o;
   return MLC_OK;
 }
 
 typedef struct PoolIndicesCtx {
   Window w;
-  TeTensor *data, *max, *tap;
+  TeTensor *data, *pooled, *tap;
   mlc_dtype acc;
   bool column_major;
 } PoolIndicesCtx;
@@ -614,14 +616,6 @@ static Expr *pool_indices_taps(TeCtx *c, PoolIndicesCtx *k, Expr **idx, IterVar 
   return read_as(c, k->data, din, k->acc);
 }
 
-static Expr *pool_indices_max_body(TeCtx *c, Expr **idx, void *user) {
-  PoolIndicesCtx *k = user;
-  IterVar *rax[3];
-  Expr *valid, *v = pool_indices_taps(c, k, idx, rax, &valid);
-  if (valid) v = tir_select(c->arena, valid, v, tir_min_value(c->arena, k->acc));
-  return te_reduce(c, RED_MAX, v, k->w.nsp, rax, NULL, NULL);
-}
-
 static Expr *pool_indices_tap_body(TeCtx *c, Expr **idx, void *user) {
   PoolIndicesCtx *k = user;
   Arena *A = c->arena;
@@ -632,7 +626,7 @@ static Expr *pool_indices_tap_body(TeCtx *c, Expr **idx, void *user) {
     Expr *ki = ivref(c, rax[i]);
     t = t ? tir_add(A, tir_mul(A, t, tir_idx(A, k->w.kernel[i])), ki) : ki;
   }
-  Expr *cond = tir_bin(A, E_EQ, v, te_read(c, k->max, k->max->ndim, idx));
+  Expr *cond = tir_bin(A, E_EQ, v, read_as(c, k->pooled, idx, k->acc));
   if (valid) cond = tir_bin(A, E_AND, valid, cond);
   return te_reduce(c, RED_MIN, t, k->w.nsp, rax, NULL, cond);
 }
@@ -670,10 +664,10 @@ static mlc_status pool_indices_compute(TeCtx *c, Node *n, TeTensor **ins, TeTens
   mlc_status st = pool_indices_window(n, &k->w, d);
   if (st) return st;
   k->data = ins[0];
+  k->pooled = ins[1];
   k->acc = acc_dtype(ins[0]->dtype);
   k->column_major = ir_attr_int(n, "storage_order", 0) == 1;
   const TensorType *o = &n->outputs[0]->type;
-  k->max = te_compute(c, "max_pool_indices_max", "reduce", k->acc, o->ndim, o->dims, pool_indices_max_body, k);
   k->tap = te_compute(c, "max_pool_indices_tap", "reduce", MLC_I64, o->ndim, o->dims, pool_indices_tap_body, k);
   outs[0] = te_compute(c, "max_pool_indices", "elemwise", MLC_I64, o->ndim, o->dims, pool_indices_body, k);
   return MLC_OK;
@@ -1047,7 +1041,7 @@ const OpDef topi_ops_nn[] = {
     {"nn.lp_pool1d", PAT_OUT_ELEMWISE_FUSABLE, 1, 1, 1, pool_infer, pool_compute},
     {"nn.lp_pool2d", PAT_OUT_ELEMWISE_FUSABLE, 1, 1, 1, pool_infer, pool_compute},
     {"nn.lp_pool3d", PAT_OUT_ELEMWISE_FUSABLE, 1, 1, 1, pool_infer, pool_compute},
-    {"nn.max_pool_indices", PAT_OPAQUE, 1, 1, 1, pool_indices_infer, pool_indices_compute},
+    {"nn.max_pool_indices", PAT_OPAQUE, 2, 2, 1, pool_indices_infer, pool_indices_compute},
     {"nn.global_avg_pool2d", PAT_OUT_ELEMWISE_FUSABLE, 1, 1, 1, gpool_infer, gpool_compute},
     {"nn.global_max_pool2d", PAT_OUT_ELEMWISE_FUSABLE, 1, 1, 1, gpool_infer, gpool_compute},
     {"nn.global_lp_pool2d", PAT_OUT_ELEMWISE_FUSABLE, 1, 1, 1, gpool_infer, gpool_compute},
