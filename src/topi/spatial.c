@@ -69,6 +69,48 @@ static mlc_status check_float(const Node *n, mlc_dtype t, Diag *d) {
   return MLC_OK;
 }
 
+typedef struct CastCtx {
+  TeTensor *src;
+  mlc_dtype to;
+} CastCtx;
+
+static Expr *cast_body(TeCtx *c, Expr **idx, void *user) {
+  CastCtx *k = user;
+  return tir_cast(c->arena, k->to, te_read(c, k->src, k->src->ndim, idx));
+}
+
+/* the cast back to the output dtype after a float32 accumulation of float16/bfloat16 */
+static TeTensor *cast_stage(TeCtx *c, TeTensor *t, mlc_dtype to) {
+  if (t->dtype == to) return t;
+  CastCtx *k = arena_alloc(c->arena, sizeof *k);
+  k->src = t;
+  k->to = to;
+  return te_compute(c, "cast", "elemwise", to, t->ndim, t->shape, cast_body, k);
+}
+
+/* loop vars v[0..n) named prefix%d, their refs in e */
+static void loop_vars(Arena *A, const char *prefix, int n, Var **v, Expr **e) {
+  for (int i = 0; i < n; i++) {
+    v[i] = tir_var(A, arena_printf(A, "%s%d", prefix, i), MLC_I64);
+    e[i] = tir_varref(A, v[i]);
+  }
+}
+
+/* the loop nest over dims [from, to) of shape around body, all serial */
+static Stmt *nest(Arena *A, Var **v, const int64_t *shape, int from, int to, Stmt *body) {
+  for (int i = to - 1; i >= from; i--) body = tir_for(A, v[i], tir_idx(A, 0), tir_idx(A, shape[i]), FOR_SERIAL, body);
+  return body;
+}
+
+/* position f (row-major in dims[from..to)) unravelled into out[from..to) */
+static void unravel(Arena *A, Expr *f, const int64_t *dims, int from, int to, Expr **out) {
+  int64_t stride = 1;
+  for (int i = to - 1; i >= from; i--) {
+    out[i] = tir_bin(A, E_FLOORMOD, tir_bin(A, E_FLOORDIV, f, tir_idx(A, stride)), tir_idx(A, dims[i]));
+    stride *= dims[i];
+  }
+}
+
 /* ---------------------------------------------------------------- max_unpool */
 
 static mlc_status unpool_infer(Node *n, Diag *d) {
@@ -93,29 +135,6 @@ static mlc_status unpool_infer(Node *n, Diag *d) {
                       i, (long long)o.dims[i], (long long)un[i]);
   n->outputs[0]->type = o;
   return MLC_OK;
-}
-
-/* loop vars v[0..n) named prefix%d, their refs in e */
-static void loop_vars(Arena *A, const char *prefix, int n, Var **v, Expr **e) {
-  for (int i = 0; i < n; i++) {
-    v[i] = tir_var(A, arena_printf(A, "%s%d", prefix, i), MLC_I64);
-    e[i] = tir_varref(A, v[i]);
-  }
-}
-
-/* the loop nest over dims [from, to) of shape around body, all serial */
-static Stmt *nest(Arena *A, Var **v, const int64_t *shape, int from, int to, Stmt *body) {
-  for (int i = to - 1; i >= from; i--) body = tir_for(A, v[i], tir_idx(A, 0), tir_idx(A, shape[i]), FOR_SERIAL, body);
-  return body;
-}
-
-/* position f (row-major in dims[from..to)) unravelled into out[from..to) */
-static void unravel(Arena *A, Expr *f, const int64_t *dims, int from, int to, Expr **out) {
-  int64_t stride = 1;
-  for (int i = to - 1; i >= from; i--) {
-    out[i] = tir_bin(A, E_FLOORMOD, tir_bin(A, E_FLOORDIV, f, tir_idx(A, stride)), tir_idx(A, dims[i]));
-    stride *= dims[i];
-  }
 }
 
 /* Two paths, chosen at run time by a check over the indices: when every index lies in its own (n, c) plane
@@ -268,8 +287,6 @@ static Expr *col2im_body(TeCtx *c, Expr **idx, void *user) {
   return te_reduce(c, RED_SUM, v, k->nsp, rax, NULL, NULL);
 }
 
-static TeTensor *cast_stage(TeCtx *c, TeTensor *t, mlc_dtype to);
-
 static mlc_status col2im_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
   Col2ImCtx *k = arena_alloc(c->arena, sizeof *k);
   mlc_status st = col2im_parse(n, k, d);
@@ -280,26 +297,6 @@ static mlc_status col2im_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **o
   TeTensor *t = te_compute(c, "col2im", "reduce", k->acc, o->ndim, o->dims, col2im_body, k);
   outs[0] = cast_stage(c, t, o->dtype);
   return MLC_OK;
-}
-
-/* ---------------------------------------------------------------- shared: cast stage */
-
-typedef struct CastCtx {
-  TeTensor *src;
-  mlc_dtype to;
-} CastCtx;
-
-static Expr *cast_body(TeCtx *c, Expr **idx, void *user) {
-  CastCtx *k = user;
-  return tir_cast(c->arena, k->to, te_read(c, k->src, k->src->ndim, idx));
-}
-
-static TeTensor *cast_stage(TeCtx *c, TeTensor *t, mlc_dtype to) {
-  if (t->dtype == to) return t;
-  CastCtx *k = arena_alloc(c->arena, sizeof *k);
-  k->src = t;
-  k->to = to;
-  return te_compute(c, "cast", "elemwise", to, t->ndim, t->shape, cast_body, k);
 }
 
 /* ---------------------------------------------------------------- roi_align */
