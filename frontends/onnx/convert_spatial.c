@@ -6,9 +6,9 @@
  *   Col2Im (18: input, image_shape, block_shape; dilations, pads, strides) -> nn.col2im; image_shape and
  *     block_shape must be compile-time constants.
  *   RoiAlign (10; 16 and 22: coordinate_transformation_mode, default half_pixel; opset 10 is
- *     output_half_pixel) -> vision.roi_align. sampling_ratio 0 (adaptive: ceil(roi size / output size) samples per
- *     bin, a per-roi value): constant rois bound the sample grid (grid_max, for the TE form GPU targets use);
- *     otherwise roi_align loops to each roi's grid (its loop form).
+ *     output_half_pixel) -> vision.roi_align. sampling_ratio 0 (adaptive: ceil(roi size / output size)
+ *     samples per bin, a per-roi value): constant rois bound the sample grid (grid_max, for the TE form GPU
+ *     targets use); otherwise roi_align loops to each roi's grid (its loop form).
  *   DeformConv (19, 22: X, W, offset[, B[, mask]]) -> nn.deform_im2col (2-D only), a batch matmul with the
  *     weight, a transpose + reshape to NCHW and the bias as a broadcast add (see deformconv_convert). */
 #include <math.h>

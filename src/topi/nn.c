@@ -16,7 +16,7 @@
  *   nn.conv{1,2,3}d: strides, dilation, padding ([begin..., end...]), groups
  *   nn.conv{1,2,3}d_transpose: the same plus output_padding; weight [C, OC/groups, k...]
  *   nn.{max,avg,lp}_pool{1,2,3}d: pool_size, strides, dilation, padding, ceil_mode, count_include_pad, p
- *   nn.max_pool_indices (MaxPool's Indices output): the max pool's attributes plus storage_order
+ *   nn.max_pool_indices(data, pooled) (MaxPool's Indices output): the max pool's attributes plus storage_order
  *   nn.dense(data[..., K], weight[N, K]); nn.matmul / nn.batch_matmul: transpose_a, transpose_b (numpy rank
  *   rules: 1-D operands promoted and the promoted dim dropped, batch dims broadcast)
  *   nn.softmax / nn.log_softmax: axis */
