@@ -45,6 +45,8 @@
 #include <string.h>
 #include "topi/topi.h"
 
+#define ROI_GRID_CAP (1 << 20) /* roi_align's adaptive grid never exceeds this per dim (only absurd rois reach it) */
+
 static mlc_dtype acc_dtype(mlc_dtype t) { return t == MLC_F16 || t == MLC_BF16 ? MLC_F32 : t; }
 
 static Expr *ivref(TeCtx *c, IterVar *iv) { return tir_varref(c->arena, iv->var); }
@@ -367,7 +369,15 @@ static void roi_geom(RoiAlignCtx *k, Expr *r, RoiGeom *g) {
     int64_t bins = dim == 0 ? k->oh : k->ow;
     g->start[dim] = s;
     g->bin[dim] = tir_bin(A, E_DIV, size, tir_const(A, F, (double)bins));
-    g->grid[dim] = k->sampling > 0 ? tir_idx(A, k->sampling) : tir_cast(A, MLC_I64, call1(A, INTRIN_CEIL, g->bin[dim]));
+    if (k->sampling > 0) {
+      g->grid[dim] = tir_idx(A, k->sampling);
+    } else {
+      /* ceil(bin), as an int64 only where that is defined: NaN and negative sizes give an empty grid, absurd
+       * ones (an inf roi) a capped one, so a bad roi never makes the loop bound undefined */
+      Expr *gc = call1(A, INTRIN_CEIL, g->bin[dim]), *cap = tir_const(A, F, (double)ROI_GRID_CAP);
+      gc = tir_select(A, tir_bin(A, E_GT, gc, cap), cap, tir_select(A, tir_bin(A, E_GT, gc, tir_const(A, F, 0.0)), gc, tir_const(A, F, 0.0)));
+      g->grid[dim] = tir_cast(A, MLC_I64, gc);
+    }
   }
 }
 
