@@ -372,10 +372,12 @@ static void roi_geom(RoiAlignCtx *k, Expr *r, RoiGeom *g) {
     if (k->sampling > 0) {
       g->grid[dim] = tir_idx(A, k->sampling);
     } else {
-      /* ceil(bin), as an int64 only where that is defined: NaN and negative sizes give an empty grid, absurd
-       * ones (an inf roi) a capped one, so a bad roi never makes the loop bound undefined */
+      /* ceil(bin), as an int64 only where that is defined: NaN, infinite (where the reference fails) and
+       * negative sizes give an empty grid, finite absurd ones a capped one, so a bad roi never makes the loop
+       * bound undefined */
       Expr *gc = call1(A, INTRIN_CEIL, g->bin[dim]), *cap = tir_const(A, F, (double)ROI_GRID_CAP);
-      gc = tir_select(A, tir_bin(A, E_GT, gc, cap), cap, tir_select(A, tir_bin(A, E_GT, gc, tir_const(A, F, 0.0)), gc, tir_const(A, F, 0.0)));
+      Expr *ok = tir_bin(A, E_AND, tir_bin(A, E_GT, gc, tir_const(A, F, 0.0)), tir_bin(A, E_LT, gc, tir_const(A, F, INFINITY)));
+      gc = tir_select(A, ok, tir_select(A, tir_bin(A, E_GT, gc, cap), cap, gc), tir_const(A, F, 0.0));
       g->grid[dim] = tir_cast(A, MLC_I64, gc);
     }
   }
@@ -396,8 +398,10 @@ static RoiAxis roi_axis(RoiAlignCtx *k, const RoiGeom *g, int dim, Expr *o, Expr
   Expr *p = tir_add(A, tir_add(A, g->start[dim], tir_mul(A, tir_cast(A, F, o), g->bin[dim])),
                     tir_bin(A, E_DIV, tir_mul(A, tir_add(A, tir_cast(A, F, it), tir_const(A, F, 0.5)), g->bin[dim]), gf));
   Expr *out = tir_bin(A, E_OR, tir_bin(A, E_LT, p, tir_const(A, F, -1.0)), tir_bin(A, E_GT, p, tir_const(A, F, (double)size)));
-  p = tir_bin(A, E_MAX, p, tir_const(A, F, 0.0));
-  Expr *fl = tir_cast(A, MLC_I64, tir_bin(A, E_MIN, p, tir_const(A, F, (double)size))); /* p >= 0: floor */
+  /* clamped by selects, which send NaN to 0 (min/max propagate it), before the conversion to an index */
+  Expr *sz = tir_const(A, F, (double)size);
+  p = tir_select(A, tir_bin(A, E_GT, p, tir_const(A, F, 0.0)), p, tir_const(A, F, 0.0));
+  Expr *fl = tir_cast(A, MLC_I64, tir_select(A, tir_bin(A, E_LT, p, sz), p, sz)); /* p >= 0: floor */
   Expr *edge = tir_bin(A, E_GE, fl, tir_idx(A, size - 1));
   Expr *l = tir_select(A, edge, tir_const(A, F, 0.0), tir_sub(A, p, tir_cast(A, F, fl)));
   Expr *zero = tir_const(A, F, 0.0);
@@ -645,8 +649,11 @@ static Expr *deform_cols_body(TeCtx *c, Expr **idx, void *user) {
                          tir_idx(A, k->pb[dim]));
     Expr *pos = tir_add(A, tir_cast(A, F, base), read_as(c, k->offset, offi, F));
     Expr *f = call1(A, INTRIN_FLOOR, pos);
-    /* clamped before the conversion, so a wild offset stays a defined (out of range, zero-weight) index */
-    fl[dim] = tir_cast(A, MLC_I64, tir_bin(A, E_MIN, tir_bin(A, E_MAX, f, tir_const(A, F, -2.0)), tir_const(A, F, (double)k->in[dim] + 1)));
+    /* clamped before the conversion (by selects, which also send NaN out of range), so a wild offset stays a
+     * defined, out of range, zero-weight index */
+    Expr *lo = tir_const(A, F, -2.0), *hi = tir_const(A, F, (double)k->in[dim] + 1);
+    f = tir_select(A, tir_bin(A, E_GT, f, lo), tir_select(A, tir_bin(A, E_LT, f, hi), f, hi), lo);
+    fl[dim] = tir_cast(A, MLC_I64, f);
     fr[dim] = tir_sub(A, pos, f);
   }
   Expr *one = tir_const(A, F, 1.0), *v = NULL, *m = NULL;
