@@ -13,6 +13,7 @@
  *     absorbs an output larger than the kernel covers); bias as for Conv.
  *   - BatchNormalization: per-channel scale and shift at inference; in training mode normalised with the
  *     batch's statistics, which also update the running mean and variance (see batchnorm_convert).
+ *   - MaxPool's Indices output: a second op beside the pool (see maxpool_convert).
  *   - Dropout at inference is an identity; its mask output is a constant all-true tensor.
  *   - CausalConvWithState (27) -> nn.causal_conv_with_state: activation 'none' / 'silu' / 'swish' (the same
  *     x * sigmoid(x)) as 0 / 1; bias and past_state optional (absent slots stay empty). */
@@ -293,10 +294,23 @@ static mlc_status pool_common(OnnxCtx *cx, const OnnxNode *n, const char *kind, 
   return finish(cx, n, nd, &outs[0], d);
 }
 
+/* MaxPool: the pool; its optional Indices output (opset 8+) is a second op, nn.max_pool_indices of the data
+ * and the pool's result, with the same window and storage_order, so the pool stays the single-output kernel. */
 static mlc_status maxpool_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  if (n->noutputs > 1 && n->output_names[1] && *n->output_names[1])
-    return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "MaxPool's Indices output is not supported");
-  return pool_common(cx, n, "max", outs, d);
+  mlc_status st = pool_common(cx, n, "max", outs, d);
+  if (st || n->noutputs < 2 || !n->output_names[1] || !*n->output_names[1]) return st;
+  Value *x = n->inputs[0];
+  WinAttrs wa;
+  if ((st = window_attrs(cx, n, &x->type, NULL, &wa, d))) return st;
+  Value *ins[2] = {x, outs[0]};
+  Node *nd = onnx_emit(cx, n, "nn.max_pool_indices", 2, ins, 1, d);
+  if (nd) {
+    Graph *g = onnx_graph(cx);
+    set_window(cx, nd, &wa, true);
+    ir_set_int(g, nd, "ceil_mode", onnx_attr_int(n, "ceil_mode", 0));
+    ir_set_int(g, nd, "storage_order", onnx_attr_int(n, "storage_order", 0));
+  }
+  return finish(cx, n, nd, &outs[1], d);
 }
 
 static mlc_status avgpool_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {

@@ -16,6 +16,7 @@
  *   nn.conv{1,2,3}d: strides, dilation, padding ([begin..., end...]), groups
  *   nn.conv{1,2,3}d_transpose: the same plus output_padding; weight [C, OC/groups, k...]
  *   nn.{max,avg,lp}_pool{1,2,3}d: pool_size, strides, dilation, padding, ceil_mode, count_include_pad, p
+ *   nn.max_pool_indices(data, pooled) (MaxPool's Indices output): the max pool's attributes plus storage_order
  *   nn.dense(data[..., K], weight[N, K]); nn.matmul / nn.batch_matmul: transpose_a, transpose_b (numpy rank
  *   rules: 1-D operands promoted and the promoted dim dropped, batch dims broadcast)
  *   nn.softmax / nn.log_softmax: axis
@@ -564,6 +565,119 @@ static mlc_status pool_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **out
   return MLC_OK;
 }
 
+/* nn.max_pool_indices(data[N, C, in...], pooled[N, C, out...]) -> int64 [N, C, out...]: MaxPool's Indices
+ * output, the flat index into data of the element each window's max (pooled: the max pool's own output) came
+ * from: the first such tap in window order, as the ONNX reference scans it; taps in the padding never count.
+ * Attributes as nn.max_pool{1,2,3}d plus storage_order (0: the spatial part of the index row-major, 1:
+ * column-major; the (n, c) part is (n*C + c) * prod(in) either way). Two stages: the smallest tap number
+ * t = k0*K1*K2 + k1*K2 + k2 whose tap equals the max (a min reduction under a condition: window order is
+ * row-major order, so it is the first), and an elementwise decode of t into the index. A separate op reading
+ * the pool's result, so a MaxPool without the Indices output keeps its single-output kernel. */
+static mlc_status pool_indices_window(const Node *n, Window *w, Diag *d) {
+  const TensorType *x = &n->inputs[0]->type;
+  int nsp = x->ndim - 2;
+  if (nsp < 1 || nsp > 3)
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "%s on rank-%d data is not supported (1-D to 3-D)", n->op->name, x->ndim);
+  mlc_status st = window_attrs(n, nsp, true, w, d);
+  if (st) return st;
+  for (int i = 0; i < nsp; i++) w->in[i] = x->dims[2 + i];
+  return window_out(w, d);
+}
+
+static mlc_status pool_indices_infer(Node *n, Diag *d) {
+  const TensorType *x = &n->inputs[0]->type;
+  if (x->dtype == MLC_BOOL || x->dtype == MLC_STRING || !mlc_dtype_size(x->dtype))
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "%s of %s is not supported", n->op->name, mlc_dtype_name(x->dtype));
+  int64_t so = ir_attr_int(n, "storage_order", 0);
+  if (so != 0 && so != 1) return diag_set(d, MLC_ERR_INVALID, "storage_order must be 0 or 1, got %lld", (long long)so);
+  Window w;
+  mlc_status st = pool_indices_window(n, &w, d);
+  if (st) return st;
+  TensorType o = *x;
+  for (int i = 0; i < w.nsp; i++) o.dims[2 + i] = w.out[i];
+  if (!tt_equal(&o, &n->inputs[1]->type))
+    return diag_set(d, MLC_ERR_INVALID, "%s: the pooled input must be the max pool of the data", n->op->name);
+  o.dtype = MLC_I64;
+  n->outputs[0]->type = o;
+  return MLC_OK;
+}
+
+typedef struct PoolIndicesCtx {
+  Window w;
+  TeTensor *data, *pooled, *tap;
+  mlc_dtype acc;
+  bool column_major;
+} PoolIndicesCtx;
+
+/* the taps of output idx: reduce axes, data indices (clamped) and the "inside the input" condition */
+static Expr *pool_indices_taps(TeCtx *c, PoolIndicesCtx *k, Expr **idx, IterVar **rax, Expr **valid) {
+  static const char *knames[3] = {"rx", "ry", "rz"};
+  Expr *din[MLC_MAX_DIMS] = {idx[0], idx[1]};
+  *valid = NULL;
+  for (int i = 0; i < k->w.nsp; i++) {
+    rax[i] = te_reduce_axis(c, knames[i], k->w.kernel[i]);
+    din[2 + i] = tap_index(c, &k->w, i, idx[2 + i], ivref(c, rax[i]), valid);
+  }
+  return read_as(c, k->data, din, k->acc);
+}
+
+static Expr *pool_indices_tap_body(TeCtx *c, Expr **idx, void *user) {
+  PoolIndicesCtx *k = user;
+  Arena *A = c->arena;
+  IterVar *rax[3];
+  Expr *valid, *v = pool_indices_taps(c, k, idx, rax, &valid);
+  Expr *t = NULL;
+  for (int i = 0; i < k->w.nsp; i++) {
+    Expr *ki = ivref(c, rax[i]);
+    t = t ? tir_add(A, tir_mul(A, t, tir_idx(A, k->w.kernel[i])), ki) : ki;
+  }
+  Expr *cond = tir_bin(A, E_EQ, v, read_as(c, k->pooled, idx, k->acc));
+  if (valid) cond = tir_bin(A, E_AND, valid, cond);
+  return te_reduce(c, RED_MIN, t, k->w.nsp, rax, NULL, cond);
+}
+
+static Expr *pool_indices_body(TeCtx *c, Expr **idx, void *user) {
+  PoolIndicesCtx *k = user;
+  Arena *A = c->arena;
+  int nsp = k->w.nsp;
+  int64_t ntaps = 1, plane = 1;
+  for (int i = 0; i < nsp; i++) ntaps *= k->w.kernel[i], plane *= k->w.in[i];
+  /* a window where no tap matched (its max is NaN): its first tap, clamped into the input */
+  Expr *t = te_read(c, k->tap, k->tap->ndim, idx);
+  t = tir_select(A, tir_bin(A, E_LT, t, tir_idx(A, ntaps)), t, tir_idx(A, 0));
+  Expr *pos[3];
+  int64_t rest = ntaps;
+  for (int i = 0; i < nsp; i++) {
+    rest /= k->w.kernel[i];
+    Expr *ki = tir_bin(A, E_FLOORMOD, tir_bin(A, E_FLOORDIV, t, tir_idx(A, rest)), tir_idx(A, k->w.kernel[i]));
+    Expr *p = tir_sub(A, tir_add(A, tir_mul(A, idx[2 + i], tir_idx(A, k->w.strides[i])),
+                                 tir_mul(A, ki, tir_idx(A, k->w.dil[i]))), tir_idx(A, k->w.pb[i]));
+    pos[i] = tir_bin(A, E_MIN, tir_bin(A, E_MAX, p, tir_idx(A, 0)), tir_idx(A, k->w.in[i] - 1));
+  }
+  Expr *flat = tir_idx(A, 0);
+  if (k->column_major) {
+    for (int i = nsp - 1; i >= 0; i--) flat = tir_add(A, tir_mul(A, flat, tir_idx(A, k->w.in[i])), pos[i]);
+  } else {
+    for (int i = 0; i < nsp; i++) flat = tir_add(A, tir_mul(A, flat, tir_idx(A, k->w.in[i])), pos[i]);
+  }
+  Expr *nc = tir_add(A, tir_mul(A, idx[0], tir_idx(A, k->data->shape[1])), idx[1]);
+  return tir_add(A, tir_mul(A, nc, tir_idx(A, plane)), flat);
+}
+
+static mlc_status pool_indices_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  PoolIndicesCtx *k = arena_alloc(c->arena, sizeof *k);
+  mlc_status st = pool_indices_window(n, &k->w, d);
+  if (st) return st;
+  k->data = ins[0];
+  k->pooled = ins[1];
+  k->acc = acc_dtype(ins[0]->dtype);
+  k->column_major = ir_attr_int(n, "storage_order", 0) == 1;
+  const TensorType *o = &n->outputs[0]->type;
+  k->tap = te_compute(c, "max_pool_indices_tap", "reduce", MLC_I64, o->ndim, o->dims, pool_indices_tap_body, k);
+  outs[0] = te_compute(c, "max_pool_indices", "elemwise", MLC_I64, o->ndim, o->dims, pool_indices_body, k);
+  return MLC_OK;
+}
+
 /* Global pools reduce every dim after the channel dim; output keeps them as 1. */
 /* data_block b (set by ConvertLayoutNCHWc on a global pool of float32 NCHWc data): the data is [N, C/b, H, W, b]
  * and the result the NCHW [N, C, 1, 1] of the same channels, so the blocked region ends at the pool */
@@ -1053,6 +1167,7 @@ const OpDef topi_ops_nn[] = {
     {"nn.lp_pool1d", PAT_OUT_ELEMWISE_FUSABLE, 1, 1, 1, pool_infer, pool_compute},
     {"nn.lp_pool2d", PAT_OUT_ELEMWISE_FUSABLE, 1, 1, 1, pool_infer, pool_compute},
     {"nn.lp_pool3d", PAT_OUT_ELEMWISE_FUSABLE, 1, 1, 1, pool_infer, pool_compute},
+    {"nn.max_pool_indices", PAT_OPAQUE, 2, 2, 1, pool_indices_infer, pool_indices_compute},
     {"nn.global_avg_pool2d", PAT_OUT_ELEMWISE_FUSABLE, 1, 1, 1, gpool_infer, gpool_compute},
     {"nn.global_max_pool2d", PAT_OUT_ELEMWISE_FUSABLE, 1, 1, 1, gpool_infer, gpool_compute},
     {"nn.global_lp_pool2d", PAT_OUT_ELEMWISE_FUSABLE, 1, 1, 1, gpool_infer, gpool_compute},
