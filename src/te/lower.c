@@ -24,7 +24,9 @@
  *      one: conservative). The stage's root axes get those extents (its leaves' follow through the
  *      relations), its root values are offset by the region min and guarded against the tensor's shape, and
  *      its buffer shrinks to the region: a local S_ALLOCATE inside loop iv, indexed by (index - min).
- *   7. tir_simplify_stmt over the result (it knows the loop ranges, so most guards and div/mods fold). */
+ *   7. tir_simplify_stmt over the result (it knows the loop ranges, so most guards and div/mods fold).
+ *   8. tir_peel_guarded_loops: a serial loop whose last iteration alone fails a guard inside a vectorized
+ *      loop runs that iteration separately (the others then vectorize without the guard), and simplify again. */
 #include <string.h>
 #include "te/stage.h"
 #include "tir/mutate.h"
@@ -840,5 +842,9 @@ TirFunc *te_lower(TeCtx *c, TeSchedule *s, const char *name, int nargs, TeTensor
   for (int i = l.allocs.n - 1; i >= 0; i--) body = tir_allocate(a, l.allocs.v[i], body);
   /* 6. */
   f->body = tir_simplify_stmt(a, body);
+  /* 8. */
+  bool peeled = false;
+  Stmt *p = tir_peel_guarded_loops(a, f->body, &peeled);
+  if (peeled) f->body = tir_simplify_stmt(a, p);
   return f;
 }

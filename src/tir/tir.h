@@ -177,6 +177,9 @@ Stmt *tir_substitute_stmt(Arena *a, Stmt *s, int n, Var **vars, Expr **values);
  * with known bounds of loop vars). Returns the same pointer when nothing changed. ---- */
 Expr *tir_simplify(Arena *a, Expr *e);
 Stmt *tir_simplify_stmt(Arena *a, Stmt *s);
+/* peel.c: serial loops whose last iteration alone needs a guard inside a vectorized loop run that iteration
+ * separately (*changed: something was peeled; simplify again) */
+Stmt *tir_peel_guarded_loops(Arena *a, Stmt *s, bool *changed);
 
 /* ---- print.c ---- */
 void tir_print_expr(StrBuf *b, const Expr *e);

@@ -95,9 +95,10 @@ void topi_dense_x86_space(const Target *t, const TeOp *a, TopiConfigSpace *s) {
     if (g.n % (v * lanes) == 0) topi_knob_choice(kn, v * lanes);
   for (int64_t f = 1; f <= lanes && f <= g.n; f++)
     if (g.n % f == 0) topi_knob_choice(kn, f);
+  if (g.n % lanes && g.n > 2 * lanes) topi_knob_choice(kn, lanes); /* a guarded last tile (see the fallback) */
   TopiKnob *km = topi_knob_add(s, "tile_m");
   for (int64_t f = 1; f <= 12 && f <= g.m; f++)
-    if (g.m % f == 0) topi_knob_choice(km, f);
+    if (g.m % f == 0 || (g.m >= 12 && (f == 4 || f == 6 || f == 8))) topi_knob_choice(km, f);
   TopiKnob *kk = topi_knob_add(s, "tile_k");
   static const int64_t kc[] = {64, 128, 256, 512, 1024};
   topi_knob_choice(kk, g.k);
@@ -115,7 +116,7 @@ void topi_dense_x86_fallback(const Target *t, const TeOp *a, TopiConfig *cfg) {
   int lanes = topi_vector_lanes(t, a->outputs[0]->dtype);
   /* the register tile tm x tn (tn a multiple of the lanes): the most FMAs per load, tm * tn/lanes
    * accumulators within the vector registers (16 with AVX2: 12 accumulators, the B vectors and a broadcast;
-   * 32 with AVX-512: 24), tm dividing M and tn dividing N so the tile needs no guard */
+   * 32 with AVX-512: 24), tm dividing M and tn dividing N so the tile needs no guard (but see below) */
   int maxacc = t && t->vector_bytes >= 64 ? 24 : 12;
   int64_t tn = 0, tm = 1;
   double best = -1;
@@ -131,7 +132,16 @@ void topi_dense_x86_fallback(const Target *t, const TeOp *a, TopiConfig *cfg) {
       }
     }
   }
-  if (tn == 0) { /* N not a multiple of the lanes: one partial vector, rows from M */
+  if (tn == 0 && g.n > 2 * lanes) {
+    /* N not a multiple of the lanes (a ViT's 197 tokens): whole vectors anyway; the last column tile is
+     * guarded, and te/lower.c's loop peeling keeps that guard out of the other tiles' vector code. Rows: a
+     * divisor of M when M has one of 4 or more, else 6 (the last row tile guarded, outside the vector loop) */
+    tn = lanes;
+    tm = 1;
+    for (int64_t m = 4; m <= 12 && m <= g.m; m++)
+      if (g.m % m == 0) tm = m;
+    if (tm == 1 && g.m >= 12) tm = 6;
+  } else if (tn == 0) { /* N not a multiple of the lanes: one partial vector, rows from M */
     tn = topi_largest_divisor(g.n, lanes);
     static const int64_t m_cands[] = {8, 6, 4, 7, 5, 3, 2};
     for (int i = 0; i < 7; i++)
@@ -301,7 +311,8 @@ epilogue:
  * whole vectors where nn.dense's [N, K] weight would be a strided gather along N.
  *
  * Compute: the leading data axes are fused into one row axis M (the data index is decomposed from m), then
- *     dense_packed[m, nb, b] = sum_k data[m.., k] * weight[nb, k, b]     (shape [M, NB, bn], NB * bn >= N)
+ *     dense_packed[m, nb, b] = sum_k data[m.., k] * weight[nb, k, b]     (shape [Mp, NB, bn], NB * bn >= N,
+ *                                                                         Mp >= M: see padded_rows)
  *     dense_unpack[r.., n]   = dense_packed[fused(r..), n / bn, n % bn] (shape [..., N], inlined into the
  *                                                                         epilogue: bias, relu, residual add)
  *
@@ -317,10 +328,21 @@ epilogue:
 
 typedef struct DensePacked {
   int64_t m, n, k, nb, bn;
+  int64_t mp;                    /* rows of the accumulator: m, or m padded (see padded_rows) */
   int rank;                      /* rank of data and of the output */
   int64_t rows[MLC_MAX_DIMS];    /* the leading data axes (rank - 1 of them) */
   TeTensor *data, *weight, *acc;
 } DensePacked;
+
+/* The accumulator's rows. The register tile's row count must divide them; a row count with no divisor of 4
+ * or 6 (a ViT's 197 tokens is prime) would leave one-row tiles, one broadcast feeding a few FMAs per weight
+ * load (9-20 GFLOP/s), so it is rounded up to a multiple of 4: the extra rows read the last data row and are
+ * never stored (the output's row tiles are guarded). Short products keep their rows: the padding would be a
+ * large share of them. */
+static int64_t padded_rows(int64_t m) {
+  if (m < 32 || m % 4 == 0 || m % 6 == 0) return m;
+  return (m + 3) / 4 * 4;
+}
 
 static mlc_status dense_packed_of(const Node *n, DensePacked *p, Diag *d) {
   const TensorType *x = &n->inputs[0]->type, *w = &n->inputs[1]->type;
@@ -346,6 +368,7 @@ static mlc_status dense_packed_of(const Node *n, DensePacked *p, Diag *d) {
     p->rows[i] = x->dims[i];
     p->m *= x->dims[i];
   }
+  p->mp = padded_rows(p->m);
   return MLC_OK;
 }
 
@@ -383,7 +406,8 @@ static Expr *dense_packed_body(TeCtx *c, Expr **idx, void *user) {
   IterVar *rk = te_reduce_axis(c, "rk", p->k);
   Expr *k = tir_varref(a, rk->var);
   Expr *di[MLC_MAX_DIMS], *wi[3] = {idx[1], k, idx[2]};
-  data_index(c, p, idx[0], k, di);
+  Expr *m = p->mp > p->m ? tir_bin(a, E_MIN, idx[0], tir_idx(a, p->m - 1)) : idx[0];
+  data_index(c, p, m, k, di);
   Expr *prod = tir_mul(a, te_read(c, p->data, p->rank, di), te_read(c, p->weight, 3, wi));
   return te_reduce(c, RED_SUM, prod, 1, &rk, NULL, NULL);
 }
@@ -407,7 +431,7 @@ static mlc_status dense_packed_compute(TeCtx *c, Node *n, TeTensor **ins, TeTens
   if (st) return st;
   p->data = ins[0];
   p->weight = ins[1];
-  int64_t as[3] = {p->m, p->nb, p->bn};
+  int64_t as[3] = {p->mp, p->nb, p->bn};
   p->acc = te_compute(c, "dense_packed", "dense_packed", MLC_F32, 3, as, dense_packed_body, p);
   const TensorType *o = &n->outputs[0]->type;
   outs[0] = te_compute(c, "dense_unpack", "dense_packed_unpack", MLC_F32, o->ndim, o->dims, dense_unpack_body, p);
@@ -531,7 +555,9 @@ void topi_dense_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out,
     orows *= out->shape[i];
     if (out->shape[i] > 1) nonunit++, mrow = i;
   }
-  tiled = tiled && orows == m && out->shape[rank - 1] <= nb * bn && out->shape[rank - 1] > (nb - 1) * bn;
+  /* the accumulator may have a few padding rows past the output's (padded_rows) */
+  tiled = tiled && orows <= m && padded_rows(orows) == m && out->shape[rank - 1] <= nb * bn &&
+          out->shape[rank - 1] > (nb - 1) * bn;
   if (!tiled) {
     schedule_packed_root(c, as, a, tk);
     if (os && os->op != a) topi_schedule_stage_generic(c, os);

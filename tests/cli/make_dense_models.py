@@ -2,9 +2,10 @@
 """Small ONNX models whose products AlterOpLayout turns into nn.dense_packed (weights packed [N/bn][K][bn]),
 each with inputs and a numpy reference computed here in float64: make_dense_models.py OUT_DIR writes
 NAME.onnx, NAME_inputs.npz and NAME_ref.npz per case and prints the case names. Cases: N a multiple of the
-block (16) and not (10, 19, 37: zero-padded blocks), M = 1 (matrix-vector) and M > 1 (5, 12, 128 rows, and a
-rank-3 input with two row axes), Gemm with transB = 0 and 1, MatMul with a [K, N] weight, and fused epilogues
-(bias + relu, bias + residual add, an add broadcasting to more rows); then softmax rows."""
+block (16) and not (10, 19, 37: zero-padded blocks), M = 1 (matrix-vector) and M > 1 (5, 12, 128 rows, 197
+rows: a prime, padded to 200 in the accumulator, and a rank-3 input with two row axes), Gemm with transB = 0 and 1, MatMul with a [K, N] weight, and fused epilogues
+(bias + relu, bias + residual add, an add broadcasting to more rows); products of two run-time operands
+(bmm_*: nn.batch_matmul with guarded row / column tiles); then softmax rows."""
 import os
 import sys
 
@@ -40,7 +41,7 @@ def relu(v):
 
 
 # Gemm + Relu: y = relu(x W^T + b) (transB = 1: W [N, K]) or relu(x W + b) (transB = 0: W [K, N])
-for m, k, n in [(1, 64, 32), (1, 40, 10), (5, 37, 19), (12, 48, 37), (128, 64, 48)]:
+for m, k, n in [(1, 64, 32), (1, 40, 10), (5, 37, 19), (12, 48, 37), (128, 64, 48), (197, 40, 37)]:
     for tb in (0, 1):
         x, w, b = f32(m, k), f32(n, k) if tb else f32(k, n), f32(n)
         wt = w.T if tb else w
@@ -50,7 +51,7 @@ for m, k, n in [(1, 64, 32), (1, 40, 10), (5, 37, 19), (12, 48, 37), (128, 64, 4
               helper.make_node("Relu", ["g"], ["y"], name="relu")], {"x": x}, {"w": w, "b": b}, ref)
 
 # MatMul of a rank-3 input with a [K, N] weight + bias + a residual add (two row axes when both are > 1)
-for shape, n in [((1, 16, 32), 32), ((4, 3, 24), 24), ((2, 1, 16), 16)]:
+for shape, n in [((1, 16, 32), 32), ((4, 3, 24), 24), ((2, 1, 16), 16), ((1, 197, 24), 24)]:
     k = shape[-1]
     x, w, b = f32(*shape), f32(k, n), f32(n)
     ref = x.astype(np.float64) @ w.astype(np.float64) + b + x
@@ -69,6 +70,14 @@ save("matmul_broadcast_add", [helper.make_node("MatMul", ["x", "w"], ["mm"], nam
 x, w = f32(40), f32(40, 21)
 save("matmul_vector_k40_n21", [helper.make_node("MatMul", ["x", "w"], ["y"], name="matmul")], {"x": x}, {"w": w},
      x.astype(np.float64) @ w.astype(np.float64))
+
+# products of two run-time operands (nn.batch_matmul, not packed) whose M or N has no divisor of 4 or more
+# and is no multiple of the vector lanes: a ViT's 197 tokens (attention scores q k^T and their product with v)
+for name, a, b in [("bmm_qk_197", (3, 197, 64), (3, 64, 197)), ("bmm_av_197", (3, 197, 197), (3, 197, 64)),
+                   ("bmm_m50_n35", (2, 50, 20), (2, 20, 35))]:
+    x, w = f32(*a), f32(*b)
+    save(name, [helper.make_node("MatMul", ["x", "w"], ["y"], name="matmul")], {"x": x, "w": w}, {},
+         x.astype(np.float64) @ w.astype(np.float64))
 
 # Softmax / LogSoftmax over a last axis that is a multiple of the vector lanes (the row form of nn.softmax:
 # partial max/sum vectorized per row, exp once) and one that is not (the generic form); scores up to +-30
