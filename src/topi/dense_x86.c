@@ -476,29 +476,34 @@ void topi_dense_packed_space(const Target *t, const TeOp *a, TopiConfigSpace *s)
   topi_knob_choice(ko, 1);
 }
 
+/* the register tile tm x (blocks * bn): the most FMAs per load (tm broadcasts + blocks * vb weight vectors
+ * feed tm * blocks * vb FMAs) within the accumulator budget; ties go to more accumulators (independent FMA
+ * chains: 2 pipes x 4 cycles of latency want 8). tm divides m, blocks divides NB: no partial tiles. */
+static void best_tile(int64_t m, int64_t nb, int64_t vb, int64_t maxacc, int64_t *tm, int64_t *blocks) {
+  double best = -1;
+  *tm = *blocks = 1;
+  for (int64_t bl = 1; bl <= nb; bl++) {
+    if (nb % bl || bl * vb > maxacc) continue;
+    for (int64_t r = 1; r <= m && r * bl * vb <= maxacc; r++) {
+      if (m % r) continue;
+      double acc = (double)(r * bl * vb), score = acc / (double)(r + bl * vb);
+      if (score > best + 1e-9 || (score > best - 1e-9 && acc > (double)(*tm * *blocks * vb))) {
+        best = score;
+        *tm = r;
+        *blocks = bl;
+      }
+    }
+  }
+}
+
 void topi_dense_packed_fallback(const Target *t, const TeOp *a, TopiConfig *cfg) {
   memset(cfg, 0, sizeof *cfg);
   if (!packed_anchor_ok(a)) return;
   int64_t m = a->axes[0]->extent, nb = a->axes[1]->extent, bn = a->axes[2]->extent, k = a->reduce_axes[0]->extent;
   int lanes = topi_vector_lanes(t, MLC_F32);
   int64_t vb = (bn + lanes - 1) / lanes, maxacc = max_accumulators(t);
-  /* the register tile tm x (blocks * bn): the most FMAs per load (tm broadcasts + blocks * vb weight vectors
-   * feed tm * blocks * vb FMAs) within the accumulator budget; ties go to more accumulators (independent FMA
-   * chains: 2 pipes x 4 cycles of latency want 8). tm divides M, blocks divides NB: no partial tiles. */
   int64_t tm = 1, blocks = 1;
-  double best = -1;
-  for (int64_t bl = 1; bl <= nb; bl++) {
-    if (nb % bl || bl * vb > maxacc) continue;
-    for (int64_t r = 1; r <= m && r * bl * vb <= maxacc; r++) {
-      if (m % r) continue;
-      double acc = (double)(r * bl * vb), score = acc / (double)(r + bl * vb);
-      if (score > best + 1e-9 || (score > best - 1e-9 && acc > (double)(tm * blocks * vb))) {
-        best = score;
-        tm = r;
-        blocks = bl;
-      }
-    }
-  }
+  best_tile(m, nb, vb, maxacc, &tm, &blocks);
   /* a matrix-vector product is bound by the weight stream, not by the FMAs: each block of the tile is a
    * separate sequential stream through memory (K * bn floats apart), and many concurrent streams defeat
    * the hardware prefetcher (resnet18's fc with 21 blocks: 2 GFLOP/s). About 4 accumulators cover enough of
@@ -563,25 +568,27 @@ void topi_dense_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out,
     if (os && os->op != a) topi_schedule_stage_generic(c, os);
     return;
   }
-  if (nonunit > 1) { /* several row axes: no row tile (the fused row index is not one loop of the output) */
-    tm = 1;
-    mrow = -1;
+  /* several row axes longer than 1 (a [1, H, W, C] NHWC activation): the register tile spans rows of the
+   * last one, whose extent its row count must divide (the other row axes are outer loops) */
+  if (nonunit > 1 && out->shape[mrow] % tm) {
+    int lanes = topi_vector_lanes(c->target, MLC_F32);
+    best_tile(out->shape[mrow], nb, (bn + lanes - 1) / lanes, max_accumulators(c->target), &tm, &blocks);
   }
   /* the output: rows.., m.o, n.o | m.i, nb.i, b */
   TeOp *o = os->op;
-  IterVar *no, *b, *noo, *noi, *mo = NULL, *mi = NULL;
-  topi_split(os, o->axes[rank - 1], bn, &no, &b);
-  topi_split(os, no, blocks, &noo, &noi);
-  if (mrow >= 0) topi_split(os, o->axes[mrow], tm, &mo, &mi);
+  IterVar *no, *b, *noo, *noi, *mo = NULL, *mi = NULL, *rowv = NULL;
   IterVar *order[MLC_MAX_DIMS + 8];
   int q = 0;
+  topi_split(os, o->axes[rank - 1], bn, &no, &b);
+  topi_split(os, no, blocks, &noo, &noi);
   for (int i = 0; i < rank - 1; i++)
     if (i != mrow) order[q++] = o->axes[i];
-  int nouter = q;
+  if (mrow >= 0) rowv = o->axes[mrow];
+  if (rowv) topi_split(os, rowv, tm, &mo, &mi);
   if (mo && n_outer) order[q++] = noo;
   if (mo) order[q++] = mo;
   if (!mo || !n_outer) order[q++] = noo;
-  nouter = q;
+  int nouter = q;
   if (mi) order[q++] = mi;
   order[q++] = noi;
   order[q++] = b;

@@ -3,7 +3,8 @@
 each with inputs and a numpy reference computed here in float64: make_dense_models.py OUT_DIR writes
 NAME.onnx, NAME_inputs.npz and NAME_ref.npz per case and prints the case names. Cases: N a multiple of the
 block (16) and not (10, 19, 37: zero-padded blocks), M = 1 (matrix-vector) and M > 1 (5, 12, 128 rows, 197
-rows: a prime, padded to 200 in the accumulator, and a rank-3 input with two row axes), Gemm with transB = 0 and 1, MatMul with a [K, N] weight, and fused epilogues
+rows: a prime, padded to 200 in the accumulator, and inputs with two or three row axes, NHWC-like: the tile
+spans rows of the last), Gemm with transB = 0 and 1, MatMul with a [K, N] weight, and fused epilogues
 (bias + relu, bias + residual add, an add broadcasting to more rows); products of two run-time operands
 (bmm_*: nn.batch_matmul with guarded row / column tiles); then softmax rows."""
 import os
@@ -51,7 +52,8 @@ for m, k, n in [(1, 64, 32), (1, 40, 10), (5, 37, 19), (12, 48, 37), (128, 64, 4
               helper.make_node("Relu", ["g"], ["y"], name="relu")], {"x": x}, {"w": w, "b": b}, ref)
 
 # MatMul of a rank-3 input with a [K, N] weight + bias + a residual add (two row axes when both are > 1)
-for shape, n in [((1, 16, 32), 32), ((4, 3, 24), 24), ((2, 1, 16), 16), ((1, 197, 24), 24)]:
+for shape, n in [((1, 16, 32), 32), ((4, 3, 24), 24), ((2, 1, 16), 16), ((1, 197, 24), 24), ((1, 7, 7, 32), 32),
+                 ((2, 6, 10, 24), 24)]:
     k = shape[-1]
     x, w, b = f32(*shape), f32(k, n), f32(n)
     ref = x.astype(np.float64) @ w.astype(np.float64) + b + x
