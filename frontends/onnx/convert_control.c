@@ -17,19 +17,11 @@
 
 #define MAX_UNROLL 1024
 
-static mlc_status finish(OnnxCtx *cx, const OnnxNode *n, Node *nd, Value **out, Diag *d) {
-  if (!nd) return d->status != MLC_OK ? d->status : MLC_ERR_INTERNAL;
-  mlc_status st = onnx_finish(cx, n, nd, d);
-  if (st != MLC_OK) return st;
-  *out = nd->outputs[0];
-  return MLC_OK;
-}
-
 static mlc_status reshape(OnnxCtx *cx, const OnnxNode *n, Value *x, int ndim, const int64_t *dims, Value **out,
                           Diag *d) {
   Node *nd = onnx_emit(cx, n, "reshape", 1, &x, 1, d);
   if (nd) ir_set_ints(onnx_graph(cx), nd, "newshape", dims, ndim);
-  return finish(cx, n, nd, out, d);
+  return onnx_finish_one(cx, n, nd, out, d);
 }
 
 /* x[..., i, ...] along axis, with the axis dropped */
@@ -51,7 +43,7 @@ static mlc_status take(OnnxCtx *cx, const OnnxNode *n, Value *x, int axis, int64
     ir_set_ints(g, sl, "strides", s, t->ndim);
   }
   Value *v = NULL;
-  mlc_status st = finish(cx, n, sl, &v, d);
+  mlc_status st = onnx_finish_one(cx, n, sl, &v, d);
   if (st) return st;
   return reshape(cx, n, v, nd, dims, out, d);
 }
@@ -77,7 +69,7 @@ static mlc_status stack(OnnxCtx *cx, const OnnxNode *n, Value **vals, int cnt, i
   }
   Node *nd = onnx_emit(cx, n, "concatenate", cnt, parts, 1, d);
   if (nd) ir_set_int(onnx_graph(cx), nd, "axis", axis);
-  return finish(cx, n, nd, out, d);
+  return onnx_finish_one(cx, n, nd, out, d);
 }
 
 /* The value of a constant scalar (bool or integer); false if v is not a constant. */

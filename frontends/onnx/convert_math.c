@@ -28,25 +28,17 @@ static Node *emit(OnnxCtx *cx, const OnnxNode *n, const char *op, int nin, Value
   return onnx_emit(cx, n, op, nin, ins, 1, d);
 }
 
-static mlc_status finish(OnnxCtx *cx, const OnnxNode *n, Node *nd, Value **out, Diag *d) {
-  if (!nd) return d->status != MLC_OK ? d->status : MLC_ERR_INTERNAL;
-  mlc_status st = onnx_finish(cx, n, nd, d);
-  if (st != MLC_OK) return st;
-  *out = nd->outputs[0];
-  return MLC_OK;
-}
-
 /* one graph op without attributes */
 static mlc_status emit_plain(OnnxCtx *cx, const OnnxNode *n, const char *op, int nin, Value **ins, Value **out,
                              Diag *d) {
-  return finish(cx, n, emit(cx, n, op, nin, ins, d), out, d);
+  return onnx_finish_one(cx, n, emit(cx, n, op, nin, ins, d), out, d);
 }
 
 /* x converted to its own dtype: an identity (single-input Sum/Mean, empty Clip) */
 static mlc_status emit_identity(OnnxCtx *cx, const OnnxNode *n, Value *x, Value **out, Diag *d) {
   Node *nd = emit(cx, n, "cast", 1, &x, d);
   if (nd) ir_set_int(onnx_graph(cx), nd, "dtype", x->type.dtype);
-  return finish(cx, n, nd, out, d);
+  return onnx_finish_one(cx, n, nd, out, d);
 }
 
 /* Before opset 7 the binary ops broadcast only with broadcast=1, aligning B at `axis` of A. Where that is
@@ -157,7 +149,7 @@ static mlc_status conv_simple(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag
     for (int i = 0; i < 2 && SIMPLE[k].attrs[i].name; i++)
       ir_set_float(onnx_graph(cx), nd, SIMPLE[k].attrs[i].name,
                    onnx_attr_float(n, SIMPLE[k].attrs[i].name, SIMPLE[k].attrs[i].dflt));
-  return finish(cx, n, nd, &outs[0], d);
+  return onnx_finish_one(cx, n, nd, &outs[0], d);
 }
 
 /* ---- ops with their own normalisation ---- */
@@ -170,7 +162,7 @@ static mlc_status conv_gelu(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *
     return onnx_error(cx, n, d, MLC_ERR_INVALID, "approximate must be 'none' or 'tanh', got '%s'", ap);
   Node *nd = emit(cx, n, "nn.gelu", 1, n->inputs, d);
   if (nd) ir_set_string(onnx_graph(cx), nd, "approximate", ap);
-  return finish(cx, n, nd, &outs[0], d);
+  return onnx_finish_one(cx, n, nd, &outs[0], d);
 }
 
 /* SwiGLU(a, b) = Swish(a, alpha) * b (opset 28) */
@@ -180,7 +172,7 @@ static mlc_status conv_swiglu(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag
   Node *nd = emit(cx, n, "nn.swish", 1, n->inputs, d);
   if (nd) ir_set_float(onnx_graph(cx), nd, "alpha", onnx_attr_float(n, "alpha", 1.0));
   Value *gate;
-  if ((st = finish(cx, n, nd, &gate, d)) != MLC_OK) return st;
+  if ((st = onnx_finish_one(cx, n, nd, &gate, d)) != MLC_OK) return st;
   Value *ins[2] = {gate, n->inputs[1]};
   return emit_plain(cx, n, "multiply", 2, ins, &outs[0], d);
 }
@@ -193,7 +185,7 @@ static mlc_status conv_isinf(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag 
     ir_set_int(onnx_graph(cx), nd, "detect_positive", onnx_attr_int(n, "detect_positive", 1));
     ir_set_int(onnx_graph(cx), nd, "detect_negative", onnx_attr_int(n, "detect_negative", 1));
   }
-  return finish(cx, n, nd, &outs[0], d);
+  return onnx_finish_one(cx, n, nd, &outs[0], d);
 }
 
 static mlc_status conv_mod(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
@@ -250,7 +242,7 @@ static mlc_status conv_clip(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *
       ir_set_float(onnx_graph(cx), nd, "a_min", onnx_attr_float(n, "min", -INFINITY));
       ir_set_float(onnx_graph(cx), nd, "a_max", onnx_attr_float(n, "max", INFINITY));
     }
-    return finish(cx, n, nd, &outs[0], d);
+    return onnx_finish_one(cx, n, nd, &outs[0], d);
   }
   Value *lo = n->ninputs > 1 ? n->inputs[1] : NULL, *hi = n->ninputs > 2 ? n->inputs[2] : NULL;
   for (int i = 0; i < 2; i++) {
@@ -294,7 +286,7 @@ static mlc_status emit_cast(OnnxCtx *cx, const OnnxNode *n, Value *x, int64_t to
     return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "cast from %s is not supported", mlc_dtype_name(x->type.dtype));
   Node *nd = emit(cx, n, "cast", 1, &x, d);
   if (nd) ir_set_int(onnx_graph(cx), nd, "dtype", to);
-  return finish(cx, n, nd, out, d);
+  return onnx_finish_one(cx, n, nd, out, d);
 }
 
 static mlc_status conv_cast(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
@@ -336,7 +328,7 @@ static mlc_status conv_bitcast(OnnxCtx *cx, const OnnxNode *n, Value **outs, Dia
                       8 * mlc_dtype_size((mlc_dtype)to));
   Node *nd = emit(cx, n, "bitcast", 1, n->inputs, d);
   if (nd) ir_set_int(onnx_graph(cx), nd, "dtype", to);
-  return finish(cx, n, nd, &outs[0], d);
+  return onnx_finish_one(cx, n, nd, &outs[0], d);
 }
 
 const OnnxConverter onnx_ops_math[] = {

@@ -23,32 +23,16 @@
 
 /* ---------------------------------------------------------------- helpers */
 
-static mlc_status need_inputs(OnnxCtx *cx, const OnnxNode *n, int k, Diag *d) {
-  if (n->ninputs < k)
-    return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s needs %d inputs, got %d", n->op_type, k, n->ninputs);
-  for (int i = 0; i < k; i++)
-    if (!n->inputs[i]) return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: input %d is missing", n->op_type, i);
-  return MLC_OK;
-}
-
-static mlc_status finish(OnnxCtx *cx, const OnnxNode *n, Node *nd, Value **out, Diag *d) {
-  if (!nd) return d->status != MLC_OK ? d->status : MLC_ERR_INTERNAL;
-  mlc_status st = onnx_finish(cx, n, nd, d);
-  if (st != MLC_OK) return st;
-  *out = nd->outputs[0];
-  return MLC_OK;
-}
-
 static mlc_status emit2(OnnxCtx *cx, const OnnxNode *n, const char *op, Value *a, Value *b, Value **out, Diag *d) {
   Value *ins[2] = {a, b};
-  return finish(cx, n, onnx_emit(cx, n, op, b ? 2 : 1, ins, 1, d), out, d);
+  return onnx_finish_one(cx, n, onnx_emit(cx, n, op, b ? 2 : 1, ins, 1, d), out, d);
 }
 
 static mlc_status emit_reshape(OnnxCtx *cx, const OnnxNode *n, Value *x, int ndim, const int64_t *shape,
                                Value **out, Diag *d) {
   Node *nd = onnx_emit(cx, n, "reshape", 1, &x, 1, d);
   if (nd) ir_set_ints(onnx_graph(cx), nd, "newshape", shape, ndim);
-  return finish(cx, n, nd, out, d);
+  return onnx_finish_one(cx, n, nd, out, d);
 }
 
 /* An attribute of nsp ints (default dflt when absent); error when its length is wrong. */
@@ -121,7 +105,7 @@ static void set_window(OnnxCtx *cx, Node *nd, const WinAttrs *w, bool pool) {
 /* ---------------------------------------------------------------- Conv */
 
 static mlc_status conv_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 2, d);
+  mlc_status st = onnx_need_inputs(cx, n, 2, d);
   if (st) return st;
   Value *x = n->inputs[0], *w = n->inputs[1], *b = n->ninputs > 2 ? n->inputs[2] : NULL;
   WinAttrs wa;
@@ -137,7 +121,7 @@ static mlc_status conv_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Dia
     ir_set_int(onnx_graph(cx), nd, "groups", onnx_attr_int(n, "group", 1));
   }
   Value *y;
-  if ((st = finish(cx, n, nd, &y, d))) return st;
+  if ((st = onnx_finish_one(cx, n, nd, &y, d))) return st;
   if (b) {
     if (b->type.ndim != 1 || b->type.dims[0] != w->type.dims[0])
       return onnx_error(cx, n, d, MLC_ERR_INVALID, "bias must be a vector of %lld values",
@@ -155,7 +139,7 @@ static mlc_status conv_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Dia
  * total = s*(in-1) + output_padding + (k-1)*d + 1 - out; SAME_UPPER puts the odd unit at the end,
  * otherwise at the start. */
 static mlc_status convtranspose_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 2, d);
+  mlc_status st = onnx_need_inputs(cx, n, 2, d);
   if (st) return st;
   Value *x = n->inputs[0], *w = n->inputs[1], *b = n->ninputs > 2 ? n->inputs[2] : NULL;
   if (w->type.ndim != x->type.ndim)
@@ -207,7 +191,7 @@ static mlc_status convtranspose_convert(OnnxCtx *cx, const OnnxNode *n, Value **
     ir_set_int(g, nd, "groups", onnx_attr_int(n, "group", 1));
   }
   Value *y;
-  if ((st = finish(cx, n, nd, &y, d))) return st;
+  if ((st = onnx_finish_one(cx, n, nd, &y, d))) return st;
   if (b) {
     int64_t oc = y->type.dims[1];
     if (b->type.ndim != 1 || b->type.dims[0] != oc)
@@ -224,7 +208,7 @@ static mlc_status convtranspose_convert(OnnxCtx *cx, const OnnxNode *n, Value **
 /* ---------------------------------------------------------------- Gemm / MatMul */
 
 static mlc_status gemm_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 2, d);
+  mlc_status st = onnx_need_inputs(cx, n, 2, d);
   if (st) return st;
   Value *a = n->inputs[0], *b = n->inputs[1], *c = n->ninputs > 2 ? n->inputs[2] : NULL;
   if (a->type.ndim != 2 || b->type.ndim != 2)
@@ -243,7 +227,7 @@ static mlc_status gemm_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Dia
       ir_set_int(onnx_graph(cx), nd, "transpose_b", tb);
     }
   }
-  if ((st = finish(cx, n, nd, &y, d))) return st;
+  if ((st = onnx_finish_one(cx, n, nd, &y, d))) return st;
   mlc_dtype t = a->type.dtype;
   if (alpha != 1.0 && (st = emit2(cx, n, "multiply", y, onnx_scalar(cx, n, "alpha", t, alpha), &y, d))) return st;
   if (c && beta != 0.0) {
@@ -255,7 +239,7 @@ static mlc_status gemm_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Dia
 }
 
 static mlc_status matmul_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 2, d);
+  mlc_status st = onnx_need_inputs(cx, n, 2, d);
   if (st) return st;
   Value *ins[2] = {n->inputs[0], n->inputs[1]};
   bool two = ins[0]->type.ndim == 2 && ins[1]->type.ndim == 2;
@@ -264,13 +248,13 @@ static mlc_status matmul_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, D
     ir_set_int(onnx_graph(cx), nd, "transpose_a", 0);
     ir_set_int(onnx_graph(cx), nd, "transpose_b", 0);
   }
-  return finish(cx, n, nd, &outs[0], d);
+  return onnx_finish_one(cx, n, nd, &outs[0], d);
 }
 
 /* ---------------------------------------------------------------- pooling */
 
 static mlc_status pool_common(OnnxCtx *cx, const OnnxNode *n, const char *kind, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 1, d);
+  mlc_status st = onnx_need_inputs(cx, n, 1, d);
   if (st) return st;
   Value *x = n->inputs[0];
   WinAttrs wa;
@@ -291,7 +275,7 @@ static mlc_status pool_common(OnnxCtx *cx, const OnnxNode *n, const char *kind, 
       ir_set_int(g, nd, "p", (int64_t)p);
     }
   }
-  return finish(cx, n, nd, &outs[0], d);
+  return onnx_finish_one(cx, n, nd, &outs[0], d);
 }
 
 /* MaxPool: the pool; its optional Indices output (opset 8+) is a second op, nn.max_pool_indices of the data
@@ -310,7 +294,7 @@ static mlc_status maxpool_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, 
     ir_set_int(g, nd, "ceil_mode", onnx_attr_int(n, "ceil_mode", 0));
     ir_set_int(g, nd, "storage_order", onnx_attr_int(n, "storage_order", 0));
   }
-  return finish(cx, n, nd, &outs[1], d);
+  return onnx_finish_one(cx, n, nd, &outs[1], d);
 }
 
 static mlc_status avgpool_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
@@ -322,7 +306,7 @@ static mlc_status lppool_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, D
 }
 
 static mlc_status global_pool(OnnxCtx *cx, const OnnxNode *n, const char *op, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 1, d);
+  mlc_status st = onnx_need_inputs(cx, n, 1, d);
   if (st) return st;
   Node *nd = onnx_emit(cx, n, op, 1, &n->inputs[0], 1, d);
   if (nd && strstr(op, "lp")) {
@@ -331,7 +315,7 @@ static mlc_status global_pool(OnnxCtx *cx, const OnnxNode *n, const char *op, Va
       return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "GlobalLpPool with p=%g is not supported", p);
     ir_set_int(onnx_graph(cx), nd, "p", (int64_t)p);
   }
-  return finish(cx, n, nd, &outs[0], d);
+  return onnx_finish_one(cx, n, nd, &outs[0], d);
 }
 
 static mlc_status gavgpool_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
@@ -347,7 +331,7 @@ static mlc_status glppool_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, 
 /* ---------------------------------------------------------------- Softmax / LogSoftmax */
 
 static mlc_status softmax_common(OnnxCtx *cx, const OnnxNode *n, const char *op, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 1, d);
+  mlc_status st = onnx_need_inputs(cx, n, 1, d);
   if (st) return st;
   Value *x = n->inputs[0];
   int r = x->type.ndim;
@@ -366,7 +350,7 @@ static mlc_status softmax_common(OnnxCtx *cx, const OnnxNode *n, const char *op,
   Node *nd = onnx_emit(cx, n, op, 1, &in, 1, d);
   if (nd) ir_set_int(onnx_graph(cx), nd, "axis", coerce ? 1 : axis);
   Value *y;
-  if ((st = finish(cx, n, nd, &y, d))) return st;
+  if ((st = onnx_finish_one(cx, n, nd, &y, d))) return st;
   if (coerce && (st = emit_reshape(cx, n, y, r, x->type.dims, &y, d))) return st;
   outs[0] = y;
   return MLC_OK;
@@ -402,7 +386,7 @@ static bool const_scalar(const Value *v, double *out) {
 }
 
 static mlc_status dropout_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 1, d);
+  mlc_status st = onnx_need_inputs(cx, n, 1, d);
   if (st) return st;
   Value *x = n->inputs[0];
   bool training = false;
@@ -447,7 +431,7 @@ static mlc_status emit_cast_to(OnnxCtx *cx, const OnnxNode *n, Value *x, mlc_dty
   }
   Node *cn = onnx_emit(cx, n, "cast", 1, &x, 1, d);
   if (cn) ir_set_int(onnx_graph(cx), cn, "dtype", t);
-  return finish(cx, n, cn, out, d);
+  return onnx_finish_one(cx, n, cn, out, d);
 }
 
 /* the mean of x over every axis but the channel axis 1, kept as [1, C, 1, ...] */
@@ -461,7 +445,7 @@ static mlc_status channel_mean(OnnxCtx *cx, const OnnxNode *n, Value *x, Value *
     ir_set_ints(onnx_graph(cx), nd, "axis", axes, na);
     ir_set_int(onnx_graph(cx), nd, "keepdims", 1);
   }
-  return finish(cx, n, nd, out, d);
+  return onnx_finish_one(cx, n, nd, out, d);
 }
 
 /* running = input * momentum + current * (1 - momentum), current [1, C, 1, ...] reshaped to [C], in dtype t */
@@ -489,7 +473,7 @@ static mlc_status running_stat(OnnxCtx *cx, const OnnxNode *n, Value *input, Val
  *   running_mean = input_mean * momentum + current_mean * (1 - momentum)   (running_var likewise)
  * Opset 7..13 name them mean and var and add saved_mean / saved_var, the batch mean and variance. */
 static mlc_status batchnorm_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 5, d);
+  mlc_status st = onnx_need_inputs(cx, n, 5, d);
   if (st) return st;
   Value *x = n->inputs[0];
   bool extra = false;
@@ -560,7 +544,7 @@ static mlc_status batchnorm_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs
 /* ---------------------------------------------------------------- the table */
 
 static mlc_status causal_conv_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 2, d);
+  mlc_status st = onnx_need_inputs(cx, n, 2, d);
   if (st != MLC_OK) return st;
   const char *act = onnx_attr_string(n, "activation", "none");
   int silu = !strcmp(act, "silu") || !strcmp(act, "swish");

@@ -13,23 +13,7 @@
 #include <string.h>
 #include "frontends/onnx/onnx.h"
 
-static mlc_status need_inputs(OnnxCtx *cx, const OnnxNode *n, int k, Diag *d) {
-  if (n->ninputs < k)
-    return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s needs %d inputs, got %d", n->op_type, k, n->ninputs);
-  for (int i = 0; i < k; i++)
-    if (!n->inputs[i]) return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: input %d is missing", n->op_type, i);
-  return MLC_OK;
-}
-
 static Value *opt_input(const OnnxNode *n, int i) { return i < n->ninputs ? n->inputs[i] : NULL; }
-
-static mlc_status finish(OnnxCtx *cx, const OnnxNode *n, Node *nd, Value **out, Diag *d) {
-  if (!nd) return d->status != MLC_OK ? d->status : MLC_ERR_INTERNAL;
-  mlc_status st = onnx_finish(cx, n, nd, d);
-  if (st != MLC_OK) return st;
-  *out = nd->outputs[0];
-  return MLC_OK;
-}
 
 /* ONNX element type numbers mlc has no dtype for (int4, uint4, float8s, float4, int2, uint2) */
 static mlc_status check_qtype(OnnxCtx *cx, const OnnxNode *n, int64_t t, Diag *d) {
@@ -49,7 +33,7 @@ static mlc_status check_qtype(OnnxCtx *cx, const OnnxNode *n, int64_t t, Diag *d
 /* ---------------------------------------------------------------- QuantizeLinear / DequantizeLinear */
 
 static mlc_status conv_qdq(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d, bool quant) {
-  mlc_status st = need_inputs(cx, n, 2, d);
+  mlc_status st = onnx_need_inputs(cx, n, 2, d);
   if (st) return st;
   Value *x = n->inputs[0], *s = n->inputs[1], *zp = opt_input(n, 2);
   int r = x->type.ndim;
@@ -88,7 +72,7 @@ static mlc_status conv_qdq(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d
     ir_set_int(g, nd, "out_dtype", odt);
     if (prec) ir_set_int(g, nd, "div_dtype", prec);
   }
-  return finish(cx, n, nd, &outs[0], d);
+  return onnx_finish_one(cx, n, nd, &outs[0], d);
 }
 
 static mlc_status conv_quantize(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
@@ -100,7 +84,7 @@ static mlc_status conv_dequantize(OnnxCtx *cx, const OnnxNode *n, Value **outs, 
 }
 
 static mlc_status conv_dynq(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 1, d);
+  mlc_status st = onnx_need_inputs(cx, n, 1, d);
   if (st) return st;
   Node *nd = onnx_emit(cx, n, "qnn.dynamic_quantize", 1, n->inputs, 3, d);
   if (!nd) return d->status != MLC_OK ? d->status : MLC_ERR_INTERNAL;
@@ -119,7 +103,7 @@ static mlc_status sub_zp(OnnxCtx *cx, const OnnxNode *n, Value *x, Value *zp, in
                       (long long)(axis + 1));
   Node *nd = onnx_emit(cx, n, "qnn.subtract_zero_point", zp ? 2 : 1, ins, 1, d);
   if (nd) ir_set_int(onnx_graph(cx), nd, "axis", axis < 0 ? 0 : axis);
-  return finish(cx, n, nd, out, d);
+  return onnx_finish_one(cx, n, nd, out, d);
 }
 
 static mlc_status int_matmul(OnnxCtx *cx, const OnnxNode *n, Value *a, Value *azp, Value *b, Value *bzp, Value **out,
@@ -130,17 +114,17 @@ static mlc_status int_matmul(OnnxCtx *cx, const OnnxNode *n, Value *a, Value *az
   if ((st = sub_zp(cx, n, b, bzp, b->type.ndim - 1, &bi, d))) return st;
   Value *ins[2] = {ai, bi};
   const char *op = a->type.ndim == 2 && b->type.ndim == 2 ? "nn.matmul" : "nn.batch_matmul";
-  return finish(cx, n, onnx_emit(cx, n, op, 2, ins, 1, d), out, d);
+  return onnx_finish_one(cx, n, onnx_emit(cx, n, op, 2, ins, 1, d), out, d);
 }
 
 static mlc_status conv_matmul_integer(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 2, d);
+  mlc_status st = onnx_need_inputs(cx, n, 2, d);
   if (st) return st;
   return int_matmul(cx, n, n->inputs[0], opt_input(n, 2), n->inputs[1], opt_input(n, 3), &outs[0], d);
 }
 
 static mlc_status conv_qlinear_matmul(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 7, d);
+  mlc_status st = onnx_need_inputs(cx, n, 7, d);
   if (st) return st;
   Value **in = n->inputs;
   Value *acc = NULL;
@@ -154,7 +138,7 @@ static mlc_status conv_qlinear_matmul(OnnxCtx *cx, const OnnxNode *n, Value **ou
     ir_set_int(g, nd, "axis2", in[3]->type.ndim > 1 ? ro - 1 : -1);
     ir_set_int(g, nd, "out_dtype", ins[4] ? ins[4]->type.dtype : in[0]->type.dtype);
   }
-  return finish(cx, n, nd, &outs[0], d);
+  return onnx_finish_one(cx, n, nd, &outs[0], d);
 }
 
 /* nn.conv{1,2,3}d on int32 operands, attributes as the Conv converter writes them. */
@@ -222,17 +206,17 @@ static mlc_status int_conv(OnnxCtx *cx, const OnnxNode *n, Value *x, Value *xzp,
     ir_set_ints(g, nd, "padding", pads, 2 * nsp);
     ir_set_int(g, nd, "groups", group);
   }
-  return finish(cx, n, nd, out, d);
+  return onnx_finish_one(cx, n, nd, out, d);
 }
 
 static mlc_status conv_conv_integer(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 2, d);
+  mlc_status st = onnx_need_inputs(cx, n, 2, d);
   if (st) return st;
   return int_conv(cx, n, n->inputs[0], opt_input(n, 2), n->inputs[1], opt_input(n, 3), &outs[0], d);
 }
 
 static mlc_status conv_qlinear_conv(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 7, d);
+  mlc_status st = onnx_need_inputs(cx, n, 7, d);
   if (st) return st;
   Value **in = n->inputs;
   Value *acc = NULL;
@@ -246,7 +230,7 @@ static mlc_status conv_qlinear_conv(OnnxCtx *cx, const OnnxNode *n, Value **outs
     ir_set_int(g, nd, "bias_axis", 1);
     ir_set_int(g, nd, "out_dtype", ins[4] ? ins[4]->type.dtype : in[0]->type.dtype);
   }
-  return finish(cx, n, nd, &outs[0], d);
+  return onnx_finish_one(cx, n, nd, &outs[0], d);
 }
 
 const OnnxConverter onnx_ops_quant[] = {

@@ -28,14 +28,6 @@ static const struct {
 
 #define MAX_AXES 64
 
-static mlc_status finish(OnnxCtx *cx, const OnnxNode *n, Node *nd, Value **out, Diag *d) {
-  if (!nd) return d->status != MLC_OK ? d->status : MLC_ERR_INTERNAL;
-  mlc_status st = onnx_finish(cx, n, nd, d);
-  if (st != MLC_OK) return st;
-  *out = nd->outputs[0];
-  return MLC_OK;
-}
-
 /* negative axes made non-negative, range-checked, sorted, duplicates rejected */
 static mlc_status normalize_axes(OnnxCtx *cx, const OnnxNode *n, int ndim, int64_t *axes, int na, Diag *d) {
   for (int i = 0; i < na; i++) {
@@ -87,7 +79,7 @@ static mlc_status conv_reduce(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag
     if (noop) { /* the identity */
       Node *nd = onnx_emit(cx, n, "cast", 1, &x, 1, d);
       if (nd) ir_set_int(g, nd, "dtype", x->type.dtype);
-      return finish(cx, n, nd, &outs[0], d);
+      return onnx_finish_one(cx, n, nd, &outs[0], d);
     }
     na = ndim;
     for (int i = 0; i < ndim; i++) axes[i] = i;
@@ -99,7 +91,7 @@ static mlc_status conv_reduce(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag
     ir_set_ints(g, nd, "axis", axes, na);
     ir_set_int(g, nd, "keepdims", onnx_attr_int(n, "keepdims", 1) != 0);
   }
-  return finish(cx, n, nd, &outs[0], d);
+  return onnx_finish_one(cx, n, nd, &outs[0], d);
 }
 
 static mlc_status conv_arg(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
@@ -115,7 +107,7 @@ static mlc_status conv_arg(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d
     ir_set_int(g, nd, "keepdims", onnx_attr_int(n, "keepdims", 1) != 0);
     ir_set_int(g, nd, "select_last_index", onnx_attr_int(n, "select_last_index", 0) != 0);
   }
-  return finish(cx, n, nd, &outs[0], d);
+  return onnx_finish_one(cx, n, nd, &outs[0], d);
 }
 
 const OnnxConverter onnx_ops_reduce[] = {

@@ -15,22 +15,6 @@
 #include <string.h>
 #include "frontends/onnx/onnx.h"
 
-static mlc_status need_inputs(OnnxCtx *cx, const OnnxNode *n, int k, Diag *d) {
-  if (n->ninputs < k)
-    return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s needs %d inputs, got %d", n->op_type, k, n->ninputs);
-  for (int i = 0; i < k; i++)
-    if (!n->inputs[i]) return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: input %d is missing", n->op_type, i);
-  return MLC_OK;
-}
-
-static mlc_status finish(OnnxCtx *cx, const OnnxNode *n, Node *nd, Value **out, Diag *d) {
-  if (!nd) return d->status != MLC_OK ? d->status : MLC_ERR_INTERNAL;
-  mlc_status st = onnx_finish(cx, n, nd, d);
-  if (st != MLC_OK) return st;
-  *out = nd->outputs[0];
-  return MLC_OK;
-}
-
 static bool present(const OnnxNode *n, int i) { return n->ninputs > i && n->inputs[i]; }
 
 /* An attribute of cnt ints (dflt when absent); error when its length is wrong. */
@@ -60,7 +44,7 @@ static mlc_status const_input(OnnxCtx *cx, const OnnxNode *n, int i, const char 
 /* ---------------------------------------------------------------- MaxUnpool */
 
 static mlc_status maxunpool_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 2, d);
+  mlc_status st = onnx_need_inputs(cx, n, 2, d);
   if (st) return st;
   Value *x = n->inputs[0];
   int r = x->type.ndim, nsp = r - 2;
@@ -84,13 +68,13 @@ static mlc_status maxunpool_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs
     ir_set_ints(onnx_graph(cx), nd, "shape", shape, r);
     ir_set_ints(onnx_graph(cx), nd, "unpooled", unpooled, r);
   }
-  return finish(cx, n, nd, &outs[0], d);
+  return onnx_finish_one(cx, n, nd, &outs[0], d);
 }
 
 /* ---------------------------------------------------------------- Col2Im */
 
 static mlc_status col2im_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 3, d);
+  mlc_status st = onnx_need_inputs(cx, n, 3, d);
   if (st) return st;
   int64_t image[MLC_MAX_DIMS], block[MLC_MAX_DIMS], dil[MLC_MAX_DIMS], strides[MLC_MAX_DIMS], pads[2 * MLC_MAX_DIMS];
   int nsp = -1;
@@ -110,7 +94,7 @@ static mlc_status col2im_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, D
     ir_set_ints(g, nd, "strides", strides, nsp);
     ir_set_ints(g, nd, "padding", pads, 2 * nsp);
   }
-  return finish(cx, n, nd, &outs[0], d);
+  return onnx_finish_one(cx, n, nd, &outs[0], d);
 }
 
 /* ---------------------------------------------------------------- RoiAlign */
@@ -139,7 +123,7 @@ static void roi_grid_max(const Value *rois, double scale, bool half_pixel, int64
 }
 
 static mlc_status roialign_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 3, d);
+  mlc_status st = onnx_need_inputs(cx, n, 3, d);
   if (st) return st;
   const char *ctm = n->opset >= 16 ? onnx_attr_string(n, "coordinate_transformation_mode", "half_pixel")
                                    : "output_half_pixel";
@@ -166,7 +150,7 @@ static mlc_status roialign_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs,
     ir_set_int(g, nd, "half_pixel", half_pixel);
     if (grid_max) ir_set_int(g, nd, "grid_max", grid_max);
   }
-  return finish(cx, n, nd, &outs[0], d);
+  return onnx_finish_one(cx, n, nd, &outs[0], d);
 }
 
 /* ---------------------------------------------------------------- DeformConv */
@@ -175,14 +159,14 @@ static mlc_status emit_shaped(OnnxCtx *cx, const OnnxNode *n, const char *op, co
                               const int64_t *v, Value **out, Diag *d) {
   Node *nd = onnx_emit(cx, n, op, 1, &x, 1, d);
   if (nd) ir_set_ints(onnx_graph(cx), nd, attr, v, cnt);
-  return finish(cx, n, nd, out, d);
+  return onnx_finish_one(cx, n, nd, out, d);
 }
 
 /* DeformConv = nn.deform_im2col (cols [N, G, oh*ow, Kg], Kg = kh*kw*C/G) times the weight as [G, OC/G, Kg]
  * (batch matmul with transpose_b: [N, G, oh*ow, OC/G]; with one group the weight is the 2-D [OC, K] that
  * AlterOpLayout packs), then transpose + reshape to [N, OC, oh, ow] and the bias. */
 static mlc_status deformconv_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 3, d);
+  mlc_status st = onnx_need_inputs(cx, n, 3, d);
   if (st) return st;
   Value *x = n->inputs[0], *w = n->inputs[1];
   if (x->type.ndim != 4 || w->type.ndim != 4)
@@ -211,7 +195,7 @@ static mlc_status deformconv_convert(OnnxCtx *cx, const OnnxNode *n, Value **out
     ir_set_int(g, nd, "offset_group", onnx_attr_int(n, "offset_group", 1));
   }
   Value *cols, *wm, *y;
-  if ((st = finish(cx, n, nd, &cols, d))) return st;
+  if ((st = onnx_finish_one(cx, n, nd, &cols, d))) return st;
   int64_t kg = w->type.dims[1] * w->type.dims[2] * w->type.dims[3], p = cols->type.dims[2];
   int64_t wshape[3] = {groups, oc / groups, kg}, oshape[4] = {nb, oc, 0, 0}, perm[4] = {0, 1, 3, 2};
   int64_t wperm[4] = {0, 2, 3, 1}; /* [OC, C/G, kh, kw] -> [OC, kh, kw, C/G], the columns' order */
@@ -227,7 +211,7 @@ static mlc_status deformconv_convert(OnnxCtx *cx, const OnnxNode *n, Value **out
     ir_set_int(onnx_graph(cx), bm, "transpose_a", 0);
     ir_set_int(onnx_graph(cx), bm, "transpose_b", 1);
   }
-  if ((st = finish(cx, n, bm, &y, d))) return st;
+  if ((st = onnx_finish_one(cx, n, bm, &y, d))) return st;
   if ((st = emit_shaped(cx, n, "transpose", "axes", y, 4, perm, &y, d))) return st;
   oshape[2] = n->inputs[2]->type.dims[2];
   oshape[3] = n->inputs[2]->type.dims[3];
@@ -241,7 +225,7 @@ static mlc_status deformconv_convert(OnnxCtx *cx, const OnnxNode *n, Value **out
     Value *rb;
     if ((st = emit_shaped(cx, n, "reshape", "newshape", b, 3, shape, &rb, d))) return st;
     Value *add[2] = {y, rb};
-    if ((st = finish(cx, n, onnx_emit(cx, n, "add", 2, add, 1, d), &y, d))) return st;
+    if ((st = onnx_finish_one(cx, n, onnx_emit(cx, n, "add", 2, add, 1, d), &y, d))) return st;
   }
   outs[0] = y;
   return MLC_OK;

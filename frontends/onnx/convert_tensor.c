@@ -11,27 +11,11 @@
 
 /* ---------------------------------------------------------------- helpers */
 
-static mlc_status need_inputs(OnnxCtx *cx, const OnnxNode *n, int k, Diag *d) {
-  if (n->ninputs < k)
-    return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s needs %d inputs, got %d", n->op_type, k, n->ninputs);
-  for (int i = 0; i < k; i++)
-    if (!n->inputs[i]) return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: input %d is missing", n->op_type, i);
-  return MLC_OK;
-}
-
-static mlc_status finish(OnnxCtx *cx, const OnnxNode *n, Node *nd, Value **out, Diag *d) {
-  if (!nd) return d->status != MLC_OK ? d->status : MLC_ERR_INTERNAL;
-  mlc_status st = onnx_finish(cx, n, nd, d);
-  if (st != MLC_OK) return st;
-  *out = nd->outputs[0];
-  return MLC_OK;
-}
-
 static mlc_status emit_reshape(OnnxCtx *cx, const OnnxNode *n, Value *x, int ndim, const int64_t *shape,
                                Value **out, Diag *d) {
   Node *nd = onnx_emit(cx, n, "reshape", 1, &x, 1, d);
   if (nd) ir_set_ints(onnx_graph(cx), nd, "newshape", shape, ndim);
-  return finish(cx, n, nd, out, d);
+  return onnx_finish_one(cx, n, nd, out, d);
 }
 
 /* A constant int input's values (count returned); error naming the input when it is not constant. */
@@ -53,7 +37,7 @@ static mlc_status const_input(OnnxCtx *cx, const OnnxNode *n, int i, const char 
 /* ---------------------------------------------------------------- Reshape / Flatten / Transpose / Identity */
 
 static mlc_status reshape_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 1, d);
+  mlc_status st = onnx_need_inputs(cx, n, 1, d);
   if (st) return st;
   Value *x = n->inputs[0];
   int64_t shape[MLC_MAX_DIMS + 1];
@@ -95,7 +79,7 @@ static mlc_status reshape_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, 
 }
 
 static mlc_status flatten_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 1, d);
+  mlc_status st = onnx_need_inputs(cx, n, 1, d);
   if (st) return st;
   Value *x = n->inputs[0];
   int r = x->type.ndim;
@@ -109,7 +93,7 @@ static mlc_status flatten_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, 
 }
 
 static mlc_status transpose_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 1, d);
+  mlc_status st = onnx_need_inputs(cx, n, 1, d);
   if (st) return st;
   Value *x = n->inputs[0];
   int r = x->type.ndim;
@@ -124,17 +108,17 @@ static mlc_status transpose_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs
     if (perm[i] < 0) perm[i] += r;
   Node *nd = onnx_emit(cx, n, "transpose", 1, &x, 1, d);
   if (nd) ir_set_ints(onnx_graph(cx), nd, "axes", perm, r);
-  return finish(cx, n, nd, &outs[0], d);
+  return onnx_finish_one(cx, n, nd, &outs[0], d);
 }
 
 static mlc_status identity_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 1, d);
+  mlc_status st = onnx_need_inputs(cx, n, 1, d);
   if (st) return st;
-  return finish(cx, n, onnx_emit(cx, n, "copy", 1, &n->inputs[0], 1, d), &outs[0], d);
+  return onnx_finish_one(cx, n, onnx_emit(cx, n, "copy", 1, &n->inputs[0], 1, d), &outs[0], d);
 }
 
 static mlc_status concat_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 1, d);
+  mlc_status st = onnx_need_inputs(cx, n, 1, d);
   if (st) return st;
   int r = n->inputs[0]->type.ndim;
   int64_t axis = onnx_attr_int(n, "axis", 1); /* required from opset 4; opset 1 defaulted to 1 */
@@ -147,7 +131,7 @@ static mlc_status concat_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, D
     if (n->inputs[i]) ins[k++] = n->inputs[i];
   Node *nd = onnx_emit(cx, n, "concatenate", k, ins, 1, d);
   if (nd) ir_set_int(onnx_graph(cx), nd, "axis", axis);
-  return finish(cx, n, nd, &outs[0], d);
+  return onnx_finish_one(cx, n, nd, &outs[0], d);
 }
 
 /* Squeeze / Unsqueeze: reshapes; axes an attribute before opset 13, an input from 13. */
@@ -164,7 +148,7 @@ static mlc_status squeeze_axes(OnnxCtx *cx, const OnnxNode *n, int64_t *axes, in
 }
 
 static mlc_status squeeze_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 1, d);
+  mlc_status st = onnx_need_inputs(cx, n, 1, d);
   if (st) return st;
   Value *x = n->inputs[0];
   int r = x->type.ndim, cnt;
@@ -191,7 +175,7 @@ static mlc_status squeeze_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, 
 }
 
 static mlc_status unsqueeze_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 1, d);
+  mlc_status st = onnx_need_inputs(cx, n, 1, d);
   if (st) return st;
   Value *x = n->inputs[0];
   int r = x->type.ndim, cnt;
@@ -282,7 +266,7 @@ static mlc_status scalar_value(OnnxCtx *cx, const OnnxNode *n, int i, const char
 /* ---------------------------------------------------------------- Shape / Size: constants (static shapes) */
 
 static mlc_status shape_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 1, d);
+  mlc_status st = onnx_need_inputs(cx, n, 1, d);
   if (st) return st;
   const TensorType *x = &n->inputs[0]->type;
   int r = x->ndim;
@@ -300,7 +284,7 @@ static mlc_status shape_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Di
 }
 
 static mlc_status size_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 1, d);
+  mlc_status st = onnx_need_inputs(cx, n, 1, d);
   if (st) return st;
   int64_t v = tt_numel(&n->inputs[0]->type);
   TensorType t = {.dtype = MLC_I64, .ndim = 0};
@@ -319,11 +303,11 @@ static mlc_status emit_slice(OnnxCtx *cx, const OnnxNode *n, Value *x, const int
     ir_set_ints(g, nd, "end", e, x->type.ndim);
     ir_set_ints(g, nd, "strides", s, x->type.ndim);
   }
-  return finish(cx, n, nd, out, d);
+  return onnx_finish_one(cx, n, nd, out, d);
 }
 
 static mlc_status slice_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 1, d);
+  mlc_status st = onnx_need_inputs(cx, n, 1, d);
   if (st) return st;
   Value *x = n->inputs[0];
   int r = x->type.ndim;
@@ -335,7 +319,7 @@ static mlc_status slice_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Di
     na = onnx_attr_ints(n, "axes", axes, MLC_MAX_DIMS + 1);
     if (ns < 0 || ne < 0) return onnx_error(cx, n, d, MLC_ERR_INVALID, "Slice needs 'starts' and 'ends'");
   } else {
-    if ((st = need_inputs(cx, n, 3, d))) return st;
+    if ((st = onnx_need_inputs(cx, n, 3, d))) return st;
     if ((st = const_input(cx, n, 1, "starts", starts, MLC_MAX_DIMS + 1, &ns, d)) ||
         (st = const_input(cx, n, 2, "ends", ends, MLC_MAX_DIMS + 1, &ne, d)))
       return st;
@@ -372,7 +356,7 @@ static mlc_status slice_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Di
 }
 
 static mlc_status split_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 1, d);
+  mlc_status st = onnx_need_inputs(cx, n, 1, d);
   if (st) return st;
   Value *x = n->inputs[0];
   int r = x->type.ndim, nout = n->noutputs;
@@ -429,7 +413,7 @@ static mlc_status split_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Di
 /* ---------------------------------------------------------------- Expand / Tile / ConstantOfShape / Range */
 
 static mlc_status expand_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 2, d);
+  mlc_status st = onnx_need_inputs(cx, n, 2, d);
   if (st) return st;
   Value *x = n->inputs[0];
   TensorType sh = {.dtype = x->type.dtype}, o;
@@ -449,11 +433,11 @@ static mlc_status expand_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, D
   }
   Node *nd = onnx_emit(cx, n, "broadcast_to", 1, &x, 1, d);
   if (nd) ir_set_ints(onnx_graph(cx), nd, "shape", o.dims, o.ndim);
-  return finish(cx, n, nd, &outs[0], d);
+  return onnx_finish_one(cx, n, nd, &outs[0], d);
 }
 
 static mlc_status tile_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 2, d);
+  mlc_status st = onnx_need_inputs(cx, n, 2, d);
   if (st) return st;
   Value *x = n->inputs[0];
   int64_t reps[MLC_MAX_DIMS];
@@ -464,11 +448,11 @@ static mlc_status tile_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Dia
     return onnx_error(cx, n, d, MLC_ERR_INVALID, "Tile: %d repeats for rank %d", cnt, x->type.ndim);
   Node *nd = onnx_emit(cx, n, "tile", 1, &x, 1, d);
   if (nd) ir_set_ints(onnx_graph(cx), nd, "reps", reps, cnt);
-  return finish(cx, n, nd, &outs[0], d);
+  return onnx_finish_one(cx, n, nd, &outs[0], d);
 }
 
 static mlc_status constant_of_shape_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 1, d);
+  mlc_status st = onnx_need_inputs(cx, n, 1, d);
   if (st) return st;
   TensorType o = {0};
   int cnt;
@@ -483,13 +467,13 @@ static mlc_status constant_of_shape_convert(OnnxCtx *cx, const OnnxNode *n, Valu
   if (tt_numel(&v->type) != 1) return onnx_error(cx, n, d, MLC_ERR_INVALID, "ConstantOfShape: value must have one element");
   Node *nd = onnx_emit(cx, n, "full", 1, &v, 1, d);
   if (nd) ir_set_ints(onnx_graph(cx), nd, "shape", o.dims, o.ndim);
-  return finish(cx, n, nd, &outs[0], d);
+  return onnx_finish_one(cx, n, nd, &outs[0], d);
 }
 
 /* Range: the element count ceil((limit - start) / delta) is the output shape, so all three inputs must be known
  * at compile time; out[i] = start + i * delta is computed by arange from the start and delta values. */
 static mlc_status range_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 3, d);
+  mlc_status st = onnx_need_inputs(cx, n, 3, d);
   if (st) return st;
   double v[3];
   static const char *what[3] = {"start", "limit", "delta"};
@@ -519,13 +503,13 @@ static mlc_status range_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Di
   Value *ins[2] = {n->inputs[0], n->inputs[2]};
   Node *nd = onnx_emit(cx, n, "arange", 2, ins, 1, d);
   if (nd) ir_set_int(onnx_graph(cx), nd, "num", num);
-  return finish(cx, n, nd, &outs[0], d);
+  return onnx_finish_one(cx, n, nd, &outs[0], d);
 }
 
 /* ---------------------------------------------------------------- Pad / CenterCropPad -> nn.pad */
 
 static mlc_status pad_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 1, d);
+  mlc_status st = onnx_need_inputs(cx, n, 1, d);
   if (st) return st;
   Value *x = n->inputs[0];
   int r = x->type.ndim;
@@ -568,11 +552,11 @@ static mlc_status pad_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag
     ir_set_string(g, nd, "pad_mode", mode);
     ir_set_float(g, nd, "pad_value", value);
   }
-  return finish(cx, n, nd, &outs[0], d);
+  return onnx_finish_one(cx, n, nd, &outs[0], d);
 }
 
 static mlc_status center_crop_pad_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 2, d);
+  mlc_status st = onnx_need_inputs(cx, n, 2, d);
   if (st) return st;
   Value *x = n->inputs[0];
   int r = x->type.ndim, cnt;
@@ -602,14 +586,14 @@ static mlc_status center_crop_pad_convert(OnnxCtx *cx, const OnnxNode *n, Value 
     ir_set_ints(onnx_graph(cx), nd, "pad_width", pads, 2 * r);
     ir_set_string(onnx_graph(cx), nd, "pad_mode", "constant");
   }
-  return finish(cx, n, nd, &outs[0], d);
+  return onnx_finish_one(cx, n, nd, &outs[0], d);
 }
 
 /* ---------------------------------------------------------------- Trilu, DepthToSpace, SpaceToDepth, EyeLike,
  * OneHot, ReverseSequence */
 
 static mlc_status trilu_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 1, d);
+  mlc_status st = onnx_need_inputs(cx, n, 1, d);
   if (st) return st;
   int64_t k = 0;
   int cnt;
@@ -622,11 +606,11 @@ static mlc_status trilu_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Di
     ir_set_int(onnx_graph(cx), nd, "upper", onnx_attr_int(n, "upper", 1) != 0);
     ir_set_int(onnx_graph(cx), nd, "k", k);
   }
-  return finish(cx, n, nd, &outs[0], d);
+  return onnx_finish_one(cx, n, nd, &outs[0], d);
 }
 
 static mlc_status depth_space_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 1, d);
+  mlc_status st = onnx_need_inputs(cx, n, 1, d);
   if (st) return st;
   bool d2s = !strcmp(n->op_type, "DepthToSpace");
   if (!onnx_has_attr(n, "blocksize")) return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s needs 'blocksize'", n->op_type);
@@ -635,11 +619,11 @@ static mlc_status depth_space_convert(OnnxCtx *cx, const OnnxNode *n, Value **ou
     ir_set_int(onnx_graph(cx), nd, "block_size", onnx_attr_int(n, "blocksize", 1));
     if (d2s) ir_set_string(onnx_graph(cx), nd, "mode", onnx_attr_string(n, "mode", "DCR"));
   }
-  return finish(cx, n, nd, &outs[0], d);
+  return onnx_finish_one(cx, n, nd, &outs[0], d);
 }
 
 static mlc_status eye_like_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 1, d);
+  mlc_status st = onnx_need_inputs(cx, n, 1, d);
   if (st) return st;
   int64_t dt = onnx_attr_int(n, "dtype", n->inputs[0]->type.dtype);
   if (dt <= 0 || dt >= MLC_DTYPE_COUNT || mlc_dtype_size((mlc_dtype)dt) <= 0 || dt == MLC_STRING)
@@ -649,11 +633,11 @@ static mlc_status eye_like_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs,
     ir_set_int(onnx_graph(cx), nd, "k", onnx_attr_int(n, "k", 0));
     ir_set_int(onnx_graph(cx), nd, "dtype", dt);
   }
-  return finish(cx, n, nd, &outs[0], d);
+  return onnx_finish_one(cx, n, nd, &outs[0], d);
 }
 
 static mlc_status one_hot_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 3, d);
+  mlc_status st = onnx_need_inputs(cx, n, 3, d);
   if (st) return st;
   double depth;
   if ((st = scalar_value(cx, n, 1, "depth", &depth, d))) return st;
@@ -666,11 +650,11 @@ static mlc_status one_hot_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, 
     ir_set_int(onnx_graph(cx), nd, "depth", (int64_t)depth);
     ir_set_int(onnx_graph(cx), nd, "axis", norm_axis(axis, r));
   }
-  return finish(cx, n, nd, &outs[0], d);
+  return onnx_finish_one(cx, n, nd, &outs[0], d);
 }
 
 static mlc_status reverse_sequence_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 2, d);
+  mlc_status st = onnx_need_inputs(cx, n, 2, d);
   if (st) return st;
   int r = n->inputs[0]->type.ndim;
   int64_t b = 0, t = 0;
@@ -680,7 +664,7 @@ static mlc_status reverse_sequence_convert(OnnxCtx *cx, const OnnxNode *n, Value
     ir_set_int(onnx_graph(cx), nd, "batch_axis", b);
     ir_set_int(onnx_graph(cx), nd, "time_axis", t);
   }
-  return finish(cx, n, nd, &outs[0], d);
+  return onnx_finish_one(cx, n, nd, &outs[0], d);
 }
 
 /* ---------------------------------------------------------------- the table */

@@ -255,3 +255,19 @@ const char *onnx_input_deps(OnnxCtx *cx, int nv, Value *const *vs) {
   sb_free(&b);
   return s;
 }
+
+mlc_status onnx_need_inputs(OnnxCtx *cx, const OnnxNode *n, int k, Diag *d) {
+  if (n->ninputs < k)
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s needs %d inputs, got %d", n->op_type, k, n->ninputs);
+  for (int i = 0; i < k; i++)
+    if (!n->inputs[i]) return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: input %d is missing", n->op_type, i);
+  return MLC_OK;
+}
+
+mlc_status onnx_finish_one(OnnxCtx *cx, const OnnxNode *n, Node *nd, Value **out, Diag *d) {
+  if (!nd) return d->status != MLC_OK ? d->status : MLC_ERR_INTERNAL;
+  mlc_status st = onnx_finish(cx, n, nd, d);
+  if (st != MLC_OK) return st;
+  *out = nd->outputs[0];
+  return MLC_OK;
+}

@@ -21,3 +21,21 @@ void topi_broadcast_index(TeCtx *c, const TeTensor *t, int ndim, Expr **idx, Exp
     out_idx[i] = t->shape[i] == 1 ? tir_idx(c->arena, 0) : idx[o];
   }
 }
+
+typedef struct CastCtx {
+  TeTensor *src;
+  mlc_dtype to;
+} CastCtx;
+
+static Expr *cast_body(TeCtx *c, Expr **idx, void *user) {
+  CastCtx *k = user;
+  return tir_cast(c->arena, k->to, te_read(c, k->src, k->src->ndim, idx));
+}
+
+TeTensor *topi_cast_stage(TeCtx *c, TeTensor *t, mlc_dtype to) {
+  if (t->dtype == to) return t;
+  CastCtx *k = arena_alloc(c->arena, sizeof *k);
+  k->src = t;
+  k->to = to;
+  return te_compute(c, "cast", "elemwise", to, t->ndim, t->shape, cast_body, k);
+}

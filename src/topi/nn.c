@@ -40,25 +40,6 @@ static Expr *read_as(TeCtx *c, TeTensor *t, Expr **idx, mlc_dtype to) {
   return t->dtype == to ? e : tir_cast(c->arena, to, e);
 }
 
-typedef struct CastCtx {
-  TeTensor *src;
-  mlc_dtype to;
-} CastCtx;
-
-static Expr *cast_body(TeCtx *c, Expr **idx, void *user) {
-  CastCtx *k = user;
-  return tir_cast(c->arena, k->to, te_read(c, k->src, k->src->ndim, idx));
-}
-
-/* A cast stage after a float32 accumulation of a float16/bfloat16 op. */
-static TeTensor *cast_stage(TeCtx *c, TeTensor *t, mlc_dtype to) {
-  if (t->dtype == to) return t;
-  CastCtx *k = arena_alloc(c->arena, sizeof *k);
-  k->src = t;
-  k->to = to;
-  return te_compute(c, "cast", "elemwise", to, t->ndim, t->shape, cast_body, k);
-}
-
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* Spatial attribute of nsp ints with a default; fails if present with the wrong length. */
@@ -231,7 +212,7 @@ static mlc_status conv_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **out
   const TensorType *o = &n->outputs[0]->type;
   static const char *tags[4] = {"", "conv1d_ncw", "conv2d_nchw", "conv3d_ncdhw"};
   TeTensor *t = te_compute(c, n->op->name + 3, tags[k->w.nsp], k->acc, o->ndim, o->dims, conv_body, k);
-  outs[0] = cast_stage(c, t, o->dtype);
+  outs[0] = topi_cast_stage(c, t, o->dtype);
   return MLC_OK;
 }
 
@@ -325,7 +306,7 @@ static mlc_status convt_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **ou
   k->acc = acc_dtype(ins[0]->dtype);
   const TensorType *o = &n->outputs[0]->type;
   TeTensor *t = te_compute(c, n->op->name + 3, "conv_transpose", k->acc, o->ndim, o->dims, convt_body, k);
-  outs[0] = cast_stage(c, t, o->dtype);
+  outs[0] = topi_cast_stage(c, t, o->dtype);
   return MLC_OK;
 }
 
@@ -561,7 +542,7 @@ static mlc_status pool_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **out
   k->pad = pool_pad_stage(c, k);
   const TensorType *o = &n->outputs[0]->type;
   TeTensor *t = te_compute(c, n->op->name + 3, "pool", k->acc, o->ndim, o->dims, pool_body, k);
-  outs[0] = k->kind == POOL_LP ? lp_root(c, t, k->p, o->dtype) : cast_stage(c, t, o->dtype);
+  outs[0] = k->kind == POOL_LP ? lp_root(c, t, k->p, o->dtype) : topi_cast_stage(c, t, o->dtype);
   return MLC_OK;
 }
 
@@ -746,7 +727,7 @@ static mlc_status gpool_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **ou
   k->block = pool_block(n);
   const TensorType *o = &n->outputs[0]->type;
   TeTensor *t = te_compute(c, n->op->name + 3, "pool", k->acc, o->ndim, o->dims, gpool_body, k);
-  outs[0] = k->kind == POOL_LP ? lp_root(c, t, k->p, o->dtype) : cast_stage(c, t, o->dtype);
+  outs[0] = k->kind == POOL_LP ? lp_root(c, t, k->p, o->dtype) : topi_cast_stage(c, t, o->dtype);
   return MLC_OK;
 }
 
@@ -869,7 +850,7 @@ static mlc_status matmul_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **o
   m->out_ndim = o->ndim;
   const char *tag = strcmp(n->op->name, "nn.batch_matmul") == 0 ? "batch_matmul" : "dense";
   TeTensor *t = te_compute(c, n->op->name + 3, tag, m->acc, o->ndim, o->dims, matmul_body, m);
-  outs[0] = cast_stage(c, t, o->dtype);
+  outs[0] = topi_cast_stage(c, t, o->dtype);
   return MLC_OK;
 }
 

@@ -71,25 +71,6 @@ static mlc_status check_float(const Node *n, mlc_dtype t, Diag *d) {
   return MLC_OK;
 }
 
-typedef struct CastCtx {
-  TeTensor *src;
-  mlc_dtype to;
-} CastCtx;
-
-static Expr *cast_body(TeCtx *c, Expr **idx, void *user) {
-  CastCtx *k = user;
-  return tir_cast(c->arena, k->to, te_read(c, k->src, k->src->ndim, idx));
-}
-
-/* the cast back to the output dtype after a float32 accumulation of float16/bfloat16 */
-static TeTensor *cast_stage(TeCtx *c, TeTensor *t, mlc_dtype to) {
-  if (t->dtype == to) return t;
-  CastCtx *k = arena_alloc(c->arena, sizeof *k);
-  k->src = t;
-  k->to = to;
-  return te_compute(c, "cast", "elemwise", to, t->ndim, t->shape, cast_body, k);
-}
-
 /* loop vars v[0..n) named prefix%d, their refs in e */
 static void loop_vars(Arena *A, const char *prefix, int n, Var **v, Expr **e) {
   for (int i = 0; i < n; i++) {
@@ -297,7 +278,7 @@ static mlc_status col2im_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **o
   k->acc = acc_dtype(ins[0]->dtype);
   const TensorType *o = &n->outputs[0]->type;
   TeTensor *t = te_compute(c, "col2im", "reduce", k->acc, o->ndim, o->dims, col2im_body, k);
-  outs[0] = cast_stage(c, t, o->dtype);
+  outs[0] = topi_cast_stage(c, t, o->dtype);
   return MLC_OK;
 }
 
@@ -685,7 +666,7 @@ static mlc_status deform_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **o
   const TensorType *o = &n->outputs[0]->type;
   /* its own kernel (an opaque op), so the columns are computed once and the GEMM reads them */
   TeTensor *t = te_compute(c, "deform_im2col", "injective", k->acc, 4, o->dims, deform_cols_body, k);
-  outs[0] = cast_stage(c, t, o->dtype);
+  outs[0] = topi_cast_stage(c, t, o->dtype);
   return MLC_OK;
 }
 

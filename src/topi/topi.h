@@ -107,5 +107,8 @@ void topi_depthwise_x86_schedule(TeCtx *c, TeSchedule *s, TeOp *anchor, TeTensor
 mlc_status topi_broadcast_shape(const TensorType *a, const TensorType *b, TensorType *out);
 /* index expressions into t for output index idx of a broadcast with output rank ndim */
 void topi_broadcast_index(TeCtx *c, const TeTensor *t, int ndim, Expr **idx, Expr **out_idx);
+/* t cast to dtype `to` as an elemwise stage (t itself if it has that dtype): the cast back after a float32
+ * accumulation of a float16/bfloat16 op */
+TeTensor *topi_cast_stage(TeCtx *c, TeTensor *t, mlc_dtype to);
 
 #endif
