@@ -17,13 +17,6 @@
 
 /* ---- helpers ---- */
 
-static mlc_status need_inputs(OnnxCtx *cx, const OnnxNode *n, int k, Diag *d) {
-  if (n->ninputs < k) return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s needs %d inputs, got %d", n->op_type, k, n->ninputs);
-  for (int i = 0; i < k; i++)
-    if (!n->inputs[i]) return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: input %d is missing", n->op_type, i);
-  return MLC_OK;
-}
-
 static Node *emit(OnnxCtx *cx, const OnnxNode *n, const char *op, int nin, Value **ins, Diag *d) {
   return onnx_emit(cx, n, op, nin, ins, 1, d);
 }
@@ -141,7 +134,7 @@ static mlc_status conv_simple(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag
   size_t k = 0;
   while (k < countof(SIMPLE) && strcmp(SIMPLE[k].onnx, n->op_type) != 0) k++;
   if (k == countof(SIMPLE)) return onnx_error(cx, n, d, MLC_ERR_INTERNAL, "no math mapping for %s", n->op_type);
-  mlc_status st = need_inputs(cx, n, SIMPLE[k].nin, d);
+  mlc_status st = onnx_need_inputs(cx, n, SIMPLE[k].nin, d);
   if (st != MLC_OK) return st;
   if (SIMPLE[k].legacy_bcast && (st = check_legacy_broadcast(cx, n, d)) != MLC_OK) return st;
   Node *nd = emit(cx, n, SIMPLE[k].op, SIMPLE[k].nin, n->inputs, d);
@@ -155,7 +148,7 @@ static mlc_status conv_simple(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag
 /* ---- ops with their own normalisation ---- */
 
 static mlc_status conv_gelu(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 1, d);
+  mlc_status st = onnx_need_inputs(cx, n, 1, d);
   if (st != MLC_OK) return st;
   const char *ap = onnx_attr_string(n, "approximate", "none");
   if (strcmp(ap, "none") != 0 && strcmp(ap, "tanh") != 0)
@@ -167,7 +160,7 @@ static mlc_status conv_gelu(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *
 
 /* SwiGLU(a, b) = Swish(a, alpha) * b (opset 28) */
 static mlc_status conv_swiglu(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 2, d);
+  mlc_status st = onnx_need_inputs(cx, n, 2, d);
   if (st != MLC_OK) return st;
   Node *nd = emit(cx, n, "nn.swish", 1, n->inputs, d);
   if (nd) ir_set_float(onnx_graph(cx), nd, "alpha", onnx_attr_float(n, "alpha", 1.0));
@@ -178,7 +171,7 @@ static mlc_status conv_swiglu(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag
 }
 
 static mlc_status conv_isinf(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 1, d);
+  mlc_status st = onnx_need_inputs(cx, n, 1, d);
   if (st != MLC_OK) return st;
   Node *nd = emit(cx, n, "isinf", 1, n->inputs, d);
   if (nd) {
@@ -189,7 +182,7 @@ static mlc_status conv_isinf(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag 
 }
 
 static mlc_status conv_mod(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 2, d);
+  mlc_status st = onnx_need_inputs(cx, n, 2, d);
   if (st != MLC_OK) return st;
   int64_t fmod_ = onnx_attr_int(n, "fmod", 0);
   if (fmod_ != 0 && fmod_ != 1) return onnx_error(cx, n, d, MLC_ERR_INVALID, "fmod must be 0 or 1");
@@ -197,7 +190,7 @@ static mlc_status conv_mod(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d
 }
 
 static mlc_status conv_bitshift(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 2, d);
+  mlc_status st = onnx_need_inputs(cx, n, 2, d);
   if (st != MLC_OK) return st;
   const char *dir = onnx_attr_string(n, "direction", "");
   const char *op = strcmp(dir, "LEFT") == 0 ? "left_shift" : strcmp(dir, "RIGHT") == 0 ? "right_shift" : NULL;
@@ -209,7 +202,7 @@ static mlc_status conv_bitshift(OnnxCtx *cx, const OnnxNode *n, Value **outs, Di
 static mlc_status conv_variadic(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
   const char *op = strcmp(n->op_type, "Max") == 0 ? "maximum" : strcmp(n->op_type, "Min") == 0 ? "minimum" : "add";
   if (n->ninputs < 1) return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s needs at least one input", n->op_type);
-  mlc_status st = need_inputs(cx, n, n->ninputs, d);
+  mlc_status st = onnx_need_inputs(cx, n, n->ninputs, d);
   if (st != MLC_OK) return st;
   Value *acc = n->inputs[0];
   if (n->ninputs == 1) {
@@ -233,7 +226,7 @@ static mlc_status conv_variadic(OnnxCtx *cx, const OnnxNode *n, Value **outs, Di
 }
 
 static mlc_status conv_clip(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 1, d);
+  mlc_status st = onnx_need_inputs(cx, n, 1, d);
   if (st != MLC_OK) return st;
   Value *x = n->inputs[0];
   if (n->opset < 11) {
@@ -290,7 +283,7 @@ static mlc_status emit_cast(OnnxCtx *cx, const OnnxNode *n, Value *x, int64_t to
 }
 
 static mlc_status conv_cast(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 1, d);
+  mlc_status st = onnx_need_inputs(cx, n, 1, d);
   if (st != MLC_OK) return st;
   int64_t to = -1;
   const char *s = n->opset < 6 ? onnx_attr_string(n, "to", NULL) : NULL;
@@ -305,14 +298,14 @@ static mlc_status conv_cast(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *
 }
 
 static mlc_status conv_castlike(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 2, d);
+  mlc_status st = onnx_need_inputs(cx, n, 2, d);
   if (st != MLC_OK) return st;
   return emit_cast(cx, n, n->inputs[0], n->inputs[1]->type.dtype, &outs[0], d);
 }
 
 /* BitCast: the same bits read as `to` (same width, same shape; little endian like the host) */
 static mlc_status conv_bitcast(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_inputs(cx, n, 1, d);
+  mlc_status st = onnx_need_inputs(cx, n, 1, d);
   if (st != MLC_OK) return st;
   if (!onnx_has_attr(n, "to")) return onnx_error(cx, n, d, MLC_ERR_INVALID, "BitCast needs the 'to' attribute");
   int64_t to = onnx_attr_int(n, "to", 0);

@@ -29,14 +29,6 @@ static mlc_status need_x(OnnxCtx *cx, const OnnxNode *n, int k, Diag *d) {
 
 static bool has_input(const OnnxNode *n, int i) { return n->ninputs > i && n->inputs[i]; }
 
-static mlc_status finish(OnnxCtx *cx, const OnnxNode *n, Node *nd, Value **out, Diag *d) {
-  if (!nd) return d->status != MLC_OK ? d->status : MLC_ERR_INTERNAL;
-  mlc_status st = onnx_finish(cx, n, nd, d);
-  if (st != MLC_OK) return st;
-  if (out) *out = nd->outputs[0];
-  return MLC_OK;
-}
-
 static mlc_status not_constant(OnnxCtx *cx, const OnnxNode *n, const char *names, Diag *d) {
   return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED,
                     "%s needs input%s %s known at compile time (a constant or initializer)", n->op_type,
@@ -94,7 +86,7 @@ static mlc_status const_scalar(OnnxCtx *cx, const OnnxNode *n, int i, const char
 static mlc_status emit_twiddle(OnnxCtx *cx, const OnnxNode *n, int64_t L, Value **out, Diag *d) {
   Node *nd = onnx_emit(cx, n, "signal.twiddle", 0, NULL, 1, d);
   if (nd) ir_set_int(onnx_graph(cx), nd, "length", L);
-  return finish(cx, n, nd, out, d);
+  return onnx_finish_one(cx, n, nd, out, d);
 }
 
 /* ---- the matrix form: float32 transforms whose DFT matrix is small run as nn.dense with a constant matrix
@@ -127,9 +119,9 @@ static mlc_status emit_matrix_dense(OnnxCtx *cx, const OnnxNode *n, Value *x, in
     ir_set_int(g, nd, "inverse", inverse);
   }
   Value *ins[2] = {x, NULL};
-  mlc_status st = finish(cx, n, nd, &ins[1], d);
+  mlc_status st = onnx_finish_one(cx, n, nd, &ins[1], d);
   if (st) return st;
-  return finish(cx, n, onnx_emit(cx, n, "nn.dense", 2, ins, 1, d), out, d);
+  return onnx_finish_one(cx, n, onnx_emit(cx, n, "nn.dense", 2, ins, 1, d), out, d);
 }
 
 /* DFT as transpose (the axis next to the complex dim) + reshape + dense + reshape + transpose back */
@@ -146,18 +138,18 @@ static mlc_status dft_as_matrix(OnnxCtx *cx, const OnnxNode *n, Value *x, int ax
   bool moved = axis != r - 2;
   Value *t = x;
   mlc_status st;
-  if (moved && (st = finish(cx, n, emit_attr_ints(cx, n, "transpose", t, "axes", perm, r, d), &t, d))) return st;
+  if (moved && (st = onnx_finish_one(cx, n, emit_attr_ints(cx, n, "transpose", t, "axes", perm, r, d), &t, d))) return st;
   for (int i = 0; i < r - 2; i++) shape[i] = t->type.dims[i];
   shape[r - 2] = N * C;
-  if ((st = finish(cx, n, emit_attr_ints(cx, n, "reshape", t, "newshape", shape, r - 1, d), &t, d))) return st;
+  if ((st = onnx_finish_one(cx, n, emit_attr_ints(cx, n, "reshape", t, "newshape", shape, r - 1, d), &t, d))) return st;
   if ((st = emit_matrix_dense(cx, n, t, L, bins, N, used, C, cout, inverse, &t, d))) return st;
   shape[r - 2] = bins;
   shape[r - 1] = cout;
-  if ((st = finish(cx, n, emit_attr_ints(cx, n, "reshape", t, "newshape", shape, r, d), moved ? &t : out, d)))
+  if ((st = onnx_finish_one(cx, n, emit_attr_ints(cx, n, "reshape", t, "newshape", shape, r, d), moved ? &t : out, d)))
     return st;
   if (!moved) return MLC_OK;
   for (int i = 0; i < r; i++) inv[perm[i]] = i;
-  return finish(cx, n, emit_attr_ints(cx, n, "transpose", t, "axes", inv, r, d), out, d);
+  return onnx_finish_one(cx, n, emit_attr_ints(cx, n, "transpose", t, "axes", inv, r, d), out, d);
 }
 
 static mlc_status dft_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
@@ -195,7 +187,7 @@ static mlc_status dft_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag
     ir_set_int(g, nd, "inverse", inverse);
     ir_set_int(g, nd, "onesided", onesided);
   }
-  return finish(cx, n, nd, &outs[0], d);
+  return onnx_finish_one(cx, n, nd, &outs[0], d);
 }
 
 static mlc_status stft_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
@@ -226,10 +218,10 @@ static mlc_status stft_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Dia
       ir_set_int(g, nd, "count", used);
     }
     Value *t;
-    if ((st = finish(cx, n, nd, &t, d))) return st;
+    if ((st = onnx_finish_one(cx, n, nd, &t, d))) return st;
     if ((st = emit_matrix_dense(cx, n, t, L, bins, used, used, C, 2, false, &t, d))) return st;
     int64_t shape[4] = {t->type.dims[0], t->type.dims[1], bins, 2};
-    return finish(cx, n, emit_attr_ints(cx, n, "reshape", t, "newshape", shape, 4, d), &outs[0], d);
+    return onnx_finish_one(cx, n, emit_attr_ints(cx, n, "reshape", t, "newshape", shape, 4, d), &outs[0], d);
   }
   if ((st = emit_twiddle(cx, n, L, &ins[1], d))) return st;
   Node *nd = onnx_emit(cx, n, "signal.stft", window ? 3 : 2, ins, 1, d);
@@ -239,7 +231,7 @@ static mlc_status stft_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Dia
     ir_set_int(g, nd, "length", L);
     ir_set_int(g, nd, "onesided", onnx_attr_int(n, "onesided", 1) != 0);
   }
-  return finish(cx, n, nd, &outs[0], d);
+  return onnx_finish_one(cx, n, nd, &outs[0], d);
 }
 
 static mlc_status window_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
@@ -257,7 +249,7 @@ static mlc_status window_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, D
     ir_set_int(g, nd, "periodic", onnx_attr_int(n, "periodic", 1) != 0);
     ir_set_int(g, nd, "dtype", onnx_attr_int(n, "output_datatype", MLC_F32));
   }
-  return finish(cx, n, nd, &outs[0], d);
+  return onnx_finish_one(cx, n, nd, &outs[0], d);
 }
 
 static mlc_status mel_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
@@ -286,7 +278,7 @@ static mlc_status mel_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag
     ir_set_float(g, nd, "upper_edge_hertz", fv[1]);
     ir_set_int(g, nd, "dtype", onnx_attr_int(n, "output_datatype", MLC_F32));
   }
-  return finish(cx, n, nd, &outs[0], d);
+  return onnx_finish_one(cx, n, nd, &outs[0], d);
 }
 
 const OnnxConverter onnx_ops_signal[] = {

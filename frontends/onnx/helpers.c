@@ -268,6 +268,6 @@ mlc_status onnx_finish_one(OnnxCtx *cx, const OnnxNode *n, Node *nd, Value **out
   if (!nd) return d->status != MLC_OK ? d->status : MLC_ERR_INTERNAL;
   mlc_status st = onnx_finish(cx, n, nd, d);
   if (st != MLC_OK) return st;
-  *out = nd->outputs[0];
+  if (out) *out = nd->outputs[0];
   return MLC_OK;
 }

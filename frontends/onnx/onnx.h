@@ -84,7 +84,7 @@ mlc_status onnx_inline_graph(OnnxCtx *cx, const OnnxNode *n, const char *attr, c
  * onnx_finish; onnx_finish infers types and returns the status (errors name the ONNX node). */
 Node *onnx_emit(OnnxCtx *cx, const OnnxNode *n, const char *op, int nin, Value **ins, int nout, Diag *d);
 mlc_status onnx_finish(OnnxCtx *cx, const OnnxNode *n, Node *node, Diag *d);
-/* onnx_finish of a one-output node (NULL: the failed emit's status), its output in *out */
+/* onnx_finish of a one-output node (NULL: the failed emit's status), its output in *out (unless out is NULL) */
 mlc_status onnx_finish_one(OnnxCtx *cx, const OnnxNode *n, Node *node, Value **out, Diag *d);
 /* the first k inputs must be present */
 mlc_status onnx_need_inputs(OnnxCtx *cx, const OnnxNode *n, int k, Diag *d);
