@@ -27,6 +27,8 @@ struct mlc_module {
   mlc_pool *pool;
   rt_executor *exec;
   mlc_tensor_info *inputs, *outputs;
+  int nfrozen; /* inputs bound at compile time (meta.json "frozen_inputs") */
+  rt_frozen *frozen;
 };
 
 static const rt_file *find_member(int n, const rt_file *files, const char *name) {
@@ -144,6 +146,7 @@ static int load_shared(const char *path, int threads, mlc_module **out) {
     snprintf(err, RT_ERRLEN, "mlc_so_meta: %.900s", meta ? "not a JSON object" : jerr);
     goto fail;
   }
+  if ((rc = rt_meta_frozen(fmeta.data, fmeta.size, &m->nfrozen, &m->frozen, err)) != MLC_OK) goto fail;
   if ((rc = rt_plan_from_json(fplan.data, fplan.size, &plan, err)) != MLC_OK) goto fail;
   if ((rc = rt_params_load(fparams.data, fparams.size, &plan, false, err)) != MLC_OK) goto fail;
   rc = MLC_ERR_INTERNAL;
@@ -265,6 +268,8 @@ int mlc_module_load_device(const char *path, const char *device, int threads, ml
     goto fail;
   }
   m->so_fd = -1;
+  if ((rc = rt_meta_frozen(fmeta->data, fmeta->size, &m->nfrozen, &m->frozen, err)) != MLC_OK) goto fail;
+  rc = MLC_ERR_INTERNAL;
   if (gpu_pkg) {
     if ((rc = rt_executor_create_cuda(&plan, find_member(nfiles, files, "mod.ptx"),
                                       find_member(nfiles, files, "mod.cuda.json"), &m->exec, err)) != MLC_OK)
@@ -305,8 +310,15 @@ fail:
   return rc;
 }
 
+const rt_frozen *rt_module_frozen(const mlc_module *m, const char *name) {
+  for (int i = 0; i < m->nfrozen; i++)
+    if (!strcmp(m->frozen[i].name, name)) return &m->frozen[i];
+  return NULL;
+}
+
 void mlc_module_free(mlc_module *m) {
   if (!m) return;
+  rt_frozen_free(m->nfrozen, m->frozen);
   rt_executor_free(m->exec);
   mlc_pool_destroy(m->pool);
   if (m->dl) dlclose(m->dl);

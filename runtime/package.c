@@ -306,7 +306,14 @@ static void put_sig(rj_buf *b, const rt_plan *p, int n, const int *ids) {
   rj_printf(b, "]");
 }
 
-char *rt_meta_to_json(const rt_plan *p, const char *target, const char *arch) {
+uint64_t rt_fnv1a64(const void *data, size_t size) {
+  const unsigned char *b = data;
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < size; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+  return h;
+}
+
+char *rt_meta_to_json(const rt_plan *p, const char *target, const char *arch, int nfrozen, const rt_frozen *frozen) {
   rj_buf b = {0};
   rj_printf(&b, "{\"mlc_version\":\"%s\",\"target\":", MLC_RT_VERSION);
   rj_put_string(&b, target ? target : "llvm");
@@ -316,6 +323,71 @@ char *rt_meta_to_json(const rt_plan *p, const char *target, const char *arch) {
   put_sig(&b, p, p->ninputs, p->inputs);
   rj_printf(&b, ",\n\"outputs\":");
   put_sig(&b, p, p->noutputs, p->outputs);
+  if (nfrozen > 0) {
+    rj_printf(&b, ",\n\"frozen_inputs\":[");
+    for (int i = 0; i < nfrozen; i++) {
+      const rt_frozen *f = &frozen[i];
+      rj_printf(&b, "%s{\"name\":", i ? "," : "");
+      rj_put_string(&b, f->name);
+      rj_printf(&b, ",\"dtype\":\"%s\",\"shape\":[", mlc_dtype_name(f->dtype));
+      for (int k = 0; k < f->ndim; k++) rj_printf(&b, "%s%lld", k ? "," : "", (long long)f->shape[k]);
+      rj_printf(&b, "],\"fnv1a64\":\"%016llx\"}", (unsigned long long)f->hash);
+    }
+    rj_printf(&b, "]");
+  }
   rj_printf(&b, "}\n");
   return rj_finish(&b);
+}
+
+void rt_frozen_free(int n, rt_frozen *f) {
+  for (int i = 0; f && i < n; i++) free(f[i].name);
+  free(f);
+}
+
+int rt_meta_frozen(const char *text, size_t len, int *n, rt_frozen **out, char *err) {
+  *n = 0;
+  *out = NULL;
+  char jerr[RT_ERRLEN];
+  rj_value *meta = rj_parse(text, len, jerr);
+  if (!meta || meta->kind != RJ_OBJ) {
+    snprintf(err, RT_ERRLEN, "meta.json: %.900s", meta ? "not a JSON object" : jerr);
+    rj_free(meta);
+    return MLC_ERR_INVALID;
+  }
+  const rj_value *list = rj_get(meta, "frozen_inputs");
+  int rc = MLC_OK;
+  if (list && list->kind != RJ_ARR) rc = MLC_ERR_INVALID;
+  int cnt = list ? (int)list->n : 0;
+  rt_frozen *f = rc ? NULL : calloc((size_t)cnt + 1, sizeof *f);
+  if (!rc && !f) rc = MLC_ERR_INTERNAL;
+  for (int i = 0; !rc && i < cnt; i++) {
+    const rj_value *e = &list->items[i];
+    const rj_value *name = rj_get(e, "name"), *dt = rj_get(e, "dtype"), *shape = rj_get(e, "shape"),
+                   *hash = rj_get(e, "fnv1a64");
+    char *end = NULL;
+    if (!name || name->kind != RJ_STR || !dt || dt->kind != RJ_STR || !shape || shape->kind != RJ_ARR ||
+        shape->n > MLC_MAX_DIMS || !hash || hash->kind != RJ_STR || strlen(hash->str) != 16 ||
+        (f[i].dtype = mlc_dtype_from_name(dt->str)) == MLC_UNDEF) {
+      rc = MLC_ERR_INVALID;
+      break;
+    }
+    f[i].hash = strtoull(hash->str, &end, 16);
+    if (!end || *end) rc = MLC_ERR_INVALID;
+    f[i].ndim = (int)shape->n;
+    for (int k = 0; !rc && k < f[i].ndim; k++) {
+      const rj_value *d = &shape->items[k];
+      if (d->kind != RJ_NUM || !d->is_int || d->i < 0) rc = MLC_ERR_INVALID;
+      else f[i].shape[k] = d->i;
+    }
+    if (!rc && !(f[i].name = strdup(name->str))) rc = MLC_ERR_INTERNAL;
+  }
+  rj_free(meta);
+  if (rc) {
+    snprintf(err, RT_ERRLEN, rc == MLC_ERR_INTERNAL ? "out of memory" : "meta.json: bad \"frozen_inputs\"");
+    rt_frozen_free(cnt, f);
+    return rc;
+  }
+  *n = cnt;
+  *out = f;
+  return MLC_OK;
 }

@@ -68,8 +68,23 @@ int rt_params_serialize(const rt_plan *p, void **data, size_t *size);
 /* drop_source: data is a private read-only file mapping (rt_tar_read) whose pages may be released as each
  * parameter is copied out, so the weights are resident once, not twice. */
 int rt_params_load(const void *data, size_t size, rt_plan *p, bool drop_source, char *err);
-/* meta.json text (malloc'd): {"mlc_version","target","arch","inputs":[{name,dtype,shape}],"outputs":[...]}. */
-char *rt_meta_to_json(const rt_plan *p, const char *target, const char *arch);
+/* An ONNX graph input bound to a value at compile time (mlc compile --freeze-inputs): no longer an input of the
+ * package; meta.json keeps its signature and the FNV-1a hash of its bytes, so `mlc run` can accept the same
+ * value among its inputs and refuse another. */
+typedef struct rt_frozen {
+  char *name;
+  mlc_dtype dtype;
+  int ndim;
+  int64_t shape[MLC_MAX_DIMS];
+  uint64_t hash; /* rt_fnv1a64 of the row-major data */
+} rt_frozen;
+uint64_t rt_fnv1a64(const void *data, size_t size);
+/* meta.json text (malloc'd): {"mlc_version","target","arch","inputs":[{name,dtype,shape}],"outputs":[...]}, and
+ * "frozen_inputs":[{name,dtype,shape,"fnv1a64":"16 hex digits"}] when there are any. */
+char *rt_meta_to_json(const rt_plan *p, const char *target, const char *arch, int nfrozen, const rt_frozen *frozen);
+/* Reads meta.json's "frozen_inputs" (absent: none) into a malloc'd array; rt_frozen_free releases it. */
+int rt_meta_frozen(const char *text, size_t len, int *n, rt_frozen **out, char *err);
+void rt_frozen_free(int n, rt_frozen *f);
 
 /* ---- tar.c: ustar archives of regular files ---- */
 typedef struct rt_file {
@@ -98,6 +113,8 @@ const void *rt_executor_output(const rt_executor *e, int i);
 const rt_plan *rt_executor_plan(const rt_executor *e);
 /* The executor behind a loaded module (for `mlc run --profile`). */
 rt_executor *rt_module_executor(mlc_module *m);
+/* The input bound at compile time under this name (meta.json "frozen_inputs"), or NULL. */
+const rt_frozen *rt_module_frozen(const mlc_module *m, const char *name);
 
 /* An executor over a GPU package: the plan's kernels run as the launches of mod.cuda.json from mod.ptx through
  * the CUDA driver (cuda.c); inputs are copied to the device by set_input, outputs back to host buffers after

@@ -98,7 +98,12 @@ mlc_status onnx_error(OnnxCtx *cx, const OnnxNode *n, Diag *d, mlc_status st, co
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  return diag_set(d, st, "%s: node '%s' (%s, opset %d): error: %s", cx->path, n->name, n->op_type, n->opset, msg);
+  /* a value needed at compile time may come from a graph input: say how to bind one */
+  const char *hint = st == MLC_ERR_UNSUPPORTED && strstr(msg, "compile time") && !strstr(msg, "--freeze-inputs")
+                         ? "; a graph input can be bound to a fixed value with --freeze-inputs FILE.npz"
+                         : "";
+  return diag_set(d, st, "%s: node '%s' (%s, opset %d): error: %s%s", cx->path, n->name, n->op_type, n->opset, msg,
+                  hint);
 }
 
 Node *onnx_emit(OnnxCtx *cx, const OnnxNode *n, const char *op, int nin, Value **ins, int nout, Diag *d) {

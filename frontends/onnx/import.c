@@ -168,6 +168,31 @@ static void print_dims(char *buf, size_t size, const int64_t *dims, int ndim) {
   if (k < size) snprintf(buf + k, size - k, "]");
 }
 
+/* A value bound to an input (--freeze-inputs) must have the input's declared element type and static dims. */
+static mlc_status check_frozen(OnnxCtx *cx, const Onnx__ValueInfoProto *vi, const OnnxInputShape *fz, Diag *d) {
+  const char *name = S(vi->name);
+  const Onnx__TypeProto *tp = vi->type;
+  if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type) return MLC_OK;
+  const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+  mlc_dtype want = tt->has_elem_type ? onnx_dtype(tt->elem_type) : MLC_UNDEF;
+  if (want != MLC_UNDEF && want != fz->dtype)
+    return diag_set(d, MLC_ERR_USAGE, "%s: --freeze-inputs: input '%s' is %s in the model, the value given is %s",
+                    cx->path, name, mlc_dtype_name(want), mlc_dtype_name(fz->dtype));
+  const Onnx__TensorShapeProto *sh = tt->shape;
+  if (!sh) return MLC_OK;
+  bool same = (int)sh->n_dim == fz->ndim;
+  for (int i = 0; same && i < fz->ndim; i++)
+    same = sh->dim[i]->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ||
+           sh->dim[i]->dim_value == fz->dims[i];
+  if (!same) {
+    char gb[256];
+    print_dims(gb, sizeof gb, fz->dims, fz->ndim);
+    return diag_set(d, MLC_ERR_USAGE, "%s: --freeze-inputs: the value given for input '%s' has shape %s, which "
+                    "the model's rank-%zu shape of '%s' does not allow", cx->path, name, gb, sh->n_dim, name);
+  }
+  return MLC_OK;
+}
+
 static mlc_status import_input(OnnxCtx *cx, const Onnx__ValueInfoProto *vi, const OnnxImportOptions *opt, Diag *d) {
   const char *name = S(vi->name);
   const Onnx__TypeProto *tp = vi->type;
@@ -512,16 +537,16 @@ static mlc_status import_graph(OnnxCtx *cx, const Onnx__GraphProto *gp, const On
     bool found = false;
     for (size_t i = 0; i < gp->n_input && !found; i++) found = !strcmp(S(gp->input[i]->name), nm);
     if (found && onnx_scope_get(&cx->scope, nm))
-      return diag_set(d, MLC_ERR_USAGE, "%s: --input-shapes names '%s', which is an initializer (a constant), not an input",
-                      cx->path, nm);
+      return diag_set(d, MLC_ERR_USAGE, "%s: %s names '%s', which is an initializer (a constant), not an input",
+                      cx->path, opt->input_shapes[k].data ? "--freeze-inputs" : "--input-shapes", nm);
     if (!found) {
       char list[1024] = "";
       size_t len = 0;
       for (size_t i = 0; i < gp->n_input && len < sizeof list; i++)
         if (!onnx_scope_get(&cx->scope, S(gp->input[i]->name)))
           len += (size_t)snprintf(list + len, sizeof list - len, "%s'%s'", len ? ", " : "", S(gp->input[i]->name));
-      return diag_set(d, MLC_ERR_USAGE, "%s: --input-shapes names '%s', which is not an input of the model (inputs: %s)",
-                      cx->path, nm, len ? list : "none");
+      return diag_set(d, MLC_ERR_USAGE, "%s: %s names '%s', which is not an input of the model (inputs: %s)",
+                      cx->path, opt->input_shapes[k].data ? "--freeze-inputs" : "--input-shapes", nm, len ? list : "none");
     }
   }
   /* inputs */
@@ -534,9 +559,12 @@ static mlc_status import_graph(OnnxCtx *cx, const Onnx__GraphProto *gp, const On
     if (prev) return diag_set(d, MLC_ERR_INVALID, "%s: graph input '%s' is listed twice", cx->path, nm);
     const OnnxInputShape *frozen = find_shape(opt, nm);
     if (frozen && frozen->data) {
+      if (check_frozen(cx, vi, frozen, d) != MLC_OK) return d->status;
       TensorType t = {frozen->dtype, frozen->ndim, {0}};
       memcpy(t.dims, frozen->dims, sizeof t.dims);
-      onnx_scope_put(a, &cx->scope, nm, ir_const_new(g, nm, t, frozen->data));
+      Value *c = ir_const_new(g, nm, t, frozen->data);
+      onnx_scope_put(a, &cx->scope, nm, c);
+      vec_push(a, &g->frozen, c);
       continue;
     }
     if (import_input(cx, vi, opt, d) != MLC_OK) return d->status;

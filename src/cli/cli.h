@@ -52,4 +52,10 @@ void cli_json_string(FILE *f, const char *s);
 void cli_json_begin(FILE *f, const char *command); /* writes {"command":"...","status":"ok" */
 int cli_json_error(FILE *f, const char *command, int exit_code, const char *msg); /* returns exit_code */
 
+/* Reads the ONNX model with --input-shapes SPEC and --freeze-inputs FILE.npz (each may be NULL); import.c */
+typedef struct Arena Arena;
+typedef struct Graph Graph;
+typedef struct Diag Diag;
+int cli_import_model(Arena *a, const char *model, const char *shapes, const char *freeze, Graph **g, Diag *d);
+
 #endif

@@ -15,7 +15,7 @@
 static const char *compile_usage =
     "usage: mlc compile model.onnx [--target T] [--output model.tar] [--output-format tar|so|obj]\n"
     "                   [--module-name NAME] [--header FILE.h] [--opt-level 0..3] [--input-shapes name:[d,..]]\n"
-    "                   [--disable-pass P] [--pass-config KEY=N] [--tuning-records records.json] [--dump-ir DIR]\n"
+    "                   [--freeze-inputs values.npz] [--disable-pass P] [--pass-config KEY=N] [--tuning-records records.json] [--dump-ir DIR]\n"
     "                   [--json]\n";
 
 static int report(bool json, int code, const char *msg) {
@@ -66,7 +66,7 @@ static void tuning_report(const TuneApply *ap, const TuneRecords *recs, const ch
 
 int cmd_compile(int argc, char **argv) {
   const char *model = NULL, *output = NULL, *format = "tar", *shapes = NULL, *module_name = NULL, *header = NULL,
-             *records = NULL;
+             *records = NULL, *freeze = NULL;
   CompileOptions opt = {.target = "llvm", .opt_level = 3};
   bool json = false;
   const char *disabled[64], *config[64];
@@ -89,6 +89,7 @@ int cmd_compile(int argc, char **argv) {
     else if (arg_value(&it, "--header", &v)) header = v;
     else if (arg_int(&it, "--opt-level", 0, 3, &lv) || arg_int(&it, "-O", 0, 3, &lv)) opt.opt_level = (int)lv;
     else if (arg_value(&it, "--input-shapes", &v)) shapes = v;
+    else if (arg_value(&it, "--freeze-inputs", &v)) freeze = v;
     else if (arg_value(&it, "--dump-ir", &v)) opt.dump_dir = v;
     else if (arg_value(&it, "--tuning-records", &v)) records = v;
     else if (arg_value(&it, "--disable-pass", &v)) {
@@ -161,7 +162,6 @@ int cmd_compile(int argc, char **argv) {
   }
   Arena *a = arena_new();
   Diag d = {0};
-  OnnxImportOptions io = {0};
   Graph *g = NULL;
   Compiled *c = NULL;
   int rc = 0;
@@ -184,8 +184,7 @@ int cmd_compile(int argc, char **argv) {
     opt.conv_block = tune_apply_conv_block;
     opt.conv_block_user = &apply;
   }
-  if ((shapes && onnx_parse_input_shapes(a, shapes, &io, &d) != MLC_OK) || onnx_import_file(a, model, &io, &g, &d) ||
-      mlc_compile_graph(a, g, &opt, &c, &d) ||
+  if (cli_import_model(a, model, shapes, freeze, &g, &d) || mlc_compile_graph(a, g, &opt, &c, &d) ||
       (is_so ? mlc_write_shared(c, output, &d)
              : is_obj ? mlc_write_object(c, output, header, module_name, &d) : mlc_write_package(c, output, &d))) {
     rc = report(json, d.status ? (int)d.status : MLC_ERR_INTERNAL, d.msg);

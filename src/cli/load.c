@@ -34,13 +34,14 @@ static const char *human(double v, char *buf, size_t n) {
 }
 
 int cmd_load(int argc, char **argv) {
-  const char *model = NULL, *shapes = NULL, *dump = NULL;
+  const char *model = NULL, *shapes = NULL, *dump = NULL, *freeze = NULL;
   bool json = false;
   for (int i = 1; i < argc; i++)
     if (!strcmp(argv[i], "--json")) json = true;
   for (int i = 1; i < argc; i++) {
     char msg[512];
     if (!strcmp(argv[i], "--input-shapes") && i + 1 < argc) shapes = argv[++i];
+    else if (!strcmp(argv[i], "--freeze-inputs") && i + 1 < argc) freeze = argv[++i];
     else if (!strcmp(argv[i], "--dump-ir") && i + 1 < argc) dump = argv[++i];
     else if (!strcmp(argv[i], "--json")) json = true;
     else if (argv[i][0] == '-' && argv[i][1]) {
@@ -50,14 +51,13 @@ int cmd_load(int argc, char **argv) {
     else return load_fail(json, MLC_ERR_USAGE, "more than one model given");
   }
   if (!model) {
-    if (!json) fprintf(stderr, "usage: mlc load model.onnx [--input-shapes name:[d,..]] [--dump-ir FILE] [--json]\n");
+    if (!json) fprintf(stderr, "usage: mlc load model.onnx [--input-shapes name:[d,..]] [--freeze-inputs values.npz] [--dump-ir FILE] [--json]\n");
     return load_fail(json, MLC_ERR_USAGE, "no model given");
   }
   Arena *a = arena_new();
   Diag d = {0};
-  OnnxImportOptions io = {0};
   Graph *g = NULL;
-  if ((shapes && onnx_parse_input_shapes(a, shapes, &io, &d)) || onnx_import_file(a, model, &io, &g, &d)) {
+  if (cli_import_model(a, model, shapes, freeze, &g, &d)) {
     int code = load_fail(json, d.status ? (int)d.status : MLC_ERR_INTERNAL, d.msg);
     arena_free(a);
     return code;

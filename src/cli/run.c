@@ -185,6 +185,19 @@ static int bind_inputs(mlc_module *m, const RunOptions *o) {
   for (int j = 0; j < narr && rc == MLC_OK; j++) {
     bool known = false;
     for (int i = 0; i < nin && !known; i++) known = strcmp(arr[j].name, mlc_module_input(m, i)->name) == 0;
+    /* an input bound at compile time (--freeze-inputs) may be given again, with the same value only */
+    const rt_frozen *f = known ? NULL : rt_module_frozen(m, arr[j].name);
+    if (f) {
+      bool same = arr[j].dtype == f->dtype && arr[j].ndim == f->ndim &&
+                  rt_fnv1a64(arr[j].data, arr[j].nbytes) == f->hash;
+      for (int d = 0; same && d < f->ndim; d++) same = arr[j].shape[d] == f->shape[d];
+      if (!same) {
+        run_err("%s: input '%s' was bound to another value when the model was compiled (--freeze-inputs); "
+                "recompile with this value to run it", o->inputs, arr[j].name);
+        rc = MLC_ERR_INVALID;
+      }
+      continue;
+    }
     if (!known) {
       char names[512] = "";
       for (int i = 0, n = 0; i < nin && n < (int)sizeof names - 80; i++)

@@ -23,7 +23,8 @@ static const char *tune_usage =
     "                [--time-budget S] [--early-stopping N] [--number N] [--repeat N] [--min-repeat-ms MS]\n"
     "                [--timeout S] [--remeasure N] [--replay records.json]\n"
     "                [--parallel N] [--threads N] [--seed N] [--tuning-records old.json] [--task-shard K/N]\n"
-    "                [--plot FILE.svg] [--opt-level 0..3] [--input-shapes name:[d,..]] [--cache-flush on|off]\n"
+    "                [--plot FILE.svg] [--opt-level 0..3] [--input-shapes name:[d,..]] [--freeze-inputs values.npz]\n"
+    "                [--cache-flush on|off]\n"
     "                [--transfer-learning on|off] [--json]\n"
     "  --time-budget S   stop after S seconds in all (shared out over the tasks by FLOPs; without --trials,\n"
     "                    as many trials as fit); a batch in flight finishes (each config bounded by --timeout)\n"
@@ -69,8 +70,8 @@ static void progress(void *user, const TuneTask *t, const TuneSummary *s, double
 }
 
 int cmd_tune(int argc, char **argv) {
-  const char *model = NULL, *output = NULL, *tuner = "xgb", *shapes = NULL, *prior_path = NULL, *plot = NULL,
-             *shard = NULL, *replay_path = NULL;
+  const char *model = NULL, *output = NULL, *tuner = "xgb", *shapes = NULL, *freeze = NULL, *prior_path = NULL,
+             *plot = NULL, *shard = NULL, *replay_path = NULL;
   CompileOptions copt = {.target = "llvm", .opt_level = 3};
   long long trials = 64, early = 0, number = 10, repeat = 3, min_ms = 0, timeout = 10, parallel = 0, threads = 0,
             seed = 0, budget = 0, remeasure = 2, lv;
@@ -111,6 +112,7 @@ int cmd_tune(int argc, char **argv) {
       else snprintf(it.error, sizeof it.error, "--cache-flush '%.100s': expected on or off", v);
     }
     else if (arg_value(&it, "--input-shapes", &v)) shapes = v;
+    else if (arg_value(&it, "--freeze-inputs", &v)) freeze = v;
     else if (arg_positional(&it, &v)) {
       if (model) snprintf(it.error, sizeof it.error, "more than one model given ('%.200s', '%.200s')", model, v);
       model = v;
@@ -141,14 +143,12 @@ int cmd_tune(int argc, char **argv) {
 
   Arena *a = arena_new();
   Diag d = {0};
-  OnnxImportOptions io = {0};
   Graph *g = NULL;
   TuneTasks ts;
   TuneRecords prior = {0}, replay = {0};
   int nbad = 0, rc = 0;
   char msg[2300];
-  if ((shapes && onnx_parse_input_shapes(a, shapes, &io, &d) != MLC_OK) || onnx_import_file(a, model, &io, &g, &d) ||
-      tune_extract_tasks(a, g, &copt, &ts, &d) ||
+  if (cli_import_model(a, model, shapes, freeze, &g, &d) || tune_extract_tasks(a, g, &copt, &ts, &d) ||
       (prior_path && access(prior_path, F_OK) == 0 && tune_records_load(a, prior_path, &prior, &nbad, &d)) ||
       (replay_path && tune_records_load(a, replay_path, &replay, NULL, &d))) {
     rc = report(json, d.status ? (int)d.status : MLC_ERR_INTERNAL, d.msg);

@@ -42,7 +42,7 @@ mlc_status mlc_write_shared(Compiled *c, const char *path, Diag *d) {
   char *json = NULL, *meta = NULL, *kinfo = mlc_kernels_json(c);
   if (cg_emit_object(c->cg, kobj, d) == MLC_OK && mlc_build_plan(c, &plan, d) == MLC_OK) {
     json = rt_plan_to_json(&plan);
-    meta = rt_meta_to_json(&plan, c->target.str, mlc_arch_name(c->target.arch));
+    meta = mlc_meta_json(c, &plan);
     if (!json || !meta || !kinfo || rt_params_serialize(&plan, &params, &params_size) != 0)
       diag_set(d, MLC_ERR_INTERNAL, "cannot serialise the plan and parameters");
     else {

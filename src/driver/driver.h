@@ -56,6 +56,8 @@ mlc_status mlc_group_te(Arena *a, const Graph *g, TeCtx *tc, const FusedGroup *g
 TirFunc *mlc_group_kernel(TeCtx *tc, const Graph *g, const FusedGroup *grp, const TopiConfig *cfg, Diag *d);
 /* Builds the execution plan (tensors, storage, calls, params) of a compiled graph. */
 mlc_status mlc_build_plan(const Compiled *c, rt_plan *plan, Diag *d);
+/* meta.json of a compiled graph and its plan (malloc'd; NULL when out of memory), with its frozen inputs. */
+char *mlc_meta_json(const Compiled *c, const rt_plan *plan);
 /* Writes the tar package: mod.so, mod.json, mod.params, meta.json. Consumes c->cg. */
 mlc_status mlc_write_package(Compiled *c, const char *path, Diag *d);
 /* JIT-compiles c->cg (consumed) and returns an executor running the plan; *jit must outlive the executor. */

@@ -108,6 +108,23 @@ void mlc_remove_dir(const char *dir) {
   rmdir(dir);
 }
 
+char *mlc_meta_json(const Compiled *c, const rt_plan *plan) {
+  const Graph *g = c->graph;
+  rt_frozen *fz = calloc((size_t)g->frozen.n + 1, sizeof *fz);
+  if (!fz) return NULL;
+  for (int i = 0; i < g->frozen.n; i++) {
+    const Value *v = g->frozen.v[i];
+    fz[i].name = (char *)v->name;
+    fz[i].dtype = v->type.dtype;
+    fz[i].ndim = v->type.ndim;
+    memcpy(fz[i].shape, v->type.dims, sizeof(int64_t) * (size_t)v->type.ndim);
+    fz[i].hash = rt_fnv1a64(v->data, (size_t)tt_nbytes(&v->type));
+  }
+  char *meta = rt_meta_to_json(plan, c->target.str, mlc_arch_name(c->target.arch), g->frozen.n, fz);
+  free(fz);
+  return meta;
+}
+
 /* GPU package: mod.ptx (every kernel's launches as PTX entries), mod.cuda.json (the launch table: grid,
  * block and scratch buffers per kernel, see codegen/llvm/nvptx.c), mod.json, mod.params and meta.json
  * (arch "nvptx"); no mod.so. runtime/cuda.c loads it with the CUDA driver. */
@@ -120,7 +137,7 @@ static mlc_status write_gpu_package(Compiled *c, const char *path, Diag *d) {
   if ((ptx = cg_print_asm(c->cg, d)) && mlc_build_plan(c, &plan, d) == MLC_OK) {
     launches = cg_gpu_launches_json(c->cg);
     json = rt_plan_to_json(&plan);
-    meta = rt_meta_to_json(&plan, c->target.str, mlc_arch_name(c->target.arch));
+    meta = mlc_meta_json(c, &plan);
     if (rt_params_serialize(&plan, &params, &params_size) != 0)
       diag_set(d, MLC_ERR_INTERNAL, "cannot serialise parameters");
     else {
@@ -159,7 +176,7 @@ mlc_status mlc_write_package(Compiled *c, const char *path, Diag *d) {
   if (cg_emit_object(c->cg, obj, d) == MLC_OK && cg_link_shared(&c->target, 1, objs, so, d) == MLC_OK &&
       file_read(so, &so_data, &so_size, d) == MLC_OK && mlc_build_plan(c, &plan, d) == MLC_OK) {
     json = rt_plan_to_json(&plan);
-    meta = rt_meta_to_json(&plan, c->target.str, mlc_arch_name(c->target.arch));
+    meta = mlc_meta_json(c, &plan);
     if (rt_params_serialize(&plan, &params, &params_size) != 0)
       diag_set(d, MLC_ERR_INTERNAL, "cannot serialise parameters");
     else {

@@ -111,6 +111,7 @@ struct Graph {
   VEC(Value *) values;
   VEC(Value *) inputs;  /* graph inputs (not constants) */
   VEC(Value *) outputs;
+  VEC(Value *) frozen;  /* inputs bound to values at import (--freeze-inputs): constants, listed in meta.json */
 };
 
 Graph *ir_graph_new(Arena *a, const char *file);

@@ -135,7 +135,7 @@ static void make_plan(rt_plan *p) {
 static void write_package(const char *path, const char *ptx, const char *table, const char *arch) {
   rt_plan p;
   make_plan(&p);
-  char *json = rt_plan_to_json(&p), *meta = rt_meta_to_json(&p, "cuda", arch);
+  char *json = rt_plan_to_json(&p), *meta = rt_meta_to_json(&p, "cuda", arch, 0, NULL);
   void *params = NULL;
   size_t psize = 0;
   char err[RT_ERRLEN] = "";

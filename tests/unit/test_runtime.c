@@ -306,10 +306,38 @@ static void test_params(void) {
   CHECK(rt_params_load(data, 12, &q, false, err) == MLC_ERR_INVALID && strstr(err, "no data for parameter 'w'"));
   rt_plan_free(&q);
   /* meta.json */
-  char *meta = rt_meta_to_json(&p, "llvm -mcpu=znver4", "x86_64");
+  char *meta = rt_meta_to_json(&p, "llvm -mcpu=znver4", "x86_64", 0, NULL);
   CHECK(strstr(meta, "\"arch\":\"x86_64\"") && strstr(meta, "\"target\":\"llvm -mcpu=znver4\""));
   CHECK(strstr(meta, "\"inputs\":[{\"name\":\"x\",\"dtype\":\"float32\",\"shape\":[2,3]}]"));
+  int nf = -1;
+  rt_frozen *fz = NULL;
+  CHECK(!strstr(meta, "frozen_inputs") && rt_meta_frozen(meta, strlen(meta), &nf, &fz, err) == MLC_OK && nf == 0);
+  rt_frozen_free(nf, fz);
   free(meta);
+  /* frozen inputs: written with their hash, read back; a malformed list is refused */
+  const int64_t axes[2] = {1, -1};
+  rt_frozen f = {"axes", MLC_I64, 1, {2}, rt_fnv1a64(axes, sizeof axes)};
+  CHECK(f.hash != rt_fnv1a64(axes, sizeof axes[0]));
+  meta = rt_meta_to_json(&p, "llvm", "x86_64", 1, &f);
+  CHECK(rt_meta_frozen(meta, strlen(meta), &nf, &fz, err) == MLC_OK && nf == 1);
+  if (nf == 1)
+    CHECK(!strcmp(fz[0].name, "axes") && fz[0].dtype == MLC_I64 && fz[0].ndim == 1 && fz[0].shape[0] == 2 &&
+          fz[0].hash == f.hash);
+  rt_frozen_free(nf, fz);
+  free(meta);
+  static const char *bad_meta[] = {
+      "{\"frozen_inputs\":3}",
+      "{\"frozen_inputs\":[{\"name\":\"a\",\"dtype\":\"int64\",\"shape\":[2],\"fnv1a64\":\"12\"}]}",
+      "{\"frozen_inputs\":[{\"name\":\"a\",\"dtype\":\"int65\",\"shape\":[2],\"fnv1a64\":\"0123456789abcdef\"}]}",
+      "{\"frozen_inputs\":[{\"name\":\"a\",\"dtype\":\"int64\",\"shape\":[-2],\"fnv1a64\":\"0123456789abcdef\"}]}",
+      "{\"frozen_inputs\":[{\"name\":\"a\",\"dtype\":\"int64\",\"shape\":[1,1,1,1,1,1,1,1,1],"
+      "\"fnv1a64\":\"0123456789abcdef\"}]}",
+      "{\"frozen_inputs\":[{\"dtype\":\"int64\",\"shape\":[2],\"fnv1a64\":\"0123456789abcdeg\"}]}",
+  };
+  for (size_t i = 0; i < sizeof bad_meta / sizeof *bad_meta; i++) {
+    CHECK(rt_meta_frozen(bad_meta[i], strlen(bad_meta[i]), &nf, &fz, err) == MLC_ERR_INVALID &&
+          strstr(err, "frozen_inputs") && !fz);
+  }
   free(json);
   free(data);
   rt_plan_free(&p);
@@ -707,7 +735,7 @@ static bool make_package(const char *path, const char *so_path, const char *arch
   char err[RT_ERRLEN];
   rt_plan p;
   make_plan(&p, 6);
-  char *json = rt_plan_to_json(&p), *meta = rt_meta_to_json(&p, "llvm", arch);
+  char *json = rt_plan_to_json(&p), *meta = rt_meta_to_json(&p, "llvm", arch, 0, NULL);
   void *params;
   size_t psize;
   rt_params_serialize(&p, &params, &psize);
