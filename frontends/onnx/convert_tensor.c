@@ -595,13 +595,15 @@ static mlc_status center_crop_pad_convert(OnnxCtx *cx, const OnnxNode *n, Value 
 static mlc_status trilu_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
   mlc_status st = onnx_need_inputs(cx, n, 1, d);
   if (st) return st;
+  /* k: an attribute when it is a constant, else a run-time int64 scalar input of trilu */
   int64_t k = 0;
-  int cnt;
-  if (n->ninputs > 1 && n->inputs[1]) {
-    if ((st = const_input(cx, n, 1, "k", &k, 1, &cnt, d))) return st;
-    if (cnt != 1) return onnx_error(cx, n, d, MLC_ERR_INVALID, "Trilu: k must be a scalar");
-  }
-  Node *nd = onnx_emit(cx, n, "trilu", 1, &n->inputs[0], 1, d);
+  Value *kv = n->ninputs > 1 ? n->inputs[1] : NULL;
+  if (kv && (kv->type.dtype != MLC_I64 || tt_numel(&kv->type) != 1))
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "Trilu: k must be an int64 scalar, got %s with %lld elements",
+                      mlc_dtype_name(kv->type.dtype), (long long)tt_numel(&kv->type));
+  if (kv && onnx_const_ints(kv, &k, 1) == 1) kv = NULL;
+  Value *ins[2] = {n->inputs[0], kv};
+  Node *nd = onnx_emit(cx, n, "trilu", kv ? 2 : 1, ins, 1, d);
   if (nd) {
     ir_set_int(onnx_graph(cx), nd, "upper", onnx_attr_int(n, "upper", 1) != 0);
     ir_set_int(onnx_graph(cx), nd, "k", k);

@@ -552,19 +552,22 @@ static mlc_status arange_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **o
 }
 
 /* ---------------------------------------------------------------- trilu (attrs upper 0/1, k): keeps the
- * elements of the last two axes with col - row >= k (upper) or <= k (lower), zeroes the others. */
+ * elements of the last two axes with col - row >= k (upper) or <= k (lower), zeroes the others. An optional
+ * second input, an int64 scalar, gives k at run time instead of the attribute. */
 
 static mlc_status trilu_infer(Node *n, Diag *d) {
   const TensorType *x = &n->inputs[0]->type;
   mlc_status st = check_dtype(n, x->dtype, d);
   if (st) return st;
   if (x->ndim < 2) return diag_set(d, MLC_ERR_INVALID, "trilu needs rank >= 2, got %d", x->ndim);
+  if (n->ninputs > 1 && (n->inputs[1]->type.dtype != MLC_I64 || tt_numel(&n->inputs[1]->type) != 1))
+    return diag_set(d, MLC_ERR_INVALID, "trilu: k must be an int64 scalar");
   n->outputs[0]->type = *x;
   return MLC_OK;
 }
 
 typedef struct TriluCtx {
-  TeTensor *x;
+  TeTensor *x, *kt; /* kt: k at run time, or NULL */
   bool upper;
   int64_t k;
 } TriluCtx;
@@ -574,13 +577,20 @@ static Expr *trilu_body(TeCtx *c, Expr **idx, void *user) {
   Arena *A = c->arena;
   int r = k->x->ndim;
   Expr *diff = tir_sub(A, idx[r - 1], idx[r - 2]);
-  Expr *keep = tir_bin(A, k->upper ? E_GE : E_LE, diff, tir_idx(A, k->k));
+  Expr *kx = tir_idx(A, k->k);
+  if (k->kt) {
+    Expr *zero[MLC_MAX_DIMS];
+    for (int i = 0; i < k->kt->ndim; i++) zero[i] = tir_idx(A, 0);
+    kx = te_read(c, k->kt, k->kt->ndim, zero);
+  }
+  Expr *keep = tir_bin(A, k->upper ? E_GE : E_LE, diff, kx);
   return tir_select(A, keep, te_read(c, k->x, r, idx), tir_const(A, k->x->dtype, 0));
 }
 
 static mlc_status trilu_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
   TriluCtx *k = arena_alloc(c->arena, sizeof *k);
   k->x = ins[0];
+  k->kt = n->ninputs > 1 ? ins[1] : NULL;
   k->upper = ir_attr_int(n, "upper", 1) != 0;
   k->k = ir_attr_int(n, "k", 0);
   const TensorType *o = &n->outputs[0]->type;
@@ -827,7 +837,7 @@ const OpDef topi_ops_tensor[] = {
     {"broadcast_to", PAT_BROADCAST, 1, 1, 1, broadcast_to_infer, broadcast_to_compute},
     {"full", PAT_BROADCAST, 1, 1, 1, full_infer, full_compute},
     {"arange", PAT_INJECTIVE, 2, 2, 1, arange_infer, arange_compute},
-    {"trilu", PAT_INJECTIVE, 1, 1, 1, trilu_infer, trilu_compute},
+    {"trilu", PAT_INJECTIVE, 1, 2, 1, trilu_infer, trilu_compute},
     {"nn.depth_to_space", PAT_INJECTIVE, 1, 1, 1, d2s_infer, d2s_compute},
     {"nn.space_to_depth", PAT_INJECTIVE, 1, 1, 1, s2d_infer, d2s_compute},
     {"eye_like", PAT_INJECTIVE, 1, 1, 1, eye_infer, eye_compute},
