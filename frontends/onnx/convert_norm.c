@@ -12,29 +12,6 @@
 #include <string.h>
 #include "frontends/onnx/onnx.h"
 
-static mlc_status need_x(OnnxCtx *cx, const OnnxNode *n, int k, Diag *d) {
-  if (n->ninputs < k) return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s needs %d inputs", n->op_type, k);
-  for (int i = 0; i < k; i++)
-    if (!n->inputs[i]) return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: input %d is missing", n->op_type, i);
-  return MLC_OK;
-}
-
-static mlc_status norm_axis(OnnxCtx *cx, const OnnxNode *n, int64_t *axis, int ndim, Diag *d) {
-  if (*axis < -ndim || *axis >= ndim)
-    return onnx_error(cx, n, d, MLC_ERR_INVALID, "axis %lld is out of range for a rank-%d input", (long long)*axis,
-                      ndim);
-  if (*axis < 0) *axis += ndim;
-  return MLC_OK;
-}
-
-static mlc_status finish_all(OnnxCtx *cx, const OnnxNode *n, Node *nd, Value **outs, Diag *d) {
-  if (!nd) return d->status != MLC_OK ? d->status : MLC_ERR_INTERNAL;
-  mlc_status st = onnx_finish(cx, n, nd, d);
-  if (st != MLC_OK) return st;
-  for (int i = 0; i < nd->noutputs && i < n->noutputs; i++) outs[i] = nd->outputs[i];
-  return MLC_OK;
-}
-
 /* number of outputs up to the last one the model names */
 static int used_outputs(const OnnxNode *n, int max) {
   int k = 1;
@@ -44,11 +21,11 @@ static int used_outputs(const OnnxNode *n, int max) {
 }
 
 static mlc_status layernorm_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_x(cx, n, 2, d);
+  mlc_status st = onnx_need_inputs(cx, n, 2, d);
   if (st) return st;
   Value *x = n->inputs[0];
   int64_t axis = onnx_attr_int(n, "axis", -1);
-  if ((st = norm_axis(cx, n, &axis, x->type.ndim, d))) return st;
+  if ((st = onnx_norm_axis(cx, n, &axis, x->type.ndim, d))) return st;
   bool rms = strcmp(n->op_type, "RMSNormalization") == 0;
   Value *ins[3] = {x, n->inputs[1], n->ninputs > 2 ? n->inputs[2] : NULL};
   int nin = !rms && ins[2] ? 3 : 2;
@@ -60,11 +37,11 @@ static mlc_status layernorm_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs
     ir_set_float(g, nd, "epsilon", onnx_attr_float(n, "epsilon", 1e-5));
     ir_set_int(g, nd, "stash_type", onnx_attr_int(n, "stash_type", 1));
   }
-  return finish_all(cx, n, nd, outs, d);
+  return onnx_finish_all(cx, n, nd, outs, d);
 }
 
 static mlc_status groupnorm_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_x(cx, n, 3, d);
+  mlc_status st = onnx_need_inputs(cx, n, 3, d);
   if (st) return st;
   Value *x = n->inputs[0];
   if (x->type.ndim < 2) return onnx_error(cx, n, d, MLC_ERR_INVALID, "input must have rank >= 2");
@@ -83,11 +60,11 @@ static mlc_status groupnorm_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs
     ir_set_float(g, nd, "epsilon", onnx_attr_float(n, "epsilon", 1e-5));
     ir_set_string(g, nd, "param", !inst && n->opset < 21 ? "group" : "channel");
   }
-  return finish_all(cx, n, nd, outs, d);
+  return onnx_finish_all(cx, n, nd, outs, d);
 }
 
 static mlc_status mvn_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_x(cx, n, 1, d);
+  mlc_status st = onnx_need_inputs(cx, n, 1, d);
   if (st) return st;
   Value *x = n->inputs[0];
   int64_t axes[MLC_MAX_DIMS + 1] = {0, 2, 3};
@@ -95,29 +72,29 @@ static mlc_status mvn_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag
   if (na < 0) na = 3;
   if (na > x->type.ndim) return onnx_error(cx, n, d, MLC_ERR_INVALID, "%d axes for a rank-%d input", na, x->type.ndim);
   for (int i = 0; i < na; i++)
-    if ((st = norm_axis(cx, n, &axes[i], x->type.ndim, d))) return st;
+    if ((st = onnx_norm_axis(cx, n, &axes[i], x->type.ndim, d))) return st;
   Node *nd = onnx_emit(cx, n, "nn.mvn", 1, &x, 1, d);
   if (nd) ir_set_ints(onnx_graph(cx), nd, "axis", axes, na);
-  return finish_all(cx, n, nd, outs, d);
+  return onnx_finish_all(cx, n, nd, outs, d);
 }
 
 static mlc_status lpnorm_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_x(cx, n, 1, d);
+  mlc_status st = onnx_need_inputs(cx, n, 1, d);
   if (st) return st;
   Value *x = n->inputs[0];
   int64_t axis = onnx_attr_int(n, "axis", -1), p = onnx_attr_int(n, "p", 2);
-  if ((st = norm_axis(cx, n, &axis, x->type.ndim, d))) return st;
+  if ((st = onnx_norm_axis(cx, n, &axis, x->type.ndim, d))) return st;
   if (p != 1 && p != 2) return onnx_error(cx, n, d, MLC_ERR_INVALID, "p must be 1 or 2, got %lld", (long long)p);
   Node *nd = onnx_emit(cx, n, "nn.lp_norm", 1, &x, 1, d);
   if (nd) {
     ir_set_int(onnx_graph(cx), nd, "axis", axis);
     ir_set_int(onnx_graph(cx), nd, "p", p);
   }
-  return finish_all(cx, n, nd, outs, d);
+  return onnx_finish_all(cx, n, nd, outs, d);
 }
 
 static mlc_status lrn_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_x(cx, n, 1, d);
+  mlc_status st = onnx_need_inputs(cx, n, 1, d);
   if (st) return st;
   if (!onnx_has_attr(n, "size")) return onnx_error(cx, n, d, MLC_ERR_INVALID, "LRN needs the size attribute");
   Node *nd = onnx_emit(cx, n, "nn.lrn", 1, n->inputs, 1, d);
@@ -128,7 +105,7 @@ static mlc_status lrn_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag
     ir_set_float(g, nd, "beta", onnx_attr_float(n, "beta", 0.75));
     ir_set_float(g, nd, "bias", onnx_attr_float(n, "bias", 1.0));
   }
-  return finish_all(cx, n, nd, outs, d);
+  return onnx_finish_all(cx, n, nd, outs, d);
 }
 
 const OnnxConverter onnx_ops_norm[] = {

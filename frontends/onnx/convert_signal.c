@@ -20,13 +20,6 @@
 #include "frontends/onnx/onnx.h"
 #include "passes/graph/passes.h"
 
-static mlc_status need_x(OnnxCtx *cx, const OnnxNode *n, int k, Diag *d) {
-  if (n->ninputs < k) return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s needs %d inputs", n->op_type, k);
-  for (int i = 0; i < k; i++)
-    if (!n->inputs[i]) return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: input %d is missing", n->op_type, i);
-  return MLC_OK;
-}
-
 static bool has_input(const OnnxNode *n, int i) { return n->ninputs > i && n->inputs[i]; }
 
 static mlc_status not_constant(OnnxCtx *cx, const OnnxNode *n, const char *names, Diag *d) {
@@ -153,7 +146,7 @@ static mlc_status dft_as_matrix(OnnxCtx *cx, const OnnxNode *n, Value *x, int ax
 }
 
 static mlc_status dft_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_x(cx, n, 1, d);
+  mlc_status st = onnx_need_inputs(cx, n, 1, d);
   if (st) return st;
   Value *x = n->inputs[0];
   int r = x->type.ndim;
@@ -191,7 +184,7 @@ static mlc_status dft_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag
 }
 
 static mlc_status stft_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_x(cx, n, 2, d);
+  mlc_status st = onnx_need_inputs(cx, n, 2, d);
   if (st) return st;
   Value *x = n->inputs[0], *window = has_input(n, 2) ? n->inputs[2] : NULL;
   if (x->type.ndim != 3)
@@ -235,7 +228,7 @@ static mlc_status stft_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Dia
 }
 
 static mlc_status window_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_x(cx, n, 1, d);
+  mlc_status st = onnx_need_inputs(cx, n, 1, d);
   if (st) return st;
   int64_t size;
   if ((st = const_scalar(cx, n, 0, "size", &size, d))) return st;
@@ -253,7 +246,7 @@ static mlc_status window_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, D
 }
 
 static mlc_status mel_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_x(cx, n, 5, d);
+  mlc_status st = onnx_need_inputs(cx, n, 5, d);
   if (st) return st;
   static const char *what[5] = {"num_mel_bins", "dft_length", "sample_rate", "lower_edge_hertz", "upper_edge_hertz"};
   int64_t iv[3];

@@ -9,29 +9,6 @@
 #include <string.h>
 #include "frontends/onnx/onnx.h"
 
-static mlc_status need_x(OnnxCtx *cx, const OnnxNode *n, int k, Diag *d) {
-  if (n->ninputs < k) return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s needs %d inputs", n->op_type, k);
-  for (int i = 0; i < k; i++)
-    if (!n->inputs[i]) return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: input %d is missing", n->op_type, i);
-  return MLC_OK;
-}
-
-static mlc_status fix_axis(OnnxCtx *cx, const OnnxNode *n, int64_t *axis, int ndim, Diag *d) {
-  if (*axis < -ndim || *axis >= ndim)
-    return onnx_error(cx, n, d, MLC_ERR_INVALID, "axis %lld is out of range for a rank-%d input", (long long)*axis,
-                      ndim);
-  if (*axis < 0) *axis += ndim;
-  return MLC_OK;
-}
-
-static mlc_status finish_all(OnnxCtx *cx, const OnnxNode *n, Node *nd, Value **outs, Diag *d) {
-  if (!nd) return d->status != MLC_OK ? d->status : MLC_ERR_INTERNAL;
-  mlc_status st = onnx_finish(cx, n, nd, d);
-  if (st != MLC_OK) return st;
-  for (int i = 0; i < nd->noutputs && i < n->noutputs; i++) outs[i] = nd->outputs[i];
-  return MLC_OK;
-}
-
 /* a scalar integer input that must be a compile-time constant */
 static mlc_status const_scalar(OnnxCtx *cx, const OnnxNode *n, int i, const char *what, int64_t *v, Diag *d) {
   if (n->ninputs <= i || !n->inputs[i]) return onnx_error(cx, n, d, MLC_ERR_INVALID, "input '%s' is missing", what);
@@ -44,7 +21,7 @@ static mlc_status const_scalar(OnnxCtx *cx, const OnnxNode *n, int i, const char
 }
 
 static mlc_status topk_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_x(cx, n, 1, d);
+  mlc_status st = onnx_need_inputs(cx, n, 1, d);
   if (st) return st;
   Value *x = n->inputs[0];
   int64_t k, axis = onnx_attr_int(n, "axis", -1);
@@ -54,7 +31,7 @@ static mlc_status topk_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Dia
   } else if ((st = const_scalar(cx, n, 1, "K", &k, d))) {
     return st;
   }
-  if ((st = fix_axis(cx, n, &axis, x->type.ndim, d))) return st;
+  if ((st = onnx_norm_axis(cx, n, &axis, x->type.ndim, d))) return st;
   Node *nd = onnx_emit(cx, n, "topk", 1, &x, 2, d);
   if (nd) {
     Graph *g = onnx_graph(cx);
@@ -63,16 +40,16 @@ static mlc_status topk_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Dia
     ir_set_int(g, nd, "largest", onnx_attr_int(n, "largest", 1) != 0);
     ir_set_int(g, nd, "sorted", onnx_attr_int(n, "sorted", 1) != 0);
   }
-  return finish_all(cx, n, nd, outs, d);
+  return onnx_finish_all(cx, n, nd, outs, d);
 }
 
 static mlc_status cum_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_x(cx, n, 2, d);
+  mlc_status st = onnx_need_inputs(cx, n, 2, d);
   if (st) return st;
   Value *x = n->inputs[0];
   int64_t axis;
   if ((st = const_scalar(cx, n, 1, "axis", &axis, d))) return st;
-  if ((st = fix_axis(cx, n, &axis, x->type.ndim, d))) return st;
+  if ((st = onnx_norm_axis(cx, n, &axis, x->type.ndim, d))) return st;
   Node *nd = onnx_emit(cx, n, strcmp(n->op_type, "CumProd") == 0 ? "cumprod" : "cumsum", 1, &x, 1, d);
   if (nd) {
     Graph *g = onnx_graph(cx);
@@ -80,22 +57,22 @@ static mlc_status cum_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag
     ir_set_int(g, nd, "exclusive", onnx_attr_int(n, "exclusive", 0) != 0);
     ir_set_int(g, nd, "reverse", onnx_attr_int(n, "reverse", 0) != 0);
   }
-  return finish_all(cx, n, nd, outs, d);
+  return onnx_finish_all(cx, n, nd, outs, d);
 }
 
 static mlc_status hardmax_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need_x(cx, n, 1, d);
+  mlc_status st = onnx_need_inputs(cx, n, 1, d);
   if (st) return st;
   Value *x = n->inputs[0];
   bool flatten = n->opset < 13;
   int64_t axis = onnx_attr_int(n, "axis", flatten ? 1 : -1);
-  if ((st = fix_axis(cx, n, &axis, x->type.ndim, d))) return st;
+  if ((st = onnx_norm_axis(cx, n, &axis, x->type.ndim, d))) return st;
   Node *nd = onnx_emit(cx, n, "hardmax", 1, &x, 1, d);
   if (nd) {
     ir_set_int(onnx_graph(cx), nd, "axis", axis);
     ir_set_int(onnx_graph(cx), nd, "flatten", flatten);
   }
-  return finish_all(cx, n, nd, outs, d);
+  return onnx_finish_all(cx, n, nd, outs, d);
 }
 
 const OnnxConverter onnx_ops_sort[] = {

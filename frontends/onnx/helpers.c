@@ -269,6 +269,22 @@ mlc_status onnx_need_inputs(OnnxCtx *cx, const OnnxNode *n, int k, Diag *d) {
   return MLC_OK;
 }
 
+mlc_status onnx_finish_all(OnnxCtx *cx, const OnnxNode *n, Node *nd, Value **outs, Diag *d) {
+  if (!nd) return d->status != MLC_OK ? d->status : MLC_ERR_INTERNAL;
+  mlc_status st = onnx_finish(cx, n, nd, d);
+  if (st != MLC_OK) return st;
+  for (int i = 0; i < nd->noutputs && i < n->noutputs; i++) outs[i] = nd->outputs[i];
+  return MLC_OK;
+}
+
+mlc_status onnx_norm_axis(OnnxCtx *cx, const OnnxNode *n, int64_t *axis, int ndim, Diag *d) {
+  if (*axis < -ndim || *axis >= ndim)
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "axis %lld is out of range for a rank-%d input", (long long)*axis,
+                      ndim);
+  if (*axis < 0) *axis += ndim;
+  return MLC_OK;
+}
+
 mlc_status onnx_finish_one(OnnxCtx *cx, const OnnxNode *n, Node *nd, Value **out, Diag *d) {
   if (!nd) return d->status != MLC_OK ? d->status : MLC_ERR_INTERNAL;
   mlc_status st = onnx_finish(cx, n, nd, d);

@@ -86,6 +86,10 @@ Node *onnx_emit(OnnxCtx *cx, const OnnxNode *n, const char *op, int nin, Value *
 mlc_status onnx_finish(OnnxCtx *cx, const OnnxNode *n, Node *node, Diag *d);
 /* onnx_finish of a one-output node (NULL: the failed emit's status), its output in *out (unless out is NULL) */
 mlc_status onnx_finish_one(OnnxCtx *cx, const OnnxNode *n, Node *node, Value **out, Diag *d);
+/* onnx_finish of a node whose outputs all map onto the ONNX node's, in order (outs[i] for each output named) */
+mlc_status onnx_finish_all(OnnxCtx *cx, const OnnxNode *n, Node *node, Value **outs, Diag *d);
+/* axis in [-ndim, ndim) made non-negative; else an error naming the node */
+mlc_status onnx_norm_axis(OnnxCtx *cx, const OnnxNode *n, int64_t *axis, int ndim, Diag *d);
 /* the first k inputs must be present */
 mlc_status onnx_need_inputs(OnnxCtx *cx, const OnnxNode *n, int k, Diag *d);
 /* A rank-0 constant of dtype t holding v, named "<node>_<what>" (NULL for a non-numeric dtype). */

@@ -39,3 +39,28 @@ TeTensor *topi_cast_stage(TeCtx *c, TeTensor *t, mlc_dtype to) {
   k->to = to;
   return te_compute(c, "cast", "elemwise", to, t->ndim, t->shape, cast_body, k);
 }
+
+static mlc_status read_pair(const Node *n, const char *name, int64_t *out, Diag *d) {
+  int64_t v[4];
+  int cnt = ir_attr_ints(n, name, v, 4);
+  out[0] = out[1] = 1;
+  if (cnt == 0) return MLC_OK;
+  if (cnt != 2) return diag_set(d, MLC_ERR_INVALID, "attribute '%s' has %d values, expected 2", name, cnt);
+  if (v[0] < 1 || v[1] < 1) return diag_set(d, MLC_ERR_INVALID, "attribute '%s' must be >= 1", name);
+  out[0] = v[0];
+  out[1] = v[1];
+  return MLC_OK;
+}
+
+mlc_status topi_conv2d_window(const Node *n, int64_t *strides, int64_t *dil, int64_t *pad, Diag *d) {
+  mlc_status st;
+  if ((strides && (st = read_pair(n, "strides", strides, d))) || (dil && (st = read_pair(n, "dilation", dil, d))))
+    return st;
+  if (!pad) return MLC_OK;
+  memset(pad, 0, 4 * sizeof *pad);
+  int cnt = ir_attr_ints(n, "padding", pad, 4);
+  if (cnt != 0 && cnt != 4) return diag_set(d, MLC_ERR_INVALID, "attribute 'padding' has %d values, expected 4", cnt);
+  for (int i = 0; i < 4; i++)
+    if (pad[i] < 0) return diag_set(d, MLC_ERR_INVALID, "pads must be >= 0");
+  return MLC_OK;
+}

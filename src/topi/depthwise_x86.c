@@ -44,18 +44,6 @@ typedef struct Depthwise {
   int64_t b;                          /* data_block: 0 NCHW, else the channel block (c counts blocks) */
 } Depthwise;
 
-static mlc_status read_pair(const Node *n, const char *name, int64_t *out, Diag *d) {
-  int64_t v[4];
-  int cnt = ir_attr_ints(n, name, v, 4);
-  out[0] = out[1] = 1;
-  if (cnt == 0) return MLC_OK;
-  if (cnt != 2) return diag_set(d, MLC_ERR_INVALID, "attribute '%s' has %d values, expected 2", name, cnt);
-  if (v[0] < 1 || v[1] < 1) return diag_set(d, MLC_ERR_INVALID, "attribute '%s' must be >= 1", name);
-  out[0] = v[0];
-  out[1] = v[1];
-  return MLC_OK;
-}
-
 static mlc_status depthwise_of(const Node *n, Depthwise *p, Diag *d) {
   const TensorType *x = &n->inputs[0]->type, *k = &n->inputs[1]->type;
   memset(p, 0, sizeof *p);
@@ -72,12 +60,8 @@ static mlc_status depthwise_of(const Node *n, Depthwise *p, Diag *d) {
                     (long long)p->b, (long long)p->b, (long long)p->b, (long long)p->b, (long long)p->b);
   if (x->dtype != MLC_F32 || k->dtype != MLC_F32)
     return diag_set(d, MLC_ERR_UNSUPPORTED, "nn.depthwise_conv2d supports float32 only");
-  mlc_status st;
-  if ((st = read_pair(n, "strides", p->strides, d)) || (st = read_pair(n, "dilation", p->dil, d))) return st;
-  int cnt = ir_attr_ints(n, "padding", p->pad, 4);
-  if (cnt != 0 && cnt != 4) return diag_set(d, MLC_ERR_INVALID, "attribute 'padding' has %d values, expected 4", cnt);
-  for (int i = 0; i < 4; i++)
-    if (p->pad[i] < 0) return diag_set(d, MLC_ERR_INVALID, "pads must be >= 0");
+  mlc_status st = topi_conv2d_window(n, p->strides, p->dil, p->pad, d);
+  if (st) return st;
   p->n = x->dims[0];
   p->c = x->dims[1];
   p->h = x->dims[2];

@@ -201,10 +201,7 @@ static mlc_status pad_of(const Node *n, WinoConv *p, Diag *d) {
   mlc_status st = matrices_of(n, ir_attr_int(n, "data_block", 0) ? 5 : 4, p, d);
   if (st) return st;
   const TensorType *x = &n->inputs[0]->type;
-  int cnt = ir_attr_ints(n, "padding", p->pad, 4);
-  if (cnt != 0 && cnt != 4) return diag_set(d, MLC_ERR_INVALID, "attribute 'padding' has %d values, expected 4", cnt);
-  for (int i = 0; i < 4; i++)
-    if (p->pad[i] < 0) return diag_set(d, MLC_ERR_INVALID, "pads must be >= 0");
+  if ((st = topi_conv2d_window(n, NULL, NULL, p->pad, d))) return st;
   p->blk = ir_attr_int(n, "data_block", 0);
   if (p->blk && (p->blk < 0 || x->dims[4] != p->blk))
     return diag_set(d, MLC_ERR_INVALID, "nn.winograd_pad: data_block %lld does not match the data's block %lld",
