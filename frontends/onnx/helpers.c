@@ -157,40 +157,6 @@ int onnx_const_ints(const Value *v, int64_t *out, int max) {
 
 /* ---- scalar constants ---- */
 
-/* IEEE half from a double, rounding to nearest even */
-static uint16_t to_f16(double v) {
-  float f = (float)v;
-  uint32_t x;
-  memcpy(&x, &f, 4);
-  uint32_t sign = (x >> 16) & 0x8000u, mant = x & 0x7fffffu;
-  int32_t exp = (int32_t)((x >> 23) & 0xff);
-  if (exp == 0xff) return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0));
-  int32_t e = exp - 127 + 15;
-  if (e >= 0x1f) return (uint16_t)(sign | 0x7c00u);
-  if (e <= 0) {
-    if (e < -10) return (uint16_t)sign;
-    mant |= 0x800000u;
-    uint32_t shift = (uint32_t)(14 - e), h = mant >> shift, rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (h & 1))) h++;
-    return (uint16_t)(sign | h);
-  }
-  uint32_t h = ((uint32_t)e << 10) | (mant >> 13), rem = mant & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) h++;
-  return (uint16_t)(sign | h);
-}
-
-
-/* bfloat16 from a double, rounding to nearest even (NaN stays NaN) */
-static uint16_t to_bf16(double v) {
-  float f = (float)v;
-  uint32_t x;
-  memcpy(&x, &f, 4);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40);
-  x += 0x7fffu + ((x >> 16) & 1);
-  return (uint16_t)(x >> 16);
-}
-
-
 Value *onnx_scalar(OnnxCtx *cx, const OnnxNode *n, const char *what, mlc_dtype t, double v) {
   union { float f; double d; int8_t i8; int16_t i16; int32_t i32; int64_t i64; uint8_t u8; uint16_t u16;
           uint32_t u32; uint64_t u64; } u;
@@ -198,8 +164,8 @@ Value *onnx_scalar(OnnxCtx *cx, const OnnxNode *n, const char *what, mlc_dtype t
   switch (t) {
     case MLC_F32: u.f = (float)v; break;
     case MLC_F64: u.d = v; break;
-    case MLC_F16: u.u16 = to_f16(v); break;
-    case MLC_BF16: u.u16 = to_bf16(v); break;
+    case MLC_F16: u.u16 = mlc_f32_to_f16((float)v); break;
+    case MLC_BF16: u.u16 = mlc_f32_to_bf16((float)v); break;
     case MLC_I8: u.i8 = (int8_t)v; break;
     case MLC_I16: u.i16 = (int16_t)v; break;
     case MLC_I32: u.i32 = (int32_t)v; break;

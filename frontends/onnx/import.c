@@ -168,14 +168,25 @@ static void print_dims(char *buf, size_t size, const int64_t *dims, int ndim) {
   if (k < size) snprintf(buf + k, size - k, "]");
 }
 
-/* A value bound to an input (--freeze-inputs) must have the input's declared element type and static dims. */
-static mlc_status check_frozen(OnnxCtx *cx, const Onnx__ValueInfoProto *vi, const OnnxInputShape *fz, Diag *d) {
+/* A value bound to an input (--freeze-inputs) must have the input's declared element type and static dims.
+ * numpy has no bfloat16: a float32 value for a bfloat16 input is rounded to it (*data, *dtype). */
+static mlc_status check_frozen(OnnxCtx *cx, const Onnx__ValueInfoProto *vi, const OnnxInputShape *fz,
+                               mlc_dtype *dtype, const void **data, Diag *d) {
   const char *name = S(vi->name);
   const Onnx__TypeProto *tp = vi->type;
+  *dtype = fz->dtype;
+  *data = fz->data;
   if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type) return MLC_OK;
   const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
   mlc_dtype want = tt->has_elem_type ? onnx_dtype(tt->elem_type) : MLC_UNDEF;
-  if (want != MLC_UNDEF && want != fz->dtype)
+  if (want == MLC_BF16 && fz->dtype == MLC_F32) {
+    int64_t n = 1;
+    for (int i = 0; i < fz->ndim; i++) n *= fz->dims[i];
+    uint16_t *h = arena_alloc(cx->arena, (size_t)n * 2 + 2);
+    for (int64_t i = 0; i < n; i++) h[i] = mlc_f32_to_bf16(((const float *)fz->data)[i]);
+    *dtype = MLC_BF16;
+    *data = h;
+  } else if (want != MLC_UNDEF && want != fz->dtype)
     return diag_set(d, MLC_ERR_USAGE, "%s: --freeze-inputs: input '%s' is %s in the model, the value given is %s",
                     cx->path, name, mlc_dtype_name(want), mlc_dtype_name(fz->dtype));
   const Onnx__TensorShapeProto *sh = tt->shape;
@@ -559,10 +570,12 @@ static mlc_status import_graph(OnnxCtx *cx, const Onnx__GraphProto *gp, const On
     if (prev) return diag_set(d, MLC_ERR_INVALID, "%s: graph input '%s' is listed twice", cx->path, nm);
     const OnnxInputShape *frozen = find_shape(opt, nm);
     if (frozen && frozen->data) {
-      if (check_frozen(cx, vi, frozen, d) != MLC_OK) return d->status;
-      TensorType t = {frozen->dtype, frozen->ndim, {0}};
+      mlc_dtype dt;
+      const void *data;
+      if (check_frozen(cx, vi, frozen, &dt, &data, d) != MLC_OK) return d->status;
+      TensorType t = {dt, frozen->ndim, {0}};
       memcpy(t.dims, frozen->dims, sizeof t.dims);
-      Value *c = ir_const_new(g, nm, t, frozen->data);
+      Value *c = ir_const_new(g, nm, t, data);
       onnx_scope_put(a, &cx->scope, nm, c);
       vec_push(a, &g->frozen, c);
       continue;
@@ -624,6 +637,19 @@ static mlc_status import_graph(OnnxCtx *cx, const Onnx__GraphProto *gp, const On
         onnx_dtype(tp->tensor_type->elem_type) != v->type.dtype)
       return diag_set(d, MLC_ERR_INTERNAL, "%s: graph output '%s' has type %s after import, but the model declares %s",
                       cx->path, nm, mlc_dtype_name(v->type.dtype), onnx_dtype_name(tp->tensor_type->elem_type));
+    /* the package names its outputs after the ONNX graph outputs: a value named otherwise (made inside an
+     * inlined If / Loop body, a constant such as inference Dropout's mask) takes the output's name, unless it is
+     * an input or already another output, which get a copy of that name */
+    if (strcmp(v->name, nm)) {
+      bool taken = v->is_input;
+      for (int k = 0; k < g->outputs.n && !taken; k++) taken = g->outputs.v[k] == v;
+      if (taken) {
+        Node *c = ir_node_new(g, ir_op_find("copy"), nm, "Identity", 0, &v, 1, 1);
+        if (ir_infer_node(g, c, d) != MLC_OK) return d->status;
+        v = c->outputs[0];
+      }
+      v->name = arena_strdup(a, nm);
+    }
     vec_push(a, &g->outputs, v);
   }
   return ir_verify(g, d);

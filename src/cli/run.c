@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 #include "cli/cli.h"
+#include "support/support.h"
 #include "mlc/runtime.h"
 #include "runtime/json.h"
 #include "runtime/rt.h"
@@ -76,26 +77,6 @@ static uint64_t splitmix64(uint64_t *s) {
   return z ^ (z >> 31);
 }
 
-static uint16_t f32_to_f16(float f) {
-  uint32_t x;
-  memcpy(&x, &f, 4);
-  uint32_t sign = (x >> 16) & 0x8000, exp = (x >> 23) & 0xFF, mant = x & 0x7FFFFF;
-  if (exp == 0xFF) return (uint16_t)(sign | 0x7C00 | (mant ? 0x200 : 0));
-  int e = (int)exp - 127 + 15;
-  if (e >= 31) return (uint16_t)(sign | 0x7C00);
-  if (e <= 0) {
-    if (e < -10) return (uint16_t)sign;
-    mant |= 0x800000;
-    uint32_t shift = (uint32_t)(14 - e);
-    uint32_t h = mant >> shift, rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (h & 1))) h++;
-    return (uint16_t)(sign | h);
-  }
-  uint32_t h = ((uint32_t)e << 10) | (mant >> 13), rem = mant & 0x1FFF;
-  if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) h++; /* may carry into the exponent: still correct */
-  return (uint16_t)(sign | h);
-}
-
 static void fill_random(void *data, mlc_dtype dt, int64_t n, uint64_t *state) {
   for (int64_t i = 0; i < n; i++) {
     uint64_t r = splitmix64(state);
@@ -104,13 +85,8 @@ static void fill_random(void *data, mlc_dtype dt, int64_t n, uint64_t *state) {
     switch (dt) {
     case MLC_F32: ((float *)data)[i] = f; break;
     case MLC_F64: ((double *)data)[i] = (double)(r >> 11) * 0x1.0p-53 * 2.0 - 1.0; break;
-    case MLC_F16: ((uint16_t *)data)[i] = f32_to_f16(f); break;
-    case MLC_BF16: {
-      uint32_t x;
-      memcpy(&x, &f, 4);
-      ((uint16_t *)data)[i] = (uint16_t)((x + 0x7FFF + ((x >> 16) & 1)) >> 16);
-      break;
-    }
+    case MLC_F16: ((uint16_t *)data)[i] = mlc_f32_to_f16(f); break;
+    case MLC_BF16: ((uint16_t *)data)[i] = mlc_f32_to_bf16(f); break;
     case MLC_BOOL: ((uint8_t *)data)[i] = (uint8_t)(r & 1); break;
     case MLC_U8: ((uint8_t *)data)[i] = (uint8_t)small; break;
     case MLC_I8: ((int8_t *)data)[i] = (int8_t)small; break;
@@ -171,7 +147,8 @@ static int bind_inputs(mlc_module *m, const RunOptions *o) {
       break;
     }
     shape_str(got, sizeof got, a->ndim, a->shape);
-    bool same = a->dtype == info->dtype && a->ndim == info->ndim;
+    bool widened = info->dtype == MLC_BF16 && a->dtype == MLC_F32; /* numpy has no bfloat16 */
+    bool same = (a->dtype == info->dtype || widened) && a->ndim == info->ndim;
     for (int d = 0; same && d < a->ndim; d++) same = a->shape[d] == info->shape[d];
     if (!same) {
       run_err("%s: input '%s': expected %s %s, got %s %s", o->inputs, info->name, mlc_dtype_name(info->dtype), want,
@@ -179,8 +156,21 @@ static int bind_inputs(mlc_module *m, const RunOptions *o) {
       rc = MLC_ERR_INVALID;
       break;
     }
-    if ((rc = mlc_module_set_input(m, i, a->data, a->nbytes)) != MLC_OK)
-      run_err("%s: %s", o->inputs, mlc_rt_last_error());
+    if (widened) {
+      size_t k = a->nbytes / sizeof(float);
+      uint16_t *h = malloc(k * 2 + 2);
+      if (!h) {
+        run_err("out of memory for input '%s'", info->name);
+        rc = MLC_ERR_INTERNAL;
+        break;
+      }
+      for (size_t j = 0; j < k; j++) h[j] = mlc_f32_to_bf16(((const float *)a->data)[j]);
+      rc = mlc_module_set_input(m, i, h, k * 2);
+      free(h);
+    } else {
+      rc = mlc_module_set_input(m, i, a->data, a->nbytes);
+    }
+    if (rc != MLC_OK) run_err("%s: %s", o->inputs, mlc_rt_last_error());
   }
   for (int j = 0; j < narr && rc == MLC_OK; j++) {
     bool known = false;
@@ -188,9 +178,17 @@ static int bind_inputs(mlc_module *m, const RunOptions *o) {
     /* an input bound at compile time (--freeze-inputs) may be given again, with the same value only */
     const rt_frozen *f = known ? NULL : rt_module_frozen(m, arr[j].name);
     if (f) {
-      bool same = arr[j].dtype == f->dtype && arr[j].ndim == f->ndim &&
-                  rt_fnv1a64(arr[j].data, arr[j].nbytes) == f->hash;
-      for (int d = 0; same && d < f->ndim; d++) same = arr[j].shape[d] == f->shape[d];
+      const rt_array *a = &arr[j];
+      uint64_t hash = rt_fnv1a64(a->data, a->nbytes);
+      if (f->dtype == MLC_BF16 && a->dtype == MLC_F32) { /* bound from float32, as numpy has no bfloat16 */
+        size_t k = a->nbytes / sizeof(float);
+        uint16_t *h = malloc(k * 2 + 2);
+        for (size_t i = 0; h && i < k; i++) h[i] = mlc_f32_to_bf16(((const float *)a->data)[i]);
+        hash = h ? rt_fnv1a64(h, k * 2) : 0;
+        free(h);
+      }
+      bool same = (a->dtype == f->dtype || f->dtype == MLC_BF16) && a->ndim == f->ndim && hash == f->hash;
+      for (int d = 0; same && d < f->ndim; d++) same = a->shape[d] == f->shape[d];
       if (!same) {
         run_err("%s: input '%s' was bound to another value when the model was compiled (--freeze-inputs); "
                 "recompile with this value to run it", o->inputs, arr[j].name);
@@ -461,11 +459,18 @@ static int parse_args(int argc, char **argv, RunOptions *o) {
   return MLC_OK;
 }
 
+/* numpy has no bfloat16: such outputs are written as float32 (exact), such inputs are read from float32 */
 static int write_outputs(mlc_module *m, const char *path) {
   int n = mlc_module_num_outputs(m);
   rt_array *arr = calloc((size_t)n + 1, sizeof *arr);
-  if (!arr) return MLC_ERR_INTERNAL;
-  for (int i = 0; i < n; i++) {
+  float **widened = calloc((size_t)n + 1, sizeof *widened);
+  if (!arr || !widened) {
+    free(arr);
+    free(widened);
+    return MLC_ERR_INTERNAL;
+  }
+  int rc = MLC_OK;
+  for (int i = 0; i < n && rc == MLC_OK; i++) {
     const mlc_tensor_info *info = mlc_module_output(m, i);
     arr[i].name = (char *)info->name;
     arr[i].dtype = info->dtype;
@@ -473,11 +478,21 @@ static int write_outputs(mlc_module *m, const char *path) {
     memcpy(arr[i].shape, info->shape, sizeof arr[i].shape);
     arr[i].data = (void *)mlc_module_output_data(m, i);
     arr[i].nbytes = (size_t)numel(info->ndim, info->shape) * (size_t)mlc_dtype_size(info->dtype);
+    if (info->dtype == MLC_BF16) {
+      int64_t k = numel(info->ndim, info->shape);
+      if (!(widened[i] = malloc((size_t)k * sizeof(float) + 1))) rc = MLC_ERR_INTERNAL;
+      for (int64_t j = 0; widened[i] && j < k; j++) widened[i][j] = mlc_bf16_to_f32(((const uint16_t *)arr[i].data)[j]);
+      arr[i].dtype = MLC_F32;
+      arr[i].data = widened[i];
+      arr[i].nbytes = (size_t)k * sizeof(float);
+    }
   }
   char err[RT_ERRLEN];
-  int rc = rt_npz_write(path, n, arr, err);
-  free(arr); /* names and data belong to the module */
-  if (rc != MLC_OK) run_err("%s", err);
+  if (rc == MLC_OK && (rc = rt_npz_write(path, n, arr, err)) != MLC_OK) run_err("%s", err);
+  if (rc == MLC_ERR_INTERNAL) run_err("out of memory writing %s", path);
+  for (int i = 0; i < n; i++) free(widened[i]);
+  free(widened);
+  free(arr); /* names and other data belong to the module */
   return rc;
 }
 
