@@ -685,7 +685,90 @@ typedef struct GPoolCtx {
   mlc_dtype acc;
   double p;
   int64_t block; /* data_block */
+  /* the row form of NCHW data on a CPU (gpool_rows): the spatial dims read as one flat row of `count`
+   * elements, `lanes` partials over its first `kmain`, the rest summed by `tail` */
+  int64_t lanes, kmain, count;
+  TeTensor *part, *tail, *sum;
 } GPoolCtx;
+
+/* one element of a global pool's input, transformed for the reduction (|x|^p of an Lp pool) */
+static Expr *gpool_elem(TeCtx *c, GPoolCtx *k, Expr **din) {
+  Arena *A = c->arena;
+  Expr *v = read_as(c, k->data, din, k->acc);
+  if (k->kind != POOL_LP) return v;
+  if (k->p == 2) return tir_mul(A, v, v);
+  Expr *args[2] = {tir_call(A, INTRIN_FABS, k->acc, 1, &v), tir_const(A, k->acc, k->p)};
+  return tir_call(A, INTRIN_POW, k->acc, 2, args);
+}
+
+/* [n, c, spatial(f)] for the flat spatial index f of NCHW data (1-D or 2-D) */
+static void gpool_flat_index(TeCtx *c, GPoolCtx *k, Expr *n, Expr *ch, Expr *f, Expr **din) {
+  Arena *A = c->arena;
+  din[0] = n;
+  din[1] = ch;
+  if (k->data->ndim == 3) {
+    din[2] = f;
+    return;
+  }
+  Expr *w = tir_idx(A, k->data->shape[3]);
+  din[2] = tir_bin(A, E_FLOORDIV, f, w);
+  din[3] = tir_bin(A, E_FLOORMOD, f, w);
+}
+
+/* part[n, c, l]: the pool of elements j * lanes + l of the row, j < kmain / lanes */
+static Expr *gpool_part_body(TeCtx *c, Expr **idx, void *user) {
+  GPoolCtx *k = user;
+  Arena *A = c->arena;
+  IterVar *j = te_reduce_axis(c, "rj", k->kmain / k->lanes);
+  Expr *din[4], *f = tir_add(A, tir_mul(A, ivref(c, j), tir_idx(A, k->lanes)), idx[2]);
+  gpool_flat_index(c, k, idx[0], idx[1], f, din);
+  return te_reduce(c, k->kind == POOL_MAX ? RED_MAX : RED_SUM, gpool_elem(c, k, din), 1, &j, NULL, NULL);
+}
+
+/* tail[n, c]: the pool of the row's elements from kmain on */
+static Expr *gpool_tail_body(TeCtx *c, Expr **idx, void *user) {
+  GPoolCtx *k = user;
+  Arena *A = c->arena;
+  IterVar *t = te_reduce_axis(c, "rt", k->count - k->kmain);
+  Expr *din[4];
+  gpool_flat_index(c, k, idx[0], idx[1], tir_add(A, ivref(c, t), tir_idx(A, k->kmain)), din);
+  return te_reduce(c, k->kind == POOL_MAX ? RED_MAX : RED_SUM, gpool_elem(c, k, din), 1, &t, NULL, NULL);
+}
+
+/* the output's [n, c, 1..]: the partials combined (starting from the tail) */
+static Expr *gpool_combine_body(TeCtx *c, Expr **idx, void *user) {
+  GPoolCtx *k = user;
+  IterVar *l = te_reduce_axis(c, "rl", k->lanes);
+  Expr *pi[3] = {idx[0], idx[1], ivref(c, l)};
+  Expr *init = k->tail ? te_read(c, k->tail, 2, idx) : NULL;
+  return te_reduce(c, k->kind == POOL_MAX ? RED_MAX : RED_SUM, te_read(c, k->part, 3, pi), 1, &l, init, NULL);
+}
+
+static Expr *gpool_mean_body(TeCtx *c, Expr **idx, void *user) {
+  GPoolCtx *k = user;
+  return tir_mul(c->arena, te_read(c, k->sum, k->sum->ndim, idx), tir_const(c->arena, k->acc, 1.0 / (double)k->count));
+}
+
+/* The row form of a global pool of NCHW data (1-D or 2-D) on a CPU, when a row holds at least a vector: each
+ * (n, c) row is walked in contiguous vectors into a vector of partials (tag "reduce_partial", which the generic
+ * schedule vectorizes), instead of one scalar chain per row. NULL when it does not apply. */
+static TeTensor *gpool_rows(TeCtx *c, GPoolCtx *k, const TensorType *o) {
+  const TeTensor *x = k->data;
+  if (!c->target || c->target->kind != TARGET_CPU || k->block || (x->ndim != 3 && x->ndim != 4) ||
+      k->acc != x->dtype || (k->acc != MLC_F32 && k->acc != MLC_F64))
+    return NULL;
+  k->count = x->shape[2] * (x->ndim == 4 ? x->shape[3] : 1);
+  k->lanes = topi_vector_lanes(c->target, k->acc);
+  if (k->lanes < 2 || k->count < k->lanes) return NULL;
+  k->kmain = k->count / k->lanes * k->lanes;
+  int64_t pshape[3] = {x->shape[0], x->shape[1], k->lanes};
+  k->part = te_compute(c, "gpool_part", "reduce_partial", k->acc, 3, pshape, gpool_part_body, k);
+  k->tail = k->kmain < k->count ? te_compute(c, "gpool_tail", "reduce", k->acc, 2, pshape, gpool_tail_body, k) : NULL;
+  TeTensor *t = te_compute(c, "gpool_sum", "reduce", k->acc, o->ndim, o->dims, gpool_combine_body, k);
+  if (k->kind != POOL_AVG) return t;
+  k->sum = t;
+  return te_compute(c, "global_avg_pool2d", "elemwise", k->acc, o->ndim, o->dims, gpool_mean_body, k);
+}
 
 static Expr *gpool_body(TeCtx *c, Expr **idx, void *user) {
   GPoolCtx *k = user;
@@ -726,7 +809,8 @@ static mlc_status gpool_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **ou
   k->p = (double)ir_attr_int(n, "p", 2);
   k->block = pool_block(n);
   const TensorType *o = &n->outputs[0]->type;
-  TeTensor *t = te_compute(c, n->op->name + 3, "pool", k->acc, o->ndim, o->dims, gpool_body, k);
+  TeTensor *t = gpool_rows(c, k, o);
+  if (!t) t = te_compute(c, n->op->name + 3, "pool", k->acc, o->ndim, o->dims, gpool_body, k);
   outs[0] = k->kind == POOL_LP ? lp_root(c, t, k->p, o->dtype) : topi_cast_stage(c, t, o->dtype);
   return MLC_OK;
 }

@@ -245,5 +245,26 @@ pool("avg_pad_ceil", "AveragePool", (1, 5, 11, 12), [3, 3], [2, 2], [1, 1, 1, 1]
 pool("avg_cip_s1", "AveragePool", (1, 4, 9, 37), [3, 3], [1, 1], [1, 1, 1, 1], cip=1)
 pool("max_1d_s3", "MaxPool", (1, 4, 50), [4], [3], [2, 1])
 pool("avg_3d", "AveragePool", (1, 2, 6, 7, 9), [2, 3, 3], [2, 1, 2], [0, 1, 1, 1, 1, 0])
+
+
+def global_pool(name, kind, shape, p=2):
+    x = (rng.standard_normal(shape) * 2 - 0.5).astype(np.float32)
+    axes = tuple(range(2, len(shape)))
+    xd = x.astype(np.float64)
+    ref = {"GlobalAveragePool": lambda: xd.mean(axis=axes, keepdims=True),
+           "GlobalMaxPool": lambda: xd.max(axis=axes, keepdims=True),
+           "GlobalLpPool": lambda: (np.abs(xd) ** p).sum(axis=axes, keepdims=True) ** (1.0 / p)}[kind]()
+    attrs = {"p": p} if kind == "GlobalLpPool" else {}
+    save(name, [helper.make_node(kind, ["x"], ["y"], **attrs)], x, [], ref)
+
+
+# global pools of NCHW data: a row of at least a vector takes the row form (gpool_part), with or without a tail
+global_pool("gpool_avg_56", "GlobalAveragePool", (1, 48, 56, 56))
+global_pool("gpool_avg_7x9", "GlobalAveragePool", (2, 3, 7, 9))
+global_pool("gpool_max_14", "GlobalMaxPool", (1, 20, 14, 14))
+global_pool("gpool_max_1d", "GlobalMaxPool", (2, 5, 37))
+global_pool("gpool_lp1_4x4", "GlobalLpPool", (1, 4, 4, 4), p=1)
+global_pool("gpool_lp3_1d", "GlobalLpPool", (1, 6, 33), p=3)
+global_pool("gpool_short_3x3", "GlobalAveragePool", (1, 2, 3, 3))
 with open(f"{out}/models.txt", "w") as f:
     f.write("\n".join(names) + "\n")
