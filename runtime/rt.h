@@ -170,6 +170,11 @@ int rt_npz_read(const char *path, int *narrays, rt_array **arrays, char *err);
 int rt_npz_write(const char *path, int narrays, const rt_array *arrays, char *err); /* stored, atomic */
 void rt_arrays_free(int narrays, rt_array *arrays);
 
+/* ---- dtype.c: float32 to float16 / bfloat16 (round to nearest even; NaN stays NaN) and back ---- */
+uint16_t rt_f32_to_f16(float f);
+uint16_t rt_f32_to_bf16(float f);
+float rt_bf16_to_f32(uint16_t h);
+
 /* error state behind mlc_rt_last_error */
 void rt_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -3,6 +3,7 @@
  * nothing else of the importer. */
 #include <string.h>
 #include "frontends/onnx/internal.h"
+#include "runtime/rt.h"
 
 static const Onnx__NodeProto *proto_of(const OnnxNode *n) {
   return n && n->proto ? ((const OnnxNodeRef *)n->proto)->np : NULL;
@@ -164,8 +165,8 @@ Value *onnx_scalar(OnnxCtx *cx, const OnnxNode *n, const char *what, mlc_dtype t
   switch (t) {
     case MLC_F32: u.f = (float)v; break;
     case MLC_F64: u.d = v; break;
-    case MLC_F16: u.u16 = mlc_f32_to_f16((float)v); break;
-    case MLC_BF16: u.u16 = mlc_f32_to_bf16((float)v); break;
+    case MLC_F16: u.u16 = rt_f32_to_f16((float)v); break;
+    case MLC_BF16: u.u16 = rt_f32_to_bf16((float)v); break;
     case MLC_I8: u.i8 = (int8_t)v; break;
     case MLC_I16: u.i16 = (int16_t)v; break;
     case MLC_I32: u.i32 = (int32_t)v; break;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "frontends/onnx/internal.h"
+#include "runtime/rt.h"
 #include "passes/graph/passes.h"
 #include "topi/topi.h"
 
@@ -183,7 +184,7 @@ static mlc_status check_frozen(OnnxCtx *cx, const Onnx__ValueInfoProto *vi, cons
     int64_t n = 1;
     for (int i = 0; i < fz->ndim; i++) n *= fz->dims[i];
     uint16_t *h = arena_alloc(cx->arena, (size_t)n * 2 + 2);
-    for (int64_t i = 0; i < n; i++) h[i] = mlc_f32_to_bf16(((const float *)fz->data)[i]);
+    for (int64_t i = 0; i < n; i++) h[i] = rt_f32_to_bf16(((const float *)fz->data)[i]);
     *dtype = MLC_BF16;
     *data = h;
   } else if (want != MLC_UNDEF && want != fz->dtype)

@@ -18,7 +18,6 @@
 #include <string.h>
 #include <time.h>
 #include "cli/cli.h"
-#include "support/support.h"
 #include "mlc/runtime.h"
 #include "runtime/json.h"
 #include "runtime/rt.h"
@@ -85,8 +84,8 @@ static void fill_random(void *data, mlc_dtype dt, int64_t n, uint64_t *state) {
     switch (dt) {
     case MLC_F32: ((float *)data)[i] = f; break;
     case MLC_F64: ((double *)data)[i] = (double)(r >> 11) * 0x1.0p-53 * 2.0 - 1.0; break;
-    case MLC_F16: ((uint16_t *)data)[i] = mlc_f32_to_f16(f); break;
-    case MLC_BF16: ((uint16_t *)data)[i] = mlc_f32_to_bf16(f); break;
+    case MLC_F16: ((uint16_t *)data)[i] = rt_f32_to_f16(f); break;
+    case MLC_BF16: ((uint16_t *)data)[i] = rt_f32_to_bf16(f); break;
     case MLC_BOOL: ((uint8_t *)data)[i] = (uint8_t)(r & 1); break;
     case MLC_U8: ((uint8_t *)data)[i] = (uint8_t)small; break;
     case MLC_I8: ((int8_t *)data)[i] = (int8_t)small; break;
@@ -164,7 +163,7 @@ static int bind_inputs(mlc_module *m, const RunOptions *o) {
         rc = MLC_ERR_INTERNAL;
         break;
       }
-      for (size_t j = 0; j < k; j++) h[j] = mlc_f32_to_bf16(((const float *)a->data)[j]);
+      for (size_t j = 0; j < k; j++) h[j] = rt_f32_to_bf16(((const float *)a->data)[j]);
       rc = mlc_module_set_input(m, i, h, k * 2);
       free(h);
     } else {
@@ -183,7 +182,7 @@ static int bind_inputs(mlc_module *m, const RunOptions *o) {
       if (f->dtype == MLC_BF16 && a->dtype == MLC_F32) { /* bound from float32, as numpy has no bfloat16 */
         size_t k = a->nbytes / sizeof(float);
         uint16_t *h = malloc(k * 2 + 2);
-        for (size_t i = 0; h && i < k; i++) h[i] = mlc_f32_to_bf16(((const float *)a->data)[i]);
+        for (size_t i = 0; h && i < k; i++) h[i] = rt_f32_to_bf16(((const float *)a->data)[i]);
         hash = h ? rt_fnv1a64(h, k * 2) : 0;
         free(h);
       }
@@ -481,7 +480,7 @@ static int write_outputs(mlc_module *m, const char *path) {
     if (info->dtype == MLC_BF16) {
       int64_t k = numel(info->ndim, info->shape);
       if (!(widened[i] = malloc((size_t)k * sizeof(float) + 1))) rc = MLC_ERR_INTERNAL;
-      for (int64_t j = 0; widened[i] && j < k; j++) widened[i][j] = mlc_bf16_to_f32(((const uint16_t *)arr[i].data)[j]);
+      for (int64_t j = 0; widened[i] && j < k; j++) widened[i][j] = rt_bf16_to_f32(((const uint16_t *)arr[i].data)[j]);
       arr[i].dtype = MLC_F32;
       arr[i].data = widened[i];
       arr[i].nbytes = (size_t)k * sizeof(float);

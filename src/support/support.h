@@ -14,11 +14,6 @@
 #define MLC_VERSION "0.1.0"
 #define countof(a) (sizeof(a) / sizeof((a)[0]))
 
-/* ---- half.c: float32 to float16 / bfloat16 (round to nearest even) and back ---- */
-uint16_t mlc_f32_to_f16(float f);
-uint16_t mlc_f32_to_bf16(float f);
-float mlc_bf16_to_f32(uint16_t h);
-
 /* ---- arena.c ---- */
 typedef struct Arena Arena;
 Arena *arena_new(void);
