@@ -121,7 +121,7 @@ def random_boxes(B, N, center, flip):
     return bx.astype(np.float32)
 
 
-def nms_model(name, B, C, N, max_out, center, thr_inputs, settings, ties=False, flip=False):
+def nms_model(name, B, C, N, max_out, center, thr_inputs, settings, ties=False, flip=False, opset=11):
     """thr_inputs: 'both' (iou and score thresholds are graph inputs), 'iou' (score_threshold absent)"""
     boxes = random_boxes(B, N, center, flip)
     scores = rng.random((B, C, N)).astype(np.float32)
@@ -143,7 +143,7 @@ def nms_model(name, B, C, N, max_out, center, thr_inputs, settings, ties=False, 
             torchvision_check(boxes, scores, max_out, iou, sthr, want)
         datasets.append((d, {"selected": want}))
     save(name, [node], inputs, [("selected", TensorProto.INT64)], datasets,
-         inits=[numpy_helper.from_array(np.array([max_out], np.int64), "max_out")])
+         inits=[numpy_helper.from_array(np.array([max_out], np.int64), "max_out")], opset=opset)
 
 
 nms_model("nms_corner", B=2, C=3, N=24, max_out=6, center=0, thr_inputs="both",
@@ -153,6 +153,7 @@ nms_model("nms_corner_flipped", B=1, C=2, N=30, max_out=50, center=0, thr_inputs
 nms_model("nms_center", B=3, C=2, N=20, max_out=10, center=1, thr_inputs="both", settings=[(0.2, 0.5), (0.5, 0.1)])
 nms_model("nms_center_ties", B=1, C=4, N=16, max_out=16, center=1, thr_inputs="both", settings=[(0.3, 0.2)],
           ties=True)
+nms_model("nms_opset10", B=2, C=1, N=12, max_out=5, center=0, thr_inputs="both", settings=[(0.5, 0.4)], opset=10)
 
 # NonMaxSuppression feeding a Gather: refused at compile time, naming both nodes
 g = helper.make_graph(
@@ -221,6 +222,10 @@ unique_model("unique_unsorted_flat_f64", np.round(rng.random((6, 4)) * 5).astype
 planes = rng.integers(0, 3, (2, 3, 3)).astype(np.float64)
 unique_model("unique_unsorted_negaxis_f64", planes[:, [1, 0, 1, 2, 0], :], -2, 0)
 unique_model("unique_sorted_negaxis_f32", planes[:, [1, 0, 1, 2, 0], :].astype(np.float32), -2, 1)
+unique_model("unique_sorted_flat_f16", (np.round(rng.random(15) * 4) - 2).astype(np.float16), None, 1)
+unique_model("unique_unsorted_axis0_bool", (rng.random((6, 2)) < 0.5), 0, 0)
+unique_model("unique_sorted_flat_uint16", rng.integers(0, 60000, 12).astype(np.uint16)[[0, 1, 2, 1, 5, 0, 7, 8, 9, 8]],
+             None, 1)
 
 
 # ---------------------------------------------------------------- NonZero and Compress on run-time data
@@ -235,6 +240,18 @@ f[f < 0.6] = 0
 nonzero_model("nonzero_f32", f, more=(np.zeros_like(f), np.ones_like(f)))
 nonzero_model("nonzero_bool", rng.random((6, 7)) < 0.3)
 nonzero_model("nonzero_int32_1d", (rng.integers(0, 3, 17) - 1).astype(np.int32))
+nonzero_model("nonzero_f16", np.array([[0, -0.0, 1.5], [2, 0, np.inf]], np.float16))
+nonzero_model("nonzero_uint8_4d", (rng.integers(0, 4, (2, 3, 2, 3)) // 3).astype(np.uint8))
+
+# several data-dependent outputs next to static ones in one graph; Unique with only some outputs named
+x = np.round(rng.random((4, 5)) * 3).astype(np.float32)
+nodes = [helper.make_node("NonZero", ["x"], ["nz"]), helper.make_node("Relu", ["x"], ["r"]),
+         helper.make_node("Unique", ["x"], ["u", "", "", "cnt"], sorted=1)]
+ref = unique_ref(x, None, 1)
+save("mixed", nodes, [("x", x)], [("nz", TensorProto.INT64), ("r", TensorProto.FLOAT), ("u", TensorProto.FLOAT),
+                                  ("cnt", TensorProto.INT64)],
+     [({"x": x}, {"nz": np.array(np.nonzero(x), np.int64), "r": np.maximum(x, 0), "u": ref["y"], "cnt": ref["counts"]})],
+     opset=13)
 
 
 def compress_model(name, x, cond, axis):

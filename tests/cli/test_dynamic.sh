@@ -1,7 +1,8 @@
 #!/bin/sh
 # Data-dependent output shapes end to end through the mlc CLI: each model of make_dynamic_models.py
 # (NonMaxSuppression, Unique, NonZero, Compress on run-time inputs) is compiled and run on every data set, and
-# out.npz must equal the numpy / torchvision reference exactly, shapes included (the trimmed arrays). The
+# out.npz must equal the numpy / torchvision reference exactly, shapes included (the trimmed arrays); each also
+# compiles for --target cuda (not run: no GPU needed). The
 # models in fail.txt (a data-dependent output read by another node, a max_output_boxes_per_class only known at
 # run time) must fail to compile with exit code 3 (unsupported) and the message given there.
 # usage: test_dynamic.sh MLC BUILD_DIR
@@ -13,6 +14,7 @@ rm -rf "$dir" && mkdir -p "$dir"
 for m in $(cat "$dir/models.txt"); do
   echo "== $m"
   "$mlc" compile "$dir/$m.onnx" --output "$dir/$m.tar"
+  "$mlc" compile "$dir/$m.onnx" --target cuda --output "$dir/$m.cuda.tar" >/dev/null # NVPTX compiles too
   for inputs in "$dir/${m}"_inputs*.npz; do
     k=${inputs#"$dir/${m}_inputs"}
     k=${k%.npz}
