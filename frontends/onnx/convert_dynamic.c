@@ -38,8 +38,13 @@ static void name_count(OnnxCtx *cx, const OnnxNode *n, Node *nd) {
   nd->outputs[nd->noutputs - 1]->name = arena_printf(onnx_graph(cx)->arena, "%s.extent", n->name);
 }
 
-/* an empty constant of type t (a dynamic op's result when its bound is 0) */
-static Value *empty(OnnxCtx *cx, TensorType t) { return onnx_const(cx, NULL, t, NULL); }
+/* output k's ONNX name, for a result that is a constant (NULL: a generated name) */
+static const char *out_name(const OnnxNode *n, int k) {
+  return k < n->noutputs && n->output_names[k] && *n->output_names[k] ? n->output_names[k] : NULL;
+}
+
+/* an empty constant of type t named as output k (a dynamic op's result when its bound is 0) */
+static Value *empty(OnnxCtx *cx, const OnnxNode *n, int k, TensorType t) { return onnx_const(cx, out_name(n, k), t, NULL); }
 
 /* ---------------------------------------------------------------- NonMaxSuppression (opset 10, 11) */
 
@@ -76,7 +81,7 @@ static mlc_status nms_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag
                       (long long)B, (long long)C, (long long)per);
   if (B * C * per == 0) {
     /* absent or non-positive max_output_boxes_per_class, or no boxes: nothing is selected */
-    outs[0] = empty(cx, (TensorType){.dtype = MLC_I64, .ndim = 2, .dims = {0, 3}});
+    outs[0] = empty(cx, n, 0, (TensorType){.dtype = MLC_I64, .ndim = 2, .dims = {0, 3}});
     return MLC_OK;
   }
   Value *ins[4] = {boxes, scores, n->ninputs > 3 ? n->inputs[3] : NULL, n->ninputs > 4 ? n->inputs[4] : NULL};
@@ -108,8 +113,8 @@ static mlc_status unique_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, D
   }
   if (x->type.dims[axis] == 0) {
     TensorType none = {.dtype = MLC_I64, .ndim = 1, .dims = {0}};
-    outs[0] = empty(cx, x->type);
-    for (int i = 1; i < 4 && i < n->noutputs; i++) outs[i] = empty(cx, none);
+    outs[0] = empty(cx, n, 0, x->type);
+    for (int i = 1; i < 4 && i < n->noutputs; i++) outs[i] = empty(cx, n, i, none);
     return MLC_OK;
   }
   Node *nd = onnx_emit(cx, n, "unique", 1, &x, 5, d);
@@ -203,7 +208,7 @@ static mlc_status nonzero_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, 
     if (!r) out[k] = 0;
     k++;
   }
-  outs[0] = onnx_const(cx, NULL, (TensorType){.dtype = MLC_I64, .ndim = 2, .dims = {rr, nnz}}, out);
+  outs[0] = onnx_const(cx, out_name(n, 0), (TensorType){.dtype = MLC_I64, .ndim = 2, .dims = {rr, nnz}}, out);
   return MLC_OK;
 }
 

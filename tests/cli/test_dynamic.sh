@@ -2,7 +2,7 @@
 # Data-dependent output shapes end to end through the mlc CLI: each model of make_dynamic_models.py
 # (NonMaxSuppression, Unique, NonZero, Compress on run-time inputs) is compiled and run on every data set, and
 # out.npz must equal the numpy / torchvision reference exactly, shapes included (the trimmed arrays); each also
-# compiles for --target cuda (not run: no GPU needed). The
+# compiles for --target cuda (not run: no GPU needed) and, where ptxas is installed, its PTX assembles. The
 # models in fail.txt (a data-dependent output read by another node, a max_output_boxes_per_class only known at
 # run time) must fail to compile with exit code 3 (unsupported) and the message given there.
 # usage: test_dynamic.sh MLC BUILD_DIR
@@ -11,10 +11,15 @@ mlc=$1 dir=$2/dynamic
 here=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$dir" && mkdir -p "$dir"
 /usr/bin/python3 "$here/make_dynamic_models.py" "$dir"
+ptxas=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
 for m in $(cat "$dir/models.txt"); do
   echo "== $m"
   "$mlc" compile "$dir/$m.onnx" --output "$dir/$m.tar"
   "$mlc" compile "$dir/$m.onnx" --target cuda --output "$dir/$m.cuda.tar" >/dev/null # NVPTX compiles too
+  if [ -x "$ptxas" ]; then
+    mkdir -p "$dir/$m.ptx" && (cd "$dir/$m.ptx" && tar xf "../$m.cuda.tar" mod.ptx)
+    "$ptxas" -arch=sm_90 "$dir/$m.ptx/mod.ptx" -o "$dir/$m.ptx/mod.cubin" || { echo "FAIL $m: ptxas"; exit 1; }
+  fi
   for inputs in "$dir/${m}"_inputs*.npz; do
     k=${inputs#"$dir/${m}_inputs"}
     k=${k%.npz}
