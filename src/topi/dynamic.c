@@ -22,7 +22,8 @@
  *     score_threshold are candidates; repeatedly the best remaining candidate (highest score, the lowest box
  *     index among equal scores: stable) is taken and kept unless its IoU with a box already kept for this class
  *     is > iou_threshold, until max_output boxes are kept. O(N^2) per class (a selection scan per pick).
- *   - unique compares slices (x at one index of axis, all other dims row-major) lexicographically: first[k]
+ *   - unique compares slices (x at one index of axis, all other dims row-major) lexicographically (floats:
+ *     NaN after every number, all NaNs equal, -0 equal to 0, so the order is total): first[k]
  *     = the first slice equal to slice k; the distinct ones (first[k] == k) get their rank, which is the number
  *     of distinct slices before them (sorted=0: by position; sorted=1: by value); counts and inverse_indices
  *     follow from first and rank. O(L^2 * slice size).
@@ -118,6 +119,7 @@ static mlc_status nms_infer(Node *n, Diag *d) {
   if (bx->ndim != 3 || bx->dims[2] != 4 || sc->ndim != 3 || sc->dims[0] != bx->dims[0] || sc->dims[2] != bx->dims[1])
     return diag_set(d, MLC_ERR_INVALID, "non_max_suppression: boxes must be [B, N, 4] and scores [B, C, N]");
   for (int i = 2; i < 4; i++) {
+    if (!n->inputs[i]) return diag_set(d, MLC_ERR_INVALID, "non_max_suppression: input %d is missing", i);
     const TensorType *t = &n->inputs[i]->type;
     if (t->dtype != MLC_F32 || tt_numel(t) != 1 || t->ndim > 1)
       return diag_set(d, MLC_ERR_INVALID, "non_max_suppression: %s must be a float32 scalar or [1] tensor",
@@ -319,8 +321,14 @@ static Stmt *unique_cmp_elem(Arena *A, Expr **ix, void *user) {
   Lets L = {0};
   Expr *va = let(&L, A, "va", cmp_form(A, tir_load(A, u->x, u->x->ndim, a)));
   Expr *vb = let(&L, A, "vb", cmp_form(A, tir_load(A, u->x, u->x->ndim, b)));
-  Expr *sgn = tir_select(A, tir_bin(A, E_LT, va, vb), tir_int(A, MLC_I32, -1),
-                         tir_select(A, tir_bin(A, E_GT, va, vb), tir_int(A, MLC_I32, 1), tir_int(A, MLC_I32, 0)));
+  Expr *m1 = tir_int(A, MLC_I32, -1), *p1 = tir_int(A, MLC_I32, 1), *z = tir_int(A, MLC_I32, 0);
+  Expr *tie = z;
+  if (dtype_is_float(va->dtype)) {
+    /* neither < nor >: equal, or a NaN: NaNs order after every number and equal each other (a total order) */
+    Expr *na = tir_bin(A, E_NE, va, va), *nb = tir_bin(A, E_NE, vb, vb);
+    tie = tir_select(A, na, tir_select(A, nb, z, p1), tir_select(A, nb, m1, z));
+  }
+  Expr *sgn = tir_select(A, tir_bin(A, E_LT, va, vb), m1, tir_select(A, tir_bin(A, E_GT, va, vb), p1, tie));
   Stmt *set = wrap_lets(A, &L, st0(A, u->cmp, sgn));
   return tir_if(A, tir_bin(A, E_EQ, ld0(A, u->cmp), tir_int(A, MLC_I32, 0)), set, NULL);
 }

@@ -222,6 +222,9 @@ unique_model("unique_unsorted_flat_f64", np.round(rng.random((6, 4)) * 5).astype
 planes = rng.integers(0, 3, (2, 3, 3)).astype(np.float64)
 unique_model("unique_unsorted_negaxis_f64", planes[:, [1, 0, 1, 2, 0], :], -2, 0)
 unique_model("unique_sorted_negaxis_f32", planes[:, [1, 0, 1, 2, 0], :].astype(np.float32), -2, 1)
+nan = np.array([2, np.nan, 1, np.nan, 2, -0.0, 0.0, 5], np.float32)  # NaNs collapse and sort last, -0 == 0
+unique_model("unique_sorted_flat_nan", nan, None, 1)
+unique_model("unique_unsorted_flat_nan", nan, None, 0)
 unique_model("unique_sorted_flat_f16", (np.round(rng.random(15) * 4) - 2).astype(np.float16), None, 1)
 unique_model("unique_unsorted_axis0_bool", (rng.random((6, 2)) < 0.5), 0, 0)
 unique_model("unique_sorted_flat_uint16", rng.integers(0, 60000, 12).astype(np.uint16)[[0, 1, 2, 1, 5, 0, 7, 8, 9, 8]],
