@@ -11,12 +11,6 @@
 #include <string.h>
 #include "frontends/onnx/onnx.h"
 
-static mlc_status need(OnnxCtx *cx, const OnnxNode *n, int k, Diag *d) { return onnx_need_inputs(cx, n, k, d); }
-
-static mlc_status done(OnnxCtx *cx, const OnnxNode *n, Node *nd, Value **out, Diag *d) {
-  return onnx_finish_one(cx, n, nd, out, d);
-}
-
 static mlc_status get_axis(OnnxCtx *cx, const OnnxNode *n, int r, int64_t *axis, Diag *d) {
   int64_t a = onnx_attr_int(n, "axis", 0);
   if (a < -r || a >= r) return onnx_error(cx, n, d, MLC_ERR_INVALID, "axis %lld out of range for rank %d", (long long)a, r);
@@ -30,7 +24,7 @@ static mlc_status flatten(OnnxCtx *cx, const OnnxNode *n, Value **x, Diag *d) {
   Node *r = onnx_emit(cx, n, "reshape", 1, x, 1, d);
   int64_t total = tt_numel(&(*x)->type);
   if (r) ir_set_ints(onnx_graph(cx), r, "newshape", &total, 1);
-  return done(cx, n, r, x, d);
+  return onnx_finish_one(cx, n, r, x, d);
 }
 
 /* the name of a dynamic op's hidden extent output */
@@ -49,7 +43,7 @@ static Value *empty(OnnxCtx *cx, const OnnxNode *n, int k, TensorType t) { retur
 /* ---------------------------------------------------------------- NonMaxSuppression (opset 10, 11) */
 
 static mlc_status nms_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need(cx, n, 2, d);
+  mlc_status st = onnx_need_inputs(cx, n, 2, d);
   if (st) return st;
   Value *boxes = n->inputs[0], *scores = n->inputs[1];
   int64_t center = onnx_attr_int(n, "center_point_box", 0);
@@ -95,13 +89,13 @@ static mlc_status nms_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag
   ir_set_int(g, nd, "max_output", max_out);
   ir_set_int(g, nd, "has_score_threshold", has_score);
   name_count(cx, n, nd);
-  return done(cx, n, nd, &outs[0], d);
+  return onnx_finish_one(cx, n, nd, &outs[0], d);
 }
 
 /* ---------------------------------------------------------------- Unique (opset 11) */
 
 static mlc_status unique_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need(cx, n, 1, d);
+  mlc_status st = onnx_need_inputs(cx, n, 1, d);
   if (st) return st;
   Value *x = n->inputs[0];
   int64_t sorted = onnx_attr_int(n, "sorted", 1), axis = 0;
@@ -144,7 +138,7 @@ static bool elem_nonzero(const Value *v, int64_t i) {
 }
 
 static mlc_status compress_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need(cx, n, 2, d);
+  mlc_status st = onnx_need_inputs(cx, n, 2, d);
   if (st) return st;
   Value *x = n->inputs[0], *cond = n->inputs[1];
   if (cond->type.ndim != 1 || cond->type.dtype == MLC_STRING)
@@ -167,7 +161,7 @@ static mlc_status compress_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs,
     if (!nd) return d->status;
     ir_set_int(g, nd, "axis", axis);
     name_count(cx, n, nd);
-    return done(cx, n, nd, &outs[0], d);
+    return onnx_finish_one(cx, n, nd, &outs[0], d);
   }
   int64_t *idx = arena_alloc(g->arena, sizeof(int64_t) * (size_t)(len + 1));
   int64_t k = 0;
@@ -177,11 +171,11 @@ static mlc_status compress_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs,
   Value *ins[2] = {x, iv};
   Node *nd = onnx_emit(cx, n, "take", 2, ins, 1, d);
   if (nd) ir_set_int(g, nd, "axis", axis);
-  return done(cx, n, nd, &outs[0], d);
+  return onnx_finish_one(cx, n, nd, &outs[0], d);
 }
 
 static mlc_status nonzero_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  mlc_status st = need(cx, n, 1, d);
+  mlc_status st = onnx_need_inputs(cx, n, 1, d);
   if (st) return st;
   Value *x = n->inputs[0];
   if (x->type.dtype == MLC_STRING || mlc_dtype_size(x->type.dtype) <= 0)
@@ -192,7 +186,7 @@ static mlc_status nonzero_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, 
     /* a run-time input: [rank, numel] bounds the output, the kernel counts the non-zeros */
     Node *nd = onnx_emit(cx, n, "nonzero", 1, &x, 2, d);
     if (nd) name_count(cx, n, nd);
-    return done(cx, n, nd, &outs[0], d);
+    return onnx_finish_one(cx, n, nd, &outs[0], d);
   }
   for (int64_t i = 0; i < total; i++) nnz += elem_nonzero(x, i);
   int rr = r ? r : 1; /* a scalar gives shape (1, nnz) in the reference (numpy treats it as 1-D) */

@@ -23,8 +23,7 @@ for k in want.files:
         print(f"{k}: empty {list(w.shape)}")
         continue
     gf, wf = g.astype(np.float64), w.astype(np.float64)
-    diff = np.abs(gf - wf)
-    diff[np.isnan(gf) & np.isnan(wf)] = 0  # NaN matches NaN
+    diff = np.where(np.isnan(gf) & np.isnan(wf), 0.0, np.abs(gf - wf))  # NaN matches NaN
     scale = max(float(np.nanmax(np.abs(wf))) if not np.isnan(wf).all() else 0.0, 1e-30)
     rel = float(diff.max()) / scale
     print(f"{k}: max relative error {rel:.3g}")
