@@ -5,6 +5,10 @@
  * call's argument array, so a run is a loop of indirect calls with no allocation. Params stay in the plan's
  * aligned copies. Output pointers point at the tensor's data wherever it lives (input, param or activation).
  * With profiling on, each call is timed with CLOCK_MONOTONIC.
+ * Data-dependent outputs (rt_plan.dynamic): after each run the executor reads each one's extent, checks it
+ * against the upper bound, records the output's actual shape and compacts the valid part in place to the
+ * front of the output's buffer (row-major in the actual shape: for an axis other than the first, each run of
+ * valid rows moves down with memmove, so trimming needs no copy by the caller).
  * A CUDA executor (rt_executor_create_cuda) keeps the same plan but hands storage, inputs, params and the
  * launches to runtime/cuda.c; it holds host buffers only for the outputs, filled after every run. */
 #include <stdio.h>
@@ -26,7 +30,41 @@ struct rt_executor {
   rt_cuda *cuda;   /* GPU executor: NULL on the CPU */
   bool cuda_sync;  /* MLC_CUDA_SYNC=1: synchronise after every call */
   void **out_host; /* [noutputs] GPU executor: host copies of the outputs */
+  int64_t (*out_shape)[MLC_MAX_DIMS]; /* [noutputs] each output's shape after the last run */
 };
+
+/* every output's shape starts as its static one */
+static bool init_out_shapes(rt_executor *e) {
+  const rt_plan *p = &e->plan;
+  e->out_shape = calloc((size_t)p->noutputs + 1, sizeof *e->out_shape);
+  if (!e->out_shape) return false;
+  for (int o = 0; o < p->noutputs; o++)
+    memcpy(e->out_shape[o], p->tensors[p->outputs[o]].shape, sizeof e->out_shape[o]);
+  return true;
+}
+
+/* After a run: the actual shape of each data-dependent output, its valid part compacted to the front of data
+ * (o's buffer: the executor's storage, or the GPU executor's host copy; NULL: already compacted). */
+static int finish_dynamic(rt_executor *e, int k, int64_t extent, void *data, char *err) {
+  const rt_plan *p = &e->plan;
+  const rt_dyn_output *dy = &p->dynamic[k];
+  const rt_tensor *t = &p->tensors[p->outputs[dy->output]];
+  int64_t bound = t->shape[dy->axis];
+  if (extent < 0 || extent > bound) {
+    snprintf(err, RT_ERRLEN, "output '%s': the kernel wrote extent %lld for axis %d, outside [0, %lld]", t->name,
+             (long long)extent, dy->axis, (long long)bound);
+    return MLC_ERR_INTERNAL;
+  }
+  int64_t outer = 1, inner = mlc_dtype_size(t->dtype);
+  for (int d = 0; d < dy->axis; d++) outer *= t->shape[d];
+  for (int d = dy->axis + 1; d < t->ndim; d++) inner *= t->shape[d];
+  /* block o moves from o * bound * inner to o * extent * inner: never up, so ascending memmoves are safe */
+  if (data && extent < bound && extent > 0 && inner > 0)
+    for (int64_t o = 1; o < outer; o++)
+      memmove((char *)data + o * extent * inner, (char *)data + o * bound * inner, (size_t)(extent * inner));
+  e->out_shape[dy->output][dy->axis] = extent;
+  return MLC_OK;
+}
 
 static void *aligned_alloc64(size_t n) {
   void *p = NULL;
@@ -49,6 +87,7 @@ void rt_executor_free(rt_executor *e) {
   free(e->fns);
   free(e->call_args);
   free(e->prof);
+  free(e->out_shape);
   rt_plan_free(&e->plan);
   free(e);
 }
@@ -122,6 +161,10 @@ int rt_executor_create(rt_plan *plan, void *(*lookup)(void *handle, const char *
     }
     for (int a = 0; a < call->nargs; a++) e->call_args[c][a] = e->tensor_data[call->args[a]];
   }
+  if (!init_out_shapes(e)) {
+    snprintf(err, RT_ERRLEN, "out of memory");
+    goto fail;
+  }
   mlc_pool_kernel_ctx(pool, &e->ctx);
   *out = e;
   return MLC_OK;
@@ -173,6 +216,11 @@ static int run_cuda(rt_executor *e, char *err) {
     int t = p->outputs[o];
     rc = rt_cuda_get(e->cuda, t, e->out_host[o], (size_t)rt_tensor_nbytes(&p->tensors[t]), err);
   }
+  for (int k = 0; k < p->ndynamic && rc == MLC_OK; k++) {
+    int64_t extent = 0;
+    rc = rt_cuda_get(e->cuda, p->dynamic[k].extent, &extent, sizeof extent, err);
+    if (rc == MLC_OK) rc = finish_dynamic(e, k, extent, e->out_host[p->dynamic[k].output], err);
+  }
   return rc;
 }
 
@@ -188,6 +236,15 @@ int rt_executor_run(rt_executor *e, char *err) {
       return MLC_ERR_INTERNAL;
     }
   }
+  for (int k = 0; k < p->ndynamic; k++) {
+    int64_t extent;
+    memcpy(&extent, e->tensor_data[p->dynamic[k].extent], sizeof extent);
+    /* a tensor listed as two outputs is compacted once */
+    bool again = false;
+    for (int j = 0; j < k; j++) again |= p->outputs[p->dynamic[j].output] == p->outputs[p->dynamic[k].output];
+    int rc = finish_dynamic(e, k, extent, again ? NULL : e->tensor_data[p->outputs[p->dynamic[k].output]], err);
+    if (rc != MLC_OK) return rc;
+  }
   return MLC_OK;
 }
 
@@ -202,6 +259,13 @@ const void *rt_executor_output(const rt_executor *e, int i) {
   if (i < 0 || i >= e->plan.noutputs) return NULL;
   if (e->cuda) return e->out_host[i];
   return e->tensor_data[e->plan.outputs[i]];
+}
+
+int rt_executor_output_shape(const rt_executor *e, int i, int64_t *shape) {
+  if (i < 0 || i >= e->plan.noutputs) return -1;
+  const rt_tensor *t = &e->plan.tensors[e->plan.outputs[i]];
+  memcpy(shape, e->out_shape[i], sizeof(int64_t) * (size_t)t->ndim);
+  return t->ndim;
 }
 
 const rt_plan *rt_executor_plan(const rt_executor *e) { return &e->plan; }
@@ -234,6 +298,10 @@ int rt_executor_create_cuda(rt_plan *plan, const rt_file *ptx, const rt_file *la
     }
   if ((rc = rt_cuda_create(p, ptx->data, ptx->size, launch_table->data, launch_table->size, &e->cuda, err)) != MLC_OK)
     goto fail;
+  if (!init_out_shapes(e)) {
+    snprintf(err, RT_ERRLEN, "out of memory");
+    goto fail;
+  }
   const char *sync = getenv("MLC_CUDA_SYNC");
   e->cuda_sync = sync && *sync && strcmp(sync, "0") != 0;
   mlc_pool_kernel_ctx(NULL, &e->ctx);

@@ -355,4 +355,13 @@ int mlc_module_run(mlc_module *m) {
 
 const void *mlc_module_output_data(const mlc_module *m, int i) { return rt_executor_output(m->exec, i); }
 
+int mlc_module_output_shape(const mlc_module *m, int i, int64_t shape[MLC_MAX_DIMS]) {
+  return rt_executor_output_shape(m->exec, i, shape);
+}
+
+int mlc_module_output_dynamic_axis(const mlc_module *m, int i) {
+  const rt_plan *p = rt_executor_plan(m->exec);
+  return i >= 0 && i < p->noutputs ? rt_plan_dynamic_axis(p, i) : -1;
+}
+
 rt_executor *rt_module_executor(mlc_module *m) { return m ? m->exec : NULL; }

@@ -1,7 +1,8 @@
 /* Package serialisation: mod.json (the execution plan), mod.params (weights) and meta.json (signature).
  *
  * mod.json: {"version":1,"tensors":[{"name","dtype","shape","kind","storage_id","offset"}],"storage":[bytes],
- * "calls":[{"kernel","args":[ids]}],"inputs":[ids],"outputs":[ids]}. The reader uses runtime/json (depth and
+ * "calls":[{"kernel","args":[ids]}],"inputs":[ids],"outputs":[ids]}; version 2 adds "dynamic":[{"output",
+ * "axis","extent"}], the data-dependent outputs (rt.h rt_dyn_output). The reader uses runtime/json (depth and
  * bounds checked), requires every field with the right type and range, then rt_plan_validate checks the
  * cross-references. mod.params (little-endian): "MLCPARAM", u32 count, then per param u32 tensor id, u64
  * nbytes, zero padding to the next multiple of 64 bytes of the file, the data. Every RT_PARAM tensor must
@@ -32,7 +33,7 @@ static void put_ids(rj_buf *b, int n, const int *ids) {
 
 char *rt_plan_to_json(const rt_plan *p) {
   rj_buf b = {0};
-  rj_printf(&b, "{\"version\":1,\n\"tensors\":[");
+  rj_printf(&b, "{\"version\":%d,\n\"tensors\":[", p->ndynamic ? 2 : 1);
   for (int i = 0; i < p->ntensors; i++) {
     const rt_tensor *t = &p->tensors[i];
     rj_printf(&b, "%s\n {\"name\":", i ? "," : "");
@@ -57,6 +58,13 @@ char *rt_plan_to_json(const rt_plan *p) {
   put_ids(&b, p->ninputs, p->inputs);
   rj_printf(&b, ",\n\"outputs\":");
   put_ids(&b, p->noutputs, p->outputs);
+  if (p->ndynamic) {
+    rj_printf(&b, ",\n\"dynamic\":[");
+    for (int k = 0; k < p->ndynamic; k++)
+      rj_printf(&b, "%s{\"output\":%d,\"axis\":%d,\"extent\":%d}", k ? "," : "", p->dynamic[k].output,
+                p->dynamic[k].axis, p->dynamic[k].extent);
+    rj_printf(&b, "]");
+  }
   rj_printf(&b, "}\n");
   return rj_finish(&b);
 }
@@ -107,7 +115,7 @@ static bool get_ids(const rj_value *obj, const char *key, int64_t lo, int64_t hi
 static bool plan_from_tree(const rj_value *root, rt_plan *p, char *err) {
   if (root->kind != RJ_OBJ) return BAD("not a JSON object");
   int64_t version;
-  if (!get_int(root, "version", 1, 1, &version, "plan", err)) return false;
+  if (!get_int(root, "version", 1, 2, &version, "plan", err)) return false;
   const rj_value *tensors = get_kind(root, "tensors", RJ_ARR, "plan", err);
   const rj_value *storage = tensors ? get_kind(root, "storage", RJ_ARR, "plan", err) : NULL;
   const rj_value *calls = storage ? get_kind(root, "calls", RJ_ARR, "plan", err) : NULL;
@@ -171,6 +179,26 @@ static bool plan_from_tree(const rj_value *root, rt_plan *p, char *err) {
   }
   if (!get_ids(root, "inputs", 0, (int64_t)tensors->n - 1, &p->ninputs, &p->inputs, "plan", err)) return false;
   if (!get_ids(root, "outputs", 0, (int64_t)tensors->n - 1, &p->noutputs, &p->outputs, "plan", err)) return false;
+  if (version >= 2) {
+    const rj_value *dyn = get_kind(root, "dynamic", RJ_ARR, "plan", err);
+    if (!dyn) return false;
+    p->ndynamic = dyn->n;
+    p->dynamic = calloc((size_t)dyn->n + 1, sizeof *p->dynamic);
+    if (!p->dynamic) return BAD("out of memory");
+    for (int k = 0; k < dyn->n; k++) {
+      const rj_value *r = &dyn->items[k];
+      snprintf(where, sizeof where, "dynamic %d", k);
+      if (r->kind != RJ_OBJ) return BAD("%s is not an object", where);
+      int64_t o, ax, ext;
+      if (!get_int(r, "output", 0, (int64_t)p->noutputs - 1, &o, where, err) ||
+          !get_int(r, "axis", 0, MLC_MAX_DIMS - 1, &ax, where, err) ||
+          !get_int(r, "extent", 0, (int64_t)tensors->n - 1, &ext, where, err))
+        return false;
+      p->dynamic[k] = (rt_dyn_output){(int)o, (int)ax, (int)ext};
+    }
+  } else if (rj_get(root, "dynamic")) {
+    return BAD("plan: \"dynamic\" needs version 2");
+  }
   char verr[RT_ERRLEN];
   if (rt_plan_validate(p, verr) != MLC_OK) return BAD("%.900s", verr);
   return true;
@@ -293,7 +321,7 @@ int rt_params_load(const void *data, size_t size, rt_plan *p, bool drop_source, 
 
 /* ---- meta.json ---- */
 
-static void put_sig(rj_buf *b, const rt_plan *p, int n, const int *ids) {
+static void put_sig(rj_buf *b, const rt_plan *p, int n, const int *ids, bool outputs) {
   rj_printf(b, "[");
   for (int i = 0; i < n; i++) {
     const rt_tensor *t = &p->tensors[ids[i]];
@@ -301,6 +329,8 @@ static void put_sig(rj_buf *b, const rt_plan *p, int n, const int *ids) {
     rj_put_string(b, t->name ? t->name : "");
     rj_printf(b, ",\"dtype\":\"%s\",\"shape\":", mlc_dtype_name(t->dtype));
     put_shape(b, t);
+    int axis = outputs ? rt_plan_dynamic_axis(p, i) : -1;
+    if (axis >= 0) rj_printf(b, ",\"dynamic_axis\":%d", axis); /* shape[axis] is an upper bound */
     rj_printf(b, "}");
   }
   rj_printf(b, "]");
@@ -320,9 +350,9 @@ char *rt_meta_to_json(const rt_plan *p, const char *target, const char *arch, in
   rj_printf(&b, ",\"arch\":");
   rj_put_string(&b, arch ? arch : rt_host_arch());
   rj_printf(&b, ",\n\"inputs\":");
-  put_sig(&b, p, p->ninputs, p->inputs);
+  put_sig(&b, p, p->ninputs, p->inputs, false);
   rj_printf(&b, ",\n\"outputs\":");
-  put_sig(&b, p, p->noutputs, p->outputs);
+  put_sig(&b, p, p->noutputs, p->outputs, true);
   if (nfrozen > 0) {
     rj_printf(&b, ",\n\"frozen_inputs\":[");
     for (int i = 0; i < nfrozen; i++) {

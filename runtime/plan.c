@@ -2,7 +2,9 @@
  *
  * rt_plan_validate is the one place that checks every index of a plan (tensor ids, storage ids, offsets and
  * sizes, ranks, dims, kernel names) with overflow-safe arithmetic. The mod.json reader calls it on untrusted
- * files and the executor calls it again, so a plan built in memory by the compiler is held to the same rules. */
+ * files and the executor calls it again, so a plan built in memory by the compiler is held to the same rules.
+ * A data-dependent output's record must name a kernel-computed output once, an axis within its rank and a
+ * one-element int64 activation as its extent. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +27,7 @@ void rt_plan_free(rt_plan *p) {
   free(p->inputs);
   free(p->outputs);
   free(p->param_data);
+  free(p->dynamic);
   memset(p, 0, sizeof *p);
 }
 
@@ -113,8 +116,31 @@ int rt_plan_validate(const rt_plan *p, char *err) {
   for (int i = 0; i < p->noutputs; i++)
     if (p->outputs[i] < 0 || p->outputs[i] >= p->ntensors)
       BAD("plan: output %d: tensor id %d out of range", i, p->outputs[i]);
+  if (p->ndynamic < 0 || (p->ndynamic && !p->dynamic))
+    BAD("plan: invalid count of data-dependent outputs");
+  for (int k = 0; k < p->ndynamic; k++) {
+    const rt_dyn_output *dy = &p->dynamic[k];
+    if (dy->output < 0 || dy->output >= p->noutputs) BAD("plan: dynamic record %d: output %d out of range", k, dy->output);
+    for (int j = 0; j < k; j++)
+      if (p->dynamic[j].output == dy->output) BAD("plan: dynamic record %d: output %d listed twice", k, dy->output);
+    const rt_tensor *t = &p->tensors[p->outputs[dy->output]];
+    if (t->kind != RT_ACTIVATION) BAD("plan: dynamic record %d: output '%s' is not computed by a kernel", k, t->name);
+    if (dy->axis < 0 || dy->axis >= t->ndim)
+      BAD("plan: dynamic record %d: axis %d out of range for output '%s' of rank %d", k, dy->axis, t->name, t->ndim);
+    if (dy->extent < 0 || dy->extent >= p->ntensors)
+      BAD("plan: dynamic record %d: extent tensor id %d out of range", k, dy->extent);
+    const rt_tensor *x = &p->tensors[dy->extent];
+    if (x->kind != RT_ACTIVATION || x->dtype != MLC_I64 || rt_tensor_nbytes(x) != 8 || dy->extent == p->outputs[dy->output])
+      BAD("plan: dynamic record %d: extent tensor '%s' is not a one-element int64 activation", k, x->name);
+  }
   return MLC_OK;
 #undef BAD
+}
+
+int rt_plan_dynamic_axis(const rt_plan *p, int i) {
+  for (int k = 0; k < p->ndynamic; k++)
+    if (p->dynamic[k].output == i) return p->dynamic[k].axis;
+  return -1;
 }
 
 const char *rt_host_arch(void) {

@@ -36,6 +36,16 @@ typedef struct rt_call {
   int *args; /* tensor ids, in the kernel's parameter order */
 } rt_call;
 
+/* A graph output whose extent along one axis depends on the data (NonZero, NonMaxSuppression, Unique,
+ * Compress on run-time data): its tensor has the static upper-bound shape, and after a run the int64 tensor
+ * `extent` (one element, written by the same kernel) holds the actual length of `axis`. The executor then
+ * compacts the valid part to the front of the output buffer, row-major in the actual shape. */
+typedef struct rt_dyn_output {
+  int output; /* index into rt_plan.outputs */
+  int axis;   /* the data-dependent axis */
+  int extent; /* tensor id of the extent */
+} rt_dyn_output;
+
 typedef struct rt_plan {
   int ntensors;
   rt_tensor *tensors;
@@ -48,6 +58,8 @@ typedef struct rt_plan {
   int noutputs;
   int *outputs; /* tensor ids of graph outputs, in ONNX order (may be inputs or params) */
   void **param_data; /* per tensor: RT_PARAM data, NULL otherwise (owned by the plan) */
+  int ndynamic;
+  rt_dyn_output *dynamic; /* the data-dependent outputs, at most one record per output */
 } rt_plan;
 
 void rt_plan_free(rt_plan *p);
@@ -59,7 +71,9 @@ int rt_plan_validate(const rt_plan *p, char *err);
 const char *rt_host_arch(void);
 
 /* ---- package.c: serialisation ---- */
-/* mod.json text (malloc'd) and back. */
+/* mod.json text (malloc'd) and back. A plan with data-dependent outputs is written as version 2 (with
+ * "dynamic":[{"output","axis","extent"}]), so that a runtime without them refuses it instead of returning
+ * untrimmed outputs; version 1 plans have none. */
 char *rt_plan_to_json(const rt_plan *p);
 int rt_plan_from_json(const char *text, size_t len, rt_plan *p, char *err);
 /* mod.params: magic "MLCPARAM", u32 count, then per param: u32 tensor id, u64 nbytes, data (64-byte aligned
@@ -79,8 +93,9 @@ typedef struct rt_frozen {
   uint64_t hash; /* rt_fnv1a64 of the row-major data */
 } rt_frozen;
 uint64_t rt_fnv1a64(const void *data, size_t size);
-/* meta.json text (malloc'd): {"mlc_version","target","arch","inputs":[{name,dtype,shape}],"outputs":[...]}, and
- * "frozen_inputs":[{name,dtype,shape,"fnv1a64":"16 hex digits"}] when there are any. */
+/* meta.json text (malloc'd): {"mlc_version","target","arch","inputs":[{name,dtype,shape}],"outputs":[...]}; a
+ * data-dependent output adds "dynamic_axis" (its shape there is the upper bound); "frozen_inputs":[{name,dtype,
+ * shape,"fnv1a64":"16 hex digits"}] when there are any. */
 char *rt_meta_to_json(const rt_plan *p, const char *target, const char *arch, int nfrozen, const rt_frozen *frozen);
 /* Reads meta.json's "frozen_inputs" (absent: none) into a malloc'd array; rt_frozen_free releases it. */
 int rt_meta_frozen(const char *text, size_t len, int *n, rt_frozen **out, char *err);
@@ -110,6 +125,11 @@ int rt_executor_run(rt_executor *e, char *err);
 void rt_executor_set_profile(rt_executor *e, bool on);
 const double *rt_executor_profile(const rt_executor *e);
 const void *rt_executor_output(const rt_executor *e, int i);
+/* Output i's shape after the last run (its static shape before one; a data-dependent output's extent comes from
+ * the run) into shape; returns the rank, or -1 when i is out of range. */
+int rt_executor_output_shape(const rt_executor *e, int i, int64_t *shape);
+/* the data-dependent axis of output i, or -1 */
+int rt_plan_dynamic_axis(const rt_plan *p, int i);
 const rt_plan *rt_executor_plan(const rt_executor *e);
 /* The executor behind a loaded module (for `mlc run --profile`). */
 rt_executor *rt_module_executor(mlc_module *m);

@@ -421,6 +421,9 @@ static mlc_status convert_node(OnnxCtx *cx, const Onnx__NodeProto *np, const cha
     on.inputs[j] = onnx_scope_get(&cx->scope, in);
     if (!on.inputs[j])
       return node_error(cx, name, op_type, opset, d, MLC_ERR_INVALID, "input '%s' is not defined", in);
+    /* a data-dependent shape may only be a graph output: refused here, before a converter could read its
+     * static upper bound as the shape (Shape, Reshape) or the fold below could evaluate it */
+    if (on.inputs[j]->dyn_extent) return ir_dynamic_use_error(cx->g, on.inputs[j], name, op_type, d);
     if ((st = fold_shape_value(cx, in, &on.inputs[j], d)) != MLC_OK) return st;
   }
   on.output_names = arena_alloc(a, sizeof(char *) * (np->n_output + 1));

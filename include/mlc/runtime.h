@@ -100,6 +100,14 @@ int mlc_module_set_input(mlc_module *m, int i, const void *data, size_t nbytes);
 int mlc_module_run(mlc_module *m);
 /* Pointer to output i, valid until the next run or free. */
 const void *mlc_module_output_data(const mlc_module *m, int i);
+/* Data-dependent outputs (NonZero, NonMaxSuppression, Unique, Compress on run-time data): mlc_module_output
+ * gives the static upper bound of such an output's shape, and its extent along one axis is known only after a
+ * run. mlc_module_output_shape writes output i's shape after the last run (before the first run, its static
+ * shape) into shape and returns the rank, or -1 when i is out of range. The valid data are the first elements
+ * of mlc_module_output_data, row-major in that shape (the runtime compacts them there after each run).
+ * mlc_module_output_dynamic_axis gives the data-dependent axis of output i, or -1 for a static output. */
+int mlc_module_output_shape(const mlc_module *m, int i, int64_t shape[MLC_MAX_DIMS]);
+int mlc_module_output_dynamic_axis(const mlc_module *m, int i);
 const char *mlc_rt_last_error(void);
 
 #ifdef __cplusplus

@@ -6,7 +6,10 @@ mlc_status pass_dead_code_elim(Graph *g, const PassOptions *opt, Diag *d) {
   (void)opt;
   (void)d;
   bool *live = arena_alloc(g->arena, (size_t)g->values.n + 1);
-  for (int i = 0; i < g->outputs.n; i++) live[g->outputs.v[i]->id] = true;
+  for (int i = 0; i < g->outputs.n; i++) {
+    live[g->outputs.v[i]->id] = true;
+    if (g->outputs.v[i]->dyn_extent) live[g->outputs.v[i]->dyn_extent->id] = true;
+  }
   int kept = 0;
   bool *keep = arena_alloc(g->arena, (size_t)g->nodes.n + 1);
   for (int i = g->nodes.n - 1; i >= 0; i--) {

@@ -3,7 +3,8 @@
  * they feed to the rest of the graph into constants. One compilation for the whole constant part of the
  * graph. Outputs larger than a limit (64 MiB) and larger than the node's inputs are left to run at inference
  * time: folding them would grow the package more than it saves. A larger result that is no larger than its
- * inputs (the reshape / transpose packing a big dense weight: AlexNet's 151 MB, VGG's 411 MB) is folded. */
+ * inputs (the reshape / transpose packing a big dense weight: AlexNet's 151 MB, VGG's 411 MB) is folded.
+ * A node with a data-dependent output shape (Value.dyn_extent) is never folded. */
 #include <stdlib.h>
 #include <string.h>
 #include "driver/driver.h"
@@ -98,6 +99,8 @@ mlc_status pass_fold_constant(Graph *g, const PassOptions *opt, Diag *d) {
   for (int i = 0; i < g->nodes.n; i++) {
     Node *n = g->nodes.v[i];
     bool ok = n->op->compute != NULL && n->noutputs > 0;
+    /* a data-dependent shape is never folded: its value is only its static upper bound */
+    for (int k = 0; k < n->noutputs && ok; k++) ok = !n->outputs[k] || !n->outputs[k]->dyn_extent;
     for (int k = 0; k < n->ninputs && ok; k++) ok = !n->inputs[k] || is_const[n->inputs[k]->id];
     /* a result over the limit is still folded when it is no larger than the node's inputs (a weight's layout
      * transform: the package does not grow, and the transform does not run on every inference) */

@@ -106,6 +106,8 @@ mlc_status pass_fuse_ops(Graph *g, const PassOptions *opt, FusedGraph *out, Diag
   for (int i = 0; i < g->outputs.n; i++) {
     Value *v = g->outputs.v[i];
     if (v->producer) add_unique(a, &group_of[v->id]->outputs, v);
+    /* a data-dependent output's extent is written by the same kernel and read by the executor */
+    if (v->producer && v->dyn_extent) add_unique(a, &group_of[v->dyn_extent->id]->outputs, v->dyn_extent);
   }
   /* multi-output nodes: every named output must be produced, even if unused, so the kernel writes it */
   for (int gi = 0; gi < out->groups.n; gi++) {

@@ -2,7 +2,7 @@
  *
  * Walk the groups in execution order. A group's outputs are allocated before its inputs are released, so a
  * kernel never writes the storage it reads. A value's block is released after the last group that reads it;
- * graph outputs are never released. Allocation is best-fit among free blocks (a block smaller than needed
+ * graph outputs (and the extents of data-dependent ones) are never released. Allocation is best-fit among free blocks (a block smaller than needed
  * grows to fit), as TVM's graph memory planner does. */
 #include <string.h>
 #include "passes/graph/passes.h"
@@ -16,7 +16,10 @@ mlc_status pass_plan_memory(Arena *a, const Graph *g, const FusedGraph *fg, Memo
     const FusedGroup *grp = fg->groups.v[gi];
     for (int k = 0; k < grp->inputs.n; k++) last_use[grp->inputs.v[k]->id] = gi;
   }
-  for (int i = 0; i < g->outputs.n; i++) pinned[g->outputs.v[i]->id] = true;
+  for (int i = 0; i < g->outputs.n; i++) {
+    pinned[g->outputs.v[i]->id] = true;
+    if (g->outputs.v[i]->dyn_extent) pinned[g->outputs.v[i]->dyn_extent->id] = true; /* read after the run */
+  }
 
   memset(out, 0, sizeof *out);
   out->nvalues = nv;

@@ -17,11 +17,14 @@ static void print_tensor(FILE *f, const Value *v, bool json) {
     cli_json_string(f, v->name);
     fprintf(f, ",\"dtype\":\"%s\",\"shape\":[", mlc_dtype_name(v->type.dtype));
     for (int i = 0; i < v->type.ndim; i++) fprintf(f, "%s%lld", i ? "," : "", (long long)v->type.dims[i]);
-    fprintf(f, "]}");
+    fprintf(f, "]");
+    if (v->dyn_extent) fprintf(f, ",\"dynamic_axis\":%d", v->dyn_axis); /* shape[axis] is an upper bound */
+    fprintf(f, "}");
   } else {
     fprintf(f, "  %s: %s[", v->name, mlc_dtype_name(v->type.dtype));
-    for (int i = 0; i < v->type.ndim; i++) fprintf(f, "%s%lld", i ? ", " : "", (long long)v->type.dims[i]);
-    fprintf(f, "]\n");
+    for (int i = 0; i < v->type.ndim; i++)
+      fprintf(f, "%s%s%lld", i ? ", " : "", v->dyn_extent && v->dyn_axis == i ? "<=" : "", (long long)v->type.dims[i]);
+    fprintf(f, "]%s\n", v->dyn_extent ? " (data-dependent)" : "");
   }
 }
 

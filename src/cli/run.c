@@ -5,7 +5,8 @@
  * runs (so the clock reads do not disturb --print-time) and sums per kernel name. Random inputs come from
  * splitmix64 with a fixed seed: uniform [-1, 1) for floats, small non-negative integers for integers.
  * --device cuda runs a package compiled with --target cuda on the GPU (runtime/cuda.c): each run launches
- * every kernel and copies the outputs back, which synchronises, so the times are whole GPU runs.
+ * every kernel and copies the outputs back, which synchronises, so the times are whole GPU runs. Outputs with a
+ * data-dependent shape (NonZero, NonMaxSuppression, Unique) are written and printed in the shape of the last run.
  * Exit codes: 0 ok, 1 usage, 2 invalid package or input, 3 unsupported (another architecture, a package for
  * the other device, --device cuda without an NVIDIA driver or GPU), 4 internal (a kernel failed). */
 #include <dlfcn.h>
@@ -458,6 +459,14 @@ static int parse_args(int argc, char **argv, RunOptions *o) {
   return MLC_OK;
 }
 
+/* output i as the last run produced it: a data-dependent output has its actual shape (its valid data are the
+ * first elements of the output buffer, which the runtime compacted) */
+static mlc_tensor_info run_output(const mlc_module *m, int i) {
+  mlc_tensor_info info = *mlc_module_output(m, i);
+  mlc_module_output_shape(m, i, info.shape);
+  return info;
+}
+
 /* numpy has no bfloat16: such outputs are written as float32 (exact), such inputs are read from float32 */
 static int write_outputs(mlc_module *m, const char *path) {
   int n = mlc_module_num_outputs(m);
@@ -470,7 +479,8 @@ static int write_outputs(mlc_module *m, const char *path) {
   }
   int rc = MLC_OK;
   for (int i = 0; i < n && rc == MLC_OK; i++) {
-    const mlc_tensor_info *info = mlc_module_output(m, i);
+    mlc_tensor_info out = run_output(m, i);
+    const mlc_tensor_info *info = &out;
     arr[i].name = (char *)info->name;
     arr[i].dtype = info->dtype;
     arr[i].ndim = info->ndim;
@@ -600,7 +610,8 @@ static int run_main(RunOptions *po) {
            "\"std_ms\":%.6f,\"outputs\":[",
            o.repeat, o.number, st.mean, st.median, st.min, st.max, st.std);
     for (int i = 0; i < nout; i++) {
-      const mlc_tensor_info *info = mlc_module_output(m, i);
+      mlc_tensor_info out = run_output(m, i);
+      const mlc_tensor_info *info = &out;
       printf("%s{\"name\":", i ? "," : "");
       cli_json_string(stdout, info->name);
       printf(",\"dtype\":\"%s\",\"shape\":[", mlc_dtype_name(info->dtype));
@@ -644,7 +655,8 @@ static int run_main(RunOptions *po) {
       printf(" %12.4f %12.4f %12.4f %12.4f %12.4f\n", st.mean, st.median, st.max, st.min, st.std);
     }
     for (int i = 0; topk && i < nout; i++) {
-      const mlc_tensor_info *info = mlc_module_output(m, i);
+      mlc_tensor_info out = run_output(m, i);
+      const mlc_tensor_info *info = &out;
       char shape[256];
       shape_str(shape, sizeof shape, info->ndim, info->shape);
       if (!is_float(info->dtype)) {

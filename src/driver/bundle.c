@@ -162,6 +162,13 @@ mlc_status mlc_write_object(Compiled *c, const char *path, const char *header_pa
   int64_t *out_bytes = NULL;
   char *header = NULL;
   if (cg_emit_object(c->cg, kobj, d) != MLC_OK || mlc_build_plan(c, &plan, d) != MLC_OK) goto done;
+  if (plan.ndynamic) {
+    /* the generated entry points return fixed-size outputs; a data-dependent one needs the runtime's trimming */
+    const rt_tensor *t = &plan.tensors[plan.outputs[plan.dynamic[0].output]];
+    diag_set(d, MLC_ERR_UNSUPPORTED,
+             "--output-format obj: output '%s' has a data-dependent shape; use --output-format tar or so", t->name);
+    goto done;
+  }
   int nt = plan.ntensors, totargs = 0;
   for (int k = 0; k < plan.ncalls; k++) totargs += plan.calls[k].nargs;
   base = calloc((size_t)plan.nstorage + 1, sizeof *base);

@@ -166,6 +166,9 @@ mlc_status mlc_compile_graph(Arena *a, Graph *g, const CompileOptions *opt, Comp
   if (opt->dump_dir && mkdir(opt->dump_dir, 0777) != 0 && errno != EEXIST)
     return diag_set(d, MLC_ERR_USAGE, "%s: cannot create directory: %s", opt->dump_dir, strerror(errno));
   if (cg_target_parse(opt->target ? opt->target : "llvm", &c->target, d) != MLC_OK) return d->status;
+  /* data-dependent shapes only as graph outputs (the importer refuses readers already; a graph built another
+   * way is held to the same rule) */
+  if (ir_check_dynamic(g, d) != MLC_OK) return d->status;
 
   StrBuf text = {0};
   if (opt->dump_dir) {

@@ -80,6 +80,17 @@ mlc_status mlc_build_plan(const Compiled *c, rt_plan *p, Diag *d) {
   p->noutputs = g->outputs.n;
   p->outputs = calloc((size_t)p->noutputs + 1, sizeof(int));
   for (int i = 0; i < g->outputs.n; i++) p->outputs[i] = tid[g->outputs.v[i]->id];
+  p->dynamic = calloc((size_t)g->outputs.n + 1, sizeof *p->dynamic);
+  for (int i = 0; i < g->outputs.n; i++) {
+    const Value *v = g->outputs.v[i];
+    if (!v->dyn_extent) continue;
+    int ext = tid[v->dyn_extent->id];
+    if (ext < 0) {
+      free(tid);
+      return diag_set(d, MLC_ERR_INTERNAL, "internal error: the extent of output '%s' is not computed", v->name);
+    }
+    p->dynamic[p->ndynamic++] = (rt_dyn_output){.output = i, .axis = v->dyn_axis, .extent = ext};
+  }
   free(tid);
   return MLC_OK;
 }

@@ -32,6 +32,12 @@ typedef struct Value {
   int producer_out; /* which output of producer */
   void *data;       /* constant data (row-major, tt_nbytes bytes), NULL if not constant */
   bool is_input;    /* a graph input */
+  /* A data-dependent extent (the outputs of NonZero, NonMaxSuppression, Unique, Compress on run-time data):
+   * the type is a static upper bound, and after a run the int64 [1] value dyn_extent holds the actual length
+   * of axis dyn_axis. NULL for every static value. Such a value may only be a graph output (the importer and
+   * ir_check_dynamic refuse any reader). */
+  struct Value *dyn_extent;
+  int dyn_axis;
 } Value;
 
 typedef enum AttrKind {
@@ -141,6 +147,11 @@ void ir_set_graph(Graph *g, Node *n, const char *name, Graph *sub);
 /* Runs op->infer on one node / on every node in order; errors name the node (ir_where). */
 mlc_status ir_infer_node(Graph *g, Node *n, Diag *d);
 mlc_status ir_infer_types(Graph *g, Diag *d);
+/* Refuses (MLC_ERR_UNSUPPORTED) a node that reads a value with a data-dependent extent, naming the producer
+ * (node, op type, opset) and the reader: such values are supported only as graph outputs. */
+mlc_status ir_check_dynamic(const Graph *g, Diag *d);
+/* the same message for one reader (the importer calls it before a converter sees the value) */
+mlc_status ir_dynamic_use_error(const Graph *g, const Value *v, const char *reader, const char *reader_op, Diag *d);
 /* Checks structure: topological order, every input defined before use, types filled, no cycle. */
 mlc_status ir_verify(const Graph *g, Diag *d);
 // Relay-like text:  %3 = nn.conv2d(%data, %w, strides=[2, 2]) /* ty=Tensor[(1, 64, 112, 112), float32] */

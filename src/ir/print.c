@@ -150,15 +150,21 @@ static void print_attr(Printer *P, const Attr *at) {
   }
 }
 
+/* a data-dependent output adds which axis is bounded and which output of its node holds the extent */
+static void print_out_type(StrBuf *b, const Value *v) {
+  tt_print(b, &v->type);
+  if (v->dyn_extent) sb_printf(b, " dynamic(axis=%d, extent=.%d)", v->dyn_axis, v->dyn_extent->producer_out);
+}
+
 static void print_type_of(StrBuf *b, const Node *n) {
   if (n->noutputs == 1) {
-    tt_print(b, &n->outputs[0]->type);
+    print_out_type(b, n->outputs[0]);
     return;
   }
   sb_putc(b, '(');
   for (int i = 0; i < n->noutputs; i++) {
     if (i) sb_printf(b, ", ");
-    tt_print(b, &n->outputs[i]->type);
+    print_out_type(b, n->outputs[i]);
   }
   sb_putc(b, ')');
 }

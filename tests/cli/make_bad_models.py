@@ -32,6 +32,9 @@ save("cycle", [helper.make_node("Relu", ["b"], ["a"], name="first"),
                helper.make_node("Add", ["x", "a"], ["b"], name="second"),
                helper.make_node("Relu", ["b"], ["y"], name="last")], [x], [y])
 save("missing", [helper.make_node("Add", ["x", "nowhere"], ["y"], name="adder")], [x], [y])
+# NonZero on a run-time input: a package with a data-dependent output, whose mod.json the test then corrupts
+save("dyn", [helper.make_node("NonZero", ["x"], ["nz"], name="nz")], [x],
+     [helper.make_tensor_value_info("nz", TensorProto.INT64, [2, None])])
 save("unsupported", [helper.make_node("FooOp", ["x"], ["t"], name="foo_node"),
                      helper.make_node("BarOp", ["t"], ["y"], name="bar_node")], [x], [y])
 w = numpy_helper.from_array(np.ones((4, 4), np.float32), "w")

@@ -50,6 +50,39 @@ expect 2 "'x'" -- "$mlc" run "$dir/good.tar" --inputs "$dir/wrong_name.npz" --ou
 expect 2 "not_a_package.tar" -- "$mlc" run "$dir/not_a_package.tar"
 expect 2 "nothere.npz" -- "$mlc" run "$dir/good.tar" --inputs "$dir/nothere.npz"
 [ -e "$dir/o.npz" ] && { echo "FAIL a failed run left $dir/o.npz"; fails=$((fails + 1)); }
+# a package whose mod.json has a malformed data-dependent output record: refused when loading
+"$mlc" compile "$dir/dyn.onnx" --output "$dir/dyn.tar" >/dev/null || { echo "FAIL dyn.onnx does not compile"; exit 1; }
+expect 0 -- "$mlc" run "$dir/dyn.tar" --inputs "$dir/good_inputs.npz" --outputs "$dir/dyn_out.npz"
+# retar DST FROM TO: dyn.tar with FROM replaced by TO in mod.json (FROM must be there)
+retar() {
+  /usr/bin/python3 - "$dir/dyn.tar" "$dir/$1" "$2" "$3" <<'PY' || { echo "FAIL cannot rewrite $1"; fails=$((fails + 1)); }
+import io, sys, tarfile
+src, dst, old, new = sys.argv[1:]
+with tarfile.open(src) as t:
+    files = [(m.name, t.extractfile(m).read()) for m in t.getmembers()]
+with tarfile.open(dst, "w", format=tarfile.USTAR_FORMAT) as t:
+    for name, data in files:
+        if name == "mod.json":
+            assert old.encode() in data, old
+            data = data.replace(old.encode(), new.encode())
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        t.addfile(info, io.BytesIO(data))
+PY
+}
+retar dyn_axis.tar '"axis":1' '"axis":5'
+expect 2 "dyn_axis.tar" "mod.json: plan: dynamic record 0: axis 5 out of range for output 'nz' of rank 2" -- \
+  "$mlc" run "$dir/dyn_axis.tar" --inputs "$dir/good_inputs.npz" --outputs "$dir/o.npz"
+retar dyn_extent.tar '"extent":2' '"extent":0'
+expect 2 "dynamic record 0: extent tensor 'x' is not a one-element int64 activation" -- \
+  "$mlc" run "$dir/dyn_extent.tar" --inputs "$dir/good_inputs.npz" --outputs "$dir/o.npz"
+retar dyn_output.tar '"output":0' '"output":3'
+expect 2 "dynamic 0: \"output\" = 3 out of range" -- "$mlc" run "$dir/dyn_output.tar"
+retar dyn_version.tar '"version":2' '"version":1'
+expect 2 "\"dynamic\" needs version 2" -- "$mlc" run "$dir/dyn_version.tar"
+retar dyn_missing.tar '"dynamic":[{"output":0,"axis":1,"extent":2}]' '"other":[]'
+expect 2 "missing \"dynamic\"" -- "$mlc" run "$dir/dyn_missing.tar"
+[ -e "$dir/o.npz" ] && { echo "FAIL a refused package left $dir/o.npz"; fails=$((fails + 1)); }
 expect 1 -- "$mlc" compile
 expect 1 "--opt-level" -- "$mlc" compile "$dir/good.onnx" --opt-level 9
 expect 1 "--output" -- "$mlc" tune "$dir/good.onnx"

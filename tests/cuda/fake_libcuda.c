@@ -9,6 +9,7 @@
  *   fake_add__k0(a, b, c):        c[i] = a[i] + b[i]        for i < grid*block (float32)
  *   fake_twice__k0(x, y, s):      s[i] = 2 * x[i]           (s: a scratch buffer)
  *   fake_twice__k1(x, y, s):      y[i] = s[i] + 1
+ *   fake_dyn__k0(y, n):           y[r][c] = 10 r + c over int64 [2, 4], n[0] = 3 (a data-dependent output)
  * Any other entry is only recorded. Environment knobs, read at each call: FAKE_CUDA_DEVICES=0 (cuInit says
  * no device), FAKE_CUDA_FAIL_LAUNCH=ENTRY (that launch fails), FAKE_CUDA_FAIL_SYNC=1 (synchronise fails).
  * A PTX text containing "FAKE_BAD_PTX" fails to load with a JIT log. The tests read the records through
@@ -142,6 +143,7 @@ CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
 }
 
 static float *F(CUdeviceptr p) { return (float *)(uintptr_t)p; }
+static int64_t *I64(CUdeviceptr p) { return (int64_t *)(uintptr_t)p; }
 
 CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                         unsigned shared, void *stream, void **params, void **extra) {
@@ -161,6 +163,10 @@ CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigne
     for (size_t i = 0; i < n; i++) F(l->args[2])[i] = 2 * F(l->args[0])[i];
   if (!strcmp(f->name, "fake_twice__k1") && f->nparams == 3)
     for (size_t i = 0; i < n; i++) F(l->args[1])[i] = F(l->args[2])[i] + 1;
+  if (!strcmp(f->name, "fake_dyn__k0") && f->nparams == 2) {
+    for (int i = 0; i < 8; i++) I64(l->args[0])[i] = 10 * (i / 4) + i % 4;
+    I64(l->args[1])[0] = 3;
+  }
   return 0;
 }
 

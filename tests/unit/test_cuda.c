@@ -311,6 +311,54 @@ static void test_fake_driver(void) {
   rc = load_run(pkg, msg, sizeof msg);
   CHECK_MSG(rc == MLC_ERR_UNSUPPORTED && strstr(msg, "not cuda: run it without --device cuda"), msg);
   CHECK(f.live_allocs() == 0 && f.retained() == 0); /* every failure released what it took */
+
+  /* a data-dependent output: the extent is copied back with the outputs, the host copy trimmed to [2, 3] */
+  rt_plan p = {0};
+  p.ntensors = 2;
+  p.tensors = calloc(2, sizeof *p.tensors);
+  p.param_data = calloc(2, sizeof *p.param_data);
+  p.tensors[0] = (rt_tensor){strdup("y"), MLC_I64, 2, {2, 4}, RT_ACTIVATION, 0, 0};
+  p.tensors[1] = (rt_tensor){strdup("y.extent"), MLC_I64, 1, {1}, RT_ACTIVATION, 0, 64};
+  p.nstorage = 1;
+  p.storage_size = calloc(1, sizeof(int64_t));
+  p.storage_size[0] = 128;
+  p.ncalls = 1;
+  p.calls = calloc(1, sizeof *p.calls);
+  p.calls[0] = (rt_call){strdup("fake_dyn"), 2, calloc(2, sizeof(int))};
+  p.calls[0].args[1] = 1;
+  p.noutputs = 1;
+  p.outputs = calloc(1, sizeof(int));
+  p.ndynamic = 1;
+  p.dynamic = calloc(1, sizeof *p.dynamic);
+  p.dynamic[0] = (rt_dyn_output){.output = 0, .axis = 1, .extent = 1};
+  const char *dyn_ptx = "// fake\n.visible .entry fake_dyn__k0(\n .param .u64 y,\n .param .u64 n\n)\n{ }\n";
+  const char *dyn_table = "{\"kernels\":[{\"name\":\"fake_dyn\",\"nparams\":2,\"scratch\":[],\"launches\":["
+                          "{\"entry\":\"fake_dyn__k0\",\"grid\":1,\"block\":1}]}]}";
+  char *json = rt_plan_to_json(&p), *meta = rt_meta_to_json(&p, "cuda", "nvptx", 0, NULL);
+  void *params = NULL;
+  size_t psize = 0;
+  CHECK(json && meta && rt_params_serialize(&p, &params, &psize) == 0);
+  rt_file files[] = {{"mod.ptx", dyn_ptx, strlen(dyn_ptx)},
+                     {"mod.cuda.json", dyn_table, strlen(dyn_table)},
+                     {"mod.json", json, json ? strlen(json) : 0},
+                     {"mod.params", params, psize},
+                     {"meta.json", meta, meta ? strlen(meta) : 0}};
+  CHECK_MSG(rt_tar_write(pkg, 5, files, err) == 0, err);
+  free(json);
+  free(meta);
+  free(params);
+  rt_plan_free(&p);
+  rc = mlc_module_load_device(pkg, "cuda", 0, &m);
+  CHECK_MSG(rc == MLC_OK, mlc_rt_last_error());
+  if (rc == MLC_OK) {
+    int64_t shape[MLC_MAX_DIMS];
+    CHECK(mlc_module_output_dynamic_axis(m, 0) == 1 && mlc_module_output(m, 0)->shape[1] == 4);
+    CHECK(mlc_module_run(m) == MLC_OK);
+    CHECK(mlc_module_output_shape(m, 0, shape) == 2 && shape[0] == 2 && shape[1] == 3);
+    const int64_t *y = mlc_module_output_data(m, 0);
+    CHECK(y && y[0] == 0 && y[1] == 1 && y[2] == 2 && y[3] == 10 && y[4] == 11 && y[5] == 12);
+    mlc_module_free(m);
+  }
   unsetenv("MLC_CUDA_DRIVER");
 }
 

@@ -259,7 +259,9 @@ static void test_plan_json(void) {
   expect_bad(json, "\"shape\":[2,3]", "\"shape\":[2,3.5]", "shape");
   expect_bad(json, "\"dtype\":\"float32\"", "\"dtype\":\"complex64\"", "dtype");
   expect_bad(json, "\"kind\":\"input\"", "\"kind\":\"weird\"", "kind");
-  expect_bad(json, "\"version\":1", "\"version\":2", "version");
+  expect_bad(json, "\"version\":1", "\"version\":3", "version");
+  expect_bad(json, "\"version\":1", "\"version\":2", "missing \"dynamic\"");
+  expect_bad(json, "\"outputs\":[3,1]", "\"outputs\":[3,1],\"dynamic\":[]", "needs version 2");
   expect_bad(json, "\"kernel\":\"k_add\"", "\"kernel\":\"../x\"", "kernel name");
   expect_bad(json, "\"kernel\":\"k_add\"", "\"kernel\":7", "kernel");
   expect_bad(json, "\"name\":\"x\"", "\"name\":\"x\\u0000\"", "NUL");
@@ -705,6 +707,116 @@ static void *failing_kernel_lookup(void *handle, const char *sym) {
   return table_lookup(NULL, sym);
 }
 
+/* ---------------------------------------------------------------- data-dependent outputs */
+
+/* n input int64 [1]; y activation int64 [2, 4] (storage 0); extent activation int64 [1] (storage 1). k_dyn
+ * writes y[r][c] = 10 r + c over the whole bound and extent = n: y's axis 1 is data-dependent. */
+static void make_dyn_plan(rt_plan *p) {
+  memset(p, 0, sizeof *p);
+  p->ntensors = 3;
+  p->tensors = calloc(3, sizeof *p->tensors);
+  p->tensors[0] = (rt_tensor){strdup("n"), MLC_I64, 1, {1}, RT_INPUT, -1, 0};
+  p->tensors[1] = (rt_tensor){strdup("y"), MLC_I64, 2, {2, 4}, RT_ACTIVATION, 0, 0};
+  p->tensors[2] = (rt_tensor){strdup("y.extent"), MLC_I64, 1, {1}, RT_ACTIVATION, 1, 0};
+  p->nstorage = 2;
+  p->storage_size = calloc(2, sizeof(int64_t));
+  p->storage_size[0] = 64;
+  p->storage_size[1] = 64;
+  p->ncalls = 1;
+  p->calls = calloc(1, sizeof *p->calls);
+  p->calls[0] = (rt_call){strdup("k_dyn"), 3, ints(3, 0, 1, 2)};
+  p->ninputs = 1;
+  p->inputs = ints(1, 0);
+  p->noutputs = 1;
+  p->outputs = ints(1, 1);
+  p->param_data = calloc(3, sizeof(void *));
+  p->ndynamic = 1;
+  p->dynamic = calloc(1, sizeof *p->dynamic);
+  p->dynamic[0] = (rt_dyn_output){.output = 0, .axis = 1, .extent = 2};
+}
+
+static int32_t k_dyn(void **buffers, const int64_t *dims, void *ctx) {
+  const int64_t *n = buffers[0];
+  int64_t *y = buffers[1], *extent = buffers[2];
+  for (int r = 0; r < 2; r++)
+    for (int c = 0; c < 4; c++) y[r * 4 + c] = 10 * r + c;
+  *extent = n[0];
+  return 0;
+}
+
+static void *dyn_lookup(void *handle, const char *sym) {
+  void *p;
+  mlc_kernel_fn f = k_dyn;
+  memcpy(&p, &f, sizeof p);
+  return strcmp(sym, "k_dyn") == 0 ? p : NULL;
+}
+
+static void test_dynamic(void) {
+  char err[RT_ERRLEN];
+  rt_plan p;
+  make_dyn_plan(&p);
+  char *json = rt_plan_to_json(&p);
+  rt_plan_free(&p);
+  CHECK(strstr(json, "\"version\":2") && strstr(json, "\"dynamic\":[{\"output\":0,\"axis\":1,\"extent\":2}]"));
+  rt_plan q;
+  CHECK_MSG(rt_plan_from_json(json, strlen(json), &q, err) == MLC_OK, err);
+  CHECK(q.ndynamic == 1 && q.dynamic[0].axis == 1 && q.dynamic[0].extent == 2 && rt_plan_dynamic_axis(&q, 0) == 1);
+  char *again = rt_plan_to_json(&q);
+  CHECK(strcmp(json, again) == 0);
+  free(again);
+  rt_plan_free(&q);
+  /* malformed records are refused by the reader and rt_plan_validate */
+  const char *rec = "{\"output\":0,\"axis\":1,\"extent\":2}";
+  expect_bad(json, rec, "{\"output\":1,\"axis\":1,\"extent\":2}", "\"output\" = 1 out of range");
+  expect_bad(json, rec, "{\"output\":0,\"axis\":2,\"extent\":2}", "axis 2 out of range");
+  expect_bad(json, rec, "{\"output\":0,\"axis\":-1,\"extent\":2}", "\"axis\"");
+  expect_bad(json, rec, "{\"output\":0,\"axis\":1,\"extent\":3}", "\"extent\" = 3 out of range");
+  expect_bad(json, rec, "{\"output\":0,\"axis\":1,\"extent\":0}", "not a one-element int64 activation");
+  expect_bad(json, rec, "{\"output\":0,\"axis\":1,\"extent\":1}", "not a one-element int64 activation");
+  expect_bad(json, rec, "{\"output\":0,\"axis\":1}", "missing \"extent\"");
+  expect_bad(json, rec, "7", "is not an object");
+  expect_bad(json, rec, "{\"output\":0,\"axis\":1,\"extent\":2},{\"output\":0,\"axis\":0,\"extent\":2}",
+             "listed twice");
+  expect_bad(json, "\"dynamic\":[{\"output\":0,\"axis\":1,\"extent\":2}]", "\"dynamic\":{\"x\":1}",
+             "\"dynamic\" is not an array");
+  free(json);
+  /* the executor trims: shape [2, n], the valid part compacted to the front */
+  for (int64_t n = 0; n <= 4; n++) {
+    make_dyn_plan(&p);
+    rt_executor *e;
+    CHECK_MSG(rt_executor_create(&p, dyn_lookup, NULL, NULL, &e, err) == MLC_OK, err);
+    if (!e) return;
+    int64_t shape[MLC_MAX_DIMS];
+    CHECK(rt_executor_output_shape(e, 0, shape) == 2 && shape[0] == 2 && shape[1] == 4); /* before a run */
+    CHECK(rt_executor_set_input(e, 0, &n, sizeof n, err) == MLC_OK);
+    CHECK_MSG(rt_executor_run(e, err) == MLC_OK, err);
+    CHECK(rt_executor_output_shape(e, 0, shape) == 2 && shape[0] == 2 && shape[1] == n);
+    CHECK(rt_executor_output_shape(e, 1, shape) == -1);
+    const int64_t *y = rt_executor_output(e, 0);
+    int bad = 0;
+    for (int r = 0; r < 2; r++)
+      for (int c = 0; c < n; c++) bad += y[r * n + c] != 10 * r + c;
+    CHECK(bad == 0);
+    rt_executor_free(e);
+  }
+  /* an extent outside [0, bound] is a kernel bug, reported */
+  for (int k = 0; k < 2; k++) {
+    int64_t n = k ? 5 : -1;
+    make_dyn_plan(&p);
+    rt_executor *e;
+    CHECK(rt_executor_create(&p, dyn_lookup, NULL, NULL, &e, err) == MLC_OK);
+    if (!e) return;
+    CHECK(rt_executor_set_input(e, 0, &n, sizeof n, err) == MLC_OK);
+    CHECK(rt_executor_run(e, err) == MLC_ERR_INTERNAL && strstr(err, "output 'y'") && strstr(err, "outside [0, 4]"));
+    rt_executor_free(e);
+  }
+  /* a record on an input is refused by validation */
+  make_dyn_plan(&p);
+  p.outputs[0] = 0;
+  rt_executor *e;
+  CHECK(rt_executor_create(&p, dyn_lookup, NULL, NULL, &e, err) == MLC_ERR_INVALID && strstr(err, "not computed by a kernel"));
+}
+
 static void test_executor_kernel_error(void) {
   char err[RT_ERRLEN];
   rt_plan p;
@@ -806,7 +918,8 @@ int main(void) {
     void (*fn)(void);
   } tests[] = {{"pool", test_pool},         {"plan_json", test_plan_json}, {"params", test_params},
                {"tar", test_tar},           {"npz", test_npz},             {"executor", test_executor},
-               {"executor_kernel_error", test_executor_kernel_error},      {"module", test_module}};
+               {"executor_kernel_error", test_executor_kernel_error},      {"module", test_module},
+               {"dynamic", test_dynamic}};
   for (size_t i = 0; i < sizeof tests / sizeof *tests; i++) {
     struct timespec t0, t1;
     int before = failures;

@@ -1,0 +1,547 @@
+/* topi dynamic family: ops whose output extent depends on the data (bounded dynamic outputs).
+ *
+ *   vision.non_max_suppression(boxes [B, N, 4], scores [B, C, N], iou_threshold, score_threshold)
+ *        attrs center_point_box (0: [y1, x1, y2, x2] in either corner order, 1: [xc, yc, w, h]),
+ *        max_output (boxes per class, > 0), has_score_threshold (0: no score filter; the input is ignored)
+ *        -> selected [B*C*min(max_output, N), 3] int64 (batch, class, box), count [1]
+ *   unique(x)           attrs axis, sorted -> y (x with dim axis = L), indices [L], inverse_indices [L],
+ *                       counts [L], count [1]  (L = x's extent along axis; ONNX Unique without an axis is
+ *                       imported as unique of the flattened input along axis 0)
+ *   nonzero(x)          -> [max(rank, 1), numel] int64 (coordinates of the non-zero elements in row-major
+ *                       order; a scalar counts as [1]), count [1]
+ *   compress(x, cond)   attr axis; cond 1-D of length <= x's dim -> x with dim axis = len(cond), count [1]
+ *
+ * Every output type is a static upper bound; the last output, int64 [1], receives the actual extent of the
+ * data-dependent axis (the number of selected boxes, unique slices, non-zeros, true conditions). infer marks
+ * the data-dependent outputs (Value.dyn_extent, dyn_axis), which the execution plan records and the executor
+ * trims by after a run (runtime/executor.c: it compacts the valid part to the front of the buffer). Kernels
+ * write in the upper-bound layout and zero what is past the extent.
+ *
+ * The kernels are TE externs whose TIR is written directly, serial loops (one thread on GPUs):
+ *   - NMS follows the ONNX reference (onnxruntime's): per batch and class, the boxes with score >
+ *     score_threshold are candidates; repeatedly the best remaining candidate (highest score, the lowest box
+ *     index among equal scores: stable) is taken and kept unless its IoU with a box already kept for this class
+ *     is > iou_threshold, until max_output boxes are kept. O(N^2) per class (a selection scan per pick).
+ *   - unique compares slices (x at one index of axis, all other dims row-major) lexicographically (floats:
+ *     NaN after every number, all NaNs equal, -0 equal to 0, so the order is total): first[k]
+ *     = the first slice equal to slice k; the distinct ones (first[k] == k) get their rank, which is the number
+ *     of distinct slices before them (sorted=0: by position; sorted=1: by value); counts and inverse_indices
+ *     follow from first and rank. O(L^2 * slice size).
+ *   - nonzero and compress are one pass with a running count. */
+#include <string.h>
+#include "topi/topi.h"
+
+static Expr *I(Arena *A, int64_t v) { return tir_idx(A, v); }
+static Expr *V(Arena *A, Var *v) { return tir_varref(A, v); }
+static Expr *ld0(Arena *A, Buffer *b) {
+  Expr *z = I(A, 0);
+  return tir_load(A, b, 1, &z);
+}
+static Stmt *st0(Arena *A, Buffer *b, Expr *v) {
+  Expr *z = I(A, 0);
+  return tir_store(A, b, 1, &z, v);
+}
+static Expr *ld1(Arena *A, Buffer *b, Expr *i) { return tir_load(A, b, 1, &i); }
+static Stmt *st1(Arena *A, Buffer *b, Expr *i, Expr *v) { return tir_store(A, b, 1, &i, v); }
+static Stmt *loop(Arena *A, Var *v, int64_t n, Stmt *body) { return tir_for(A, v, I(A, 0), I(A, n), FOR_SERIAL, body); }
+static Var *ivar(Arena *A, const char *name) { return tir_var(A, name, MLC_I64); }
+/* a scalar or one-element buffer's element (all-zero indices) */
+static Expr *ld_scalar(Arena *A, Buffer *b) {
+  Expr *z[MLC_MAX_DIMS];
+  for (int d = 0; d < b->ndim; d++) z[d] = I(A, 0);
+  return tir_load(A, b, b->ndim, z);
+}
+/* a comparable form of an element: float16/bfloat16 as float32, bool as int32 */
+static Expr *cmp_form(Arena *A, Expr *e) {
+  if (e->dtype == MLC_F16 || e->dtype == MLC_BF16) return tir_cast(A, MLC_F32, e);
+  if (e->dtype == MLC_BOOL) return tir_cast(A, MLC_I32, e);
+  return e;
+}
+static Expr *is_nonzero(Arena *A, Expr *e) {
+  e = cmp_form(A, e);
+  return tir_bin(A, E_NE, e, tir_const(A, e->dtype, 0));
+}
+
+/* out[...] = 0 over the whole buffer */
+static Stmt *zero_fill(Arena *A, Buffer *b) {
+  Var *v[MLC_MAX_DIMS];
+  Expr *ix[MLC_MAX_DIMS];
+  for (int d = 0; d < b->ndim; d++) {
+    v[d] = ivar(A, arena_printf(A, "z%d", d));
+    ix[d] = V(A, v[d]);
+  }
+  Stmt *s = tir_store(A, b, b->ndim, ix, tir_const(A, b->dtype, 0));
+  for (int d = b->ndim - 1; d >= 0; d--) s = loop(A, v[d], b->shape[d], s);
+  return s;
+}
+
+/* Wraps body in loops over every dim of `shape` except `skip` (-1: none); ix[d] receives each loop's var for
+ * d != skip (the caller fills ix[skip]). Returns the loop nest around body, built by the callback. */
+typedef Stmt *(*BodyFn)(Arena *A, Expr **ix, void *user);
+static Stmt *nest_except(Arena *A, int ndim, const int64_t *shape, int skip, BodyFn fn, void *user, Expr **ix) {
+  Var *v[MLC_MAX_DIMS];
+  for (int d = 0; d < ndim; d++)
+    if (d != skip) {
+      v[d] = ivar(A, arena_printf(A, "d%d", d));
+      ix[d] = V(A, v[d]);
+    }
+  Stmt *s = fn(A, ix, user);
+  for (int d = ndim - 1; d >= 0; d--)
+    if (d != skip) s = loop(A, v[d], shape[d], s);
+  return s;
+}
+
+static void set_count_type(Node *n, int k) {
+  n->outputs[k]->type = (TensorType){.dtype = MLC_I64, .ndim = 1, .dims = {1}};
+}
+static void mark_dynamic(Node *n, int out, int axis, int count_out) {
+  n->outputs[out]->dyn_extent = n->outputs[count_out];
+  n->outputs[out]->dyn_axis = axis;
+}
+
+static void extern_types(const Node *n, TeTensor *types) {
+  memset(types, 0, sizeof(TeTensor) * (size_t)n->noutputs);
+  for (int i = 0; i < n->noutputs; i++) {
+    const TensorType *t = &n->outputs[i]->type;
+    types[i].dtype = t->dtype;
+    types[i].ndim = t->ndim;
+    memcpy(types[i].shape, t->dims, sizeof(int64_t) * (size_t)t->ndim);
+  }
+}
+
+/* ---------------------------------------------------------------- vision.non_max_suppression */
+
+static mlc_status nms_infer(Node *n, Diag *d) {
+  const TensorType *bx = &n->inputs[0]->type, *sc = &n->inputs[1]->type;
+  if (bx->dtype != MLC_F32 || sc->dtype != MLC_F32)
+    return diag_set(d, MLC_ERR_INVALID, "non_max_suppression: boxes and scores must be float32, got %s and %s",
+                    mlc_dtype_name(bx->dtype), mlc_dtype_name(sc->dtype));
+  if (bx->ndim != 3 || bx->dims[2] != 4 || sc->ndim != 3 || sc->dims[0] != bx->dims[0] || sc->dims[2] != bx->dims[1])
+    return diag_set(d, MLC_ERR_INVALID, "non_max_suppression: boxes must be [B, N, 4] and scores [B, C, N]");
+  for (int i = 2; i < 4; i++) {
+    if (!n->inputs[i]) return diag_set(d, MLC_ERR_INVALID, "non_max_suppression: input %d is missing", i);
+    const TensorType *t = &n->inputs[i]->type;
+    if (t->dtype != MLC_F32 || tt_numel(t) != 1 || t->ndim > 1)
+      return diag_set(d, MLC_ERR_INVALID, "non_max_suppression: %s must be a float32 scalar or [1] tensor",
+                      i == 2 ? "iou_threshold" : "score_threshold");
+  }
+  int64_t m = ir_attr_int(n, "max_output", 0), nb = bx->dims[1];
+  if (m <= 0) return diag_set(d, MLC_ERR_INVALID, "non_max_suppression: max_output must be positive");
+  if (n->noutputs != 2) return diag_set(d, MLC_ERR_INVALID, "non_max_suppression has two outputs");
+  int64_t per = m < nb ? m : nb;
+  n->outputs[0]->type = (TensorType){.dtype = MLC_I64, .ndim = 2, .dims = {bx->dims[0] * sc->dims[1] * per, 3}};
+  set_count_type(n, 1);
+  mark_dynamic(n, 0, 0, 1);
+  return MLC_OK;
+}
+
+typedef struct NmsCtx {
+  int64_t max_out;
+  bool center, has_score;
+} NmsCtx;
+
+/* std::min / std::max as the reference computes them */
+static Expr *fmin_(Arena *A, Expr *a, Expr *b) { return tir_select(A, tir_bin(A, E_LT, b, a), b, a); }
+static Expr *fmax_(Arena *A, Expr *a, Expr *b) { return tir_select(A, tir_bin(A, E_LT, a, b), b, a); }
+
+/* let var = value in body (body built after the var exists) */
+#define MAX_LETS 40
+typedef struct Lets {
+  int n;
+  Var *v[MAX_LETS];
+  Expr *e[MAX_LETS];
+} Lets;
+static Expr *let(Lets *L, Arena *A, const char *name, Expr *value) {
+  if (L->n == MAX_LETS) return value; /* never: the callers bind at most 30 */
+  Var *v = tir_var(A, name, value->dtype);
+  L->v[L->n] = v;
+  L->e[L->n++] = value;
+  return V(A, v);
+}
+static Stmt *wrap_lets(Arena *A, const Lets *L, Stmt *body) {
+  for (int i = L->n - 1; i >= 0; i--) body = tir_let_stmt(A, L->v[i], L->e[i], body);
+  return body;
+}
+
+/* The reference's SuppressByIOU(box j, box k) of batch b as a statement setting keep[0] = 0 when it holds. */
+static Stmt *nms_suppress(Arena *A, const NmsCtx *k, Buffer *boxes, Expr *b, Expr *j, Expr *kb, Expr *thr,
+                          Buffer *keep) {
+  Lets L = {0};
+  Expr *c1[4], *c2[4];
+  for (int q = 0; q < 4; q++) {
+    Expr *i1[3] = {b, j, I(A, q)}, *i2[3] = {b, kb, I(A, q)};
+    c1[q] = let(&L, A, "b1", tir_load(A, boxes, 3, i1));
+    c2[q] = let(&L, A, "b2", tir_load(A, boxes, 3, i2));
+  }
+  Expr *x1min, *x1max, *x2min, *x2max, *y1min, *y1max, *y2min, *y2max;
+  if (!k->center) {
+    /* [y1, x1, y2, x2], corners in either order (MaxMin: lhs >= rhs gives min = rhs) */
+    Expr *f1 = tir_bin(A, E_GE, c1[1], c1[3]), *f2 = tir_bin(A, E_GE, c2[1], c2[3]);
+    x1min = let(&L, A, "x1min", tir_select(A, f1, c1[3], c1[1]));
+    x1max = let(&L, A, "x1max", tir_select(A, f1, c1[1], c1[3]));
+    x2min = let(&L, A, "x2min", tir_select(A, f2, c2[3], c2[1]));
+    x2max = let(&L, A, "x2max", tir_select(A, f2, c2[1], c2[3]));
+    Expr *g1 = tir_bin(A, E_GE, c1[0], c1[2]), *g2 = tir_bin(A, E_GE, c2[0], c2[2]);
+    y1min = let(&L, A, "y1min", tir_select(A, g1, c1[2], c1[0]));
+    y1max = let(&L, A, "y1max", tir_select(A, g1, c1[0], c1[2]));
+    y2min = let(&L, A, "y2min", tir_select(A, g2, c2[2], c2[0]));
+    y2max = let(&L, A, "y2max", tir_select(A, g2, c2[0], c2[2]));
+  } else {
+    /* [x_center, y_center, width, height] */
+    Expr *half = tir_float(A, MLC_F32, 2.0);
+    Expr *w1 = let(&L, A, "w1", tir_bin(A, E_DIV, c1[2], half)), *h1 = let(&L, A, "h1", tir_bin(A, E_DIV, c1[3], half));
+    Expr *w2 = let(&L, A, "w2", tir_bin(A, E_DIV, c2[2], half)), *h2 = let(&L, A, "h2", tir_bin(A, E_DIV, c2[3], half));
+    x1min = let(&L, A, "x1min", tir_sub(A, c1[0], w1));
+    x1max = let(&L, A, "x1max", tir_add(A, c1[0], w1));
+    x2min = let(&L, A, "x2min", tir_sub(A, c2[0], w2));
+    x2max = let(&L, A, "x2max", tir_add(A, c2[0], w2));
+    y1min = let(&L, A, "y1min", tir_sub(A, c1[1], h1));
+    y1max = let(&L, A, "y1max", tir_add(A, c1[1], h1));
+    y2min = let(&L, A, "y2min", tir_sub(A, c2[1], h2));
+    y2max = let(&L, A, "y2max", tir_add(A, c2[1], h2));
+  }
+  Expr *ixmin = let(&L, A, "ixmin", fmax_(A, x1min, x2min)), *ixmax = let(&L, A, "ixmax", fmin_(A, x1max, x2max));
+  Expr *iymin = let(&L, A, "iymin", fmax_(A, y1min, y2min)), *iymax = let(&L, A, "iymax", fmin_(A, y1max, y2max));
+  Expr *inter = let(&L, A, "inter", tir_mul(A, tir_sub(A, ixmax, ixmin), tir_sub(A, iymax, iymin)));
+  Expr *area1 = let(&L, A, "area1", tir_mul(A, tir_sub(A, x1max, x1min), tir_sub(A, y1max, y1min)));
+  Expr *area2 = let(&L, A, "area2", tir_mul(A, tir_sub(A, x2max, x2min), tir_sub(A, y2max, y2min)));
+  Expr *uni = let(&L, A, "union", tir_sub(A, tir_add(A, area1, area2), inter));
+  Expr *zero = tir_float(A, MLC_F32, 0.0);
+  Expr *conds[8] = {
+      tir_bin(A, E_GT, ixmax, ixmin), tir_bin(A, E_GT, iymax, iymin), tir_bin(A, E_GT, inter, zero),
+      tir_bin(A, E_GT, area1, zero),  tir_bin(A, E_GT, area2, zero),  tir_bin(A, E_GT, uni, zero),
+      tir_bin(A, E_GT, tir_bin(A, E_DIV, inter, uni), thr),
+  };
+  Expr *all = conds[0];
+  for (int i = 1; i < 7; i++) all = tir_bin(A, E_AND, all, conds[i]);
+  return wrap_lets(A, &L, tir_if(A, all, st0(A, keep, tir_int(A, MLC_I32, 0)), NULL));
+}
+
+static Stmt *nms_extern(TeCtx *c, Buffer **ins, Buffer **outs, void *user) {
+  NmsCtx *k = user;
+  Arena *A = c->arena;
+  Buffer *boxes = ins[0], *scores = ins[1], *out = outs[0], *count = outs[1];
+  int64_t B = scores->shape[0], C = scores->shape[1], N = scores->shape[2];
+  int64_t M = k->max_out < N ? k->max_out : N, one = 1;
+  Buffer *done = tir_buffer(A, "nms_done", MLC_I32, 1, &N);
+  Buffer *kept = tir_buffer(A, "nms_kept", MLC_I64, 1, &M);
+  Buffer *nsel = tir_buffer(A, "nms_nsel", MLC_I64, 1, &one);
+  Buffer *total = tir_buffer(A, "nms_total", MLC_I64, 1, &one);
+  Buffer *best = tir_buffer(A, "nms_best", MLC_I64, 1, &one);
+  Buffer *bests = tir_buffer(A, "nms_best_score", MLC_F32, 1, &one);
+  Buffer *keep = tir_buffer(A, "nms_keep", MLC_I32, 1, &one);
+  Var *bv = ivar(A, "b"), *cv = ivar(A, "c"), *iv = ivar(A, "i"), *tv = ivar(A, "t"), *sv = ivar(A, "s");
+  Var *qv = ivar(A, "i");
+  Expr *b = V(A, bv), *cc = V(A, cv);
+  Expr *thr = ld_scalar(A, ins[2]), *sthr = ld_scalar(A, ins[3]);
+  Expr *one_i = tir_int(A, MLC_I32, 1), *zero_i = tir_int(A, MLC_I32, 0);
+  /* done[i] = 1 for boxes the score threshold removes */
+  Expr *si[3] = {b, cc, V(A, iv)};
+  Expr *score_i = tir_load(A, scores, 3, si);
+  Expr *gone = k->has_score ? tir_select(A, tir_bin(A, E_GT, score_i, sthr), zero_i, one_i) : zero_i;
+  Stmt *init_done = loop(A, iv, N, st1(A, done, V(A, iv), gone));
+  /* the best remaining candidate */
+  Expr *q = V(A, qv);
+  Expr *sq[3] = {b, cc, q};
+  Expr *score_q = tir_load(A, scores, 3, sq);
+  Expr *better = tir_bin(A, E_AND, tir_bin(A, E_EQ, ld1(A, done, q), zero_i),
+                         tir_bin(A, E_OR, tir_bin(A, E_LT, ld0(A, best), I(A, 0)), tir_bin(A, E_GT, score_q, ld0(A, bests))));
+  Stmt *take[2] = {st0(A, best, q), st0(A, bests, score_q)};
+  Stmt *scan = loop(A, qv, N, tir_if(A, better, tir_seq(A, 2, take), NULL));
+  /* IoU against the boxes kept so far for this class */
+  Expr *bi = ld0(A, best), *s = V(A, sv);
+  Stmt *check = loop(A, sv, M,
+                     tir_if(A, tir_bin(A, E_LT, s, ld0(A, nsel)), nms_suppress(A, k, boxes, b, ld1(A, kept, s), bi, thr, keep),
+                            NULL));
+  Expr *tot = ld0(A, total);
+  Expr *o0[2] = {tot, I(A, 0)}, *o1[2] = {tot, I(A, 1)}, *o2[2] = {tot, I(A, 2)};
+  Stmt *emit[6] = {st1(A, kept, ld0(A, nsel), bi), tir_store(A, out, 2, o0, b), tir_store(A, out, 2, o1, cc),
+                   tir_store(A, out, 2, o2, bi), st0(A, total, tir_add(A, tot, I(A, 1))),
+                   st0(A, nsel, tir_add(A, ld0(A, nsel), I(A, 1)))};
+  Stmt *pick[4] = {st1(A, done, bi, one_i), st0(A, keep, one_i), check,
+                   tir_if(A, tir_bin(A, E_NE, ld0(A, keep), zero_i), tir_seq(A, 6, emit), NULL)};
+  Stmt *step[3] = {st0(A, best, I(A, -1)), scan, tir_if(A, tir_bin(A, E_GE, ld0(A, best), I(A, 0)), tir_seq(A, 4, pick), NULL)};
+  Stmt *iter = loop(A, tv, N, tir_if(A, tir_bin(A, E_LT, ld0(A, nsel), I(A, M)), tir_seq(A, 3, step), NULL));
+  Stmt *cls[3] = {st0(A, nsel, I(A, 0)), init_done, iter};
+  Stmt *body = loop(A, bv, B, loop(A, cv, C, tir_seq(A, 3, cls)));
+  Stmt *all[4] = {zero_fill(A, out), st0(A, total, I(A, 0)), body, st0(A, count, ld0(A, total))};
+  Stmt *r = tir_seq(A, 4, all);
+  Buffer *scratch[7] = {done, kept, nsel, total, best, bests, keep};
+  for (int i = 0; i < 7; i++) r = tir_allocate(A, scratch[i], r);
+  return r;
+}
+
+static mlc_status nms_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  (void)d;
+  NmsCtx *k = arena_alloc(c->arena, sizeof *k);
+  k->max_out = ir_attr_int(n, "max_output", 0);
+  k->center = ir_attr_int(n, "center_point_box", 0) != 0;
+  k->has_score = ir_attr_int(n, "has_score_threshold", 0) != 0;
+  TeTensor types[2];
+  extern_types(n, types);
+  te_extern(c, "non_max_suppression", "vision", 4, ins, 2, types, nms_extern, k, outs);
+  return MLC_OK;
+}
+
+/* ---------------------------------------------------------------- unique */
+
+static mlc_status unique_infer(Node *n, Diag *d) {
+  const TensorType *x = &n->inputs[0]->type;
+  if (x->dtype == MLC_STRING || mlc_dtype_size(x->dtype) <= 0)
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "unique of %s is not supported", mlc_dtype_name(x->dtype));
+  int64_t axis = ir_attr_int(n, "axis", 0);
+  if (x->ndim < 1 || axis < 0 || axis >= x->ndim)
+    return diag_set(d, MLC_ERR_INVALID, "unique: axis %lld out of range for rank %d", (long long)axis, x->ndim);
+  if (n->noutputs != 5) return diag_set(d, MLC_ERR_INVALID, "unique has five outputs");
+  int64_t L = x->dims[axis];
+  if (L < 1) return diag_set(d, MLC_ERR_INVALID, "unique: the axis is empty");
+  n->outputs[0]->type = *x;
+  for (int i = 1; i < 4; i++) n->outputs[i]->type = (TensorType){.dtype = MLC_I64, .ndim = 1, .dims = {L}};
+  set_count_type(n, 4);
+  mark_dynamic(n, 0, (int)axis, 4);
+  mark_dynamic(n, 1, 0, 4);
+  mark_dynamic(n, 3, 0, 4);
+  return MLC_OK;
+}
+
+typedef struct UniqueCtx {
+  int axis;
+  bool sorted;
+  Buffer *x, *cmp;
+  Expr *j, *k; /* the two slices compared */
+} UniqueCtx;
+
+/* if cmp == 0: cmp = sign(x[.., j, ..] - x[.., k, ..]) at the element ix */
+static Stmt *unique_cmp_elem(Arena *A, Expr **ix, void *user) {
+  UniqueCtx *u = user;
+  Expr *a[MLC_MAX_DIMS], *b[MLC_MAX_DIMS];
+  for (int d = 0; d < u->x->ndim; d++) a[d] = b[d] = ix[d];
+  a[u->axis] = u->j;
+  b[u->axis] = u->k;
+  Lets L = {0};
+  Expr *va = let(&L, A, "va", cmp_form(A, tir_load(A, u->x, u->x->ndim, a)));
+  Expr *vb = let(&L, A, "vb", cmp_form(A, tir_load(A, u->x, u->x->ndim, b)));
+  Expr *m1 = tir_int(A, MLC_I32, -1), *p1 = tir_int(A, MLC_I32, 1), *z = tir_int(A, MLC_I32, 0);
+  Expr *tie = z;
+  if (dtype_is_float(va->dtype)) {
+    /* neither < nor >: equal, or a NaN: NaNs order after every number and equal each other (a total order) */
+    Expr *na = tir_bin(A, E_NE, va, va), *nb = tir_bin(A, E_NE, vb, vb);
+    tie = tir_select(A, na, tir_select(A, nb, z, p1), tir_select(A, nb, m1, z));
+  }
+  Expr *sgn = tir_select(A, tir_bin(A, E_LT, va, vb), m1, tir_select(A, tir_bin(A, E_GT, va, vb), p1, tie));
+  Stmt *set = wrap_lets(A, &L, st0(A, u->cmp, sgn));
+  return tir_if(A, tir_bin(A, E_EQ, ld0(A, u->cmp), tir_int(A, MLC_I32, 0)), set, NULL);
+}
+
+/* cmp = the lexicographic order of slices j and k (-1, 0, 1) */
+static Stmt *unique_cmp(Arena *A, UniqueCtx *proto, Expr *j, Expr *k) {
+  UniqueCtx *u = arena_alloc(A, sizeof *u);
+  *u = *proto;
+  u->j = j;
+  u->k = k;
+  Expr *ix[MLC_MAX_DIMS];
+  return tir_seq2(A, st0(A, u->cmp, tir_int(A, MLC_I32, 0)),
+                  nest_except(A, u->x->ndim, u->x->shape, u->axis, unique_cmp_elem, u, ix));
+}
+
+typedef struct UniqueCopy {
+  Buffer *x, *y;
+  int axis;
+  Expr *from, *to;
+} UniqueCopy;
+
+static Stmt *unique_copy_elem(Arena *A, Expr **ix, void *user) {
+  UniqueCopy *u = user;
+  Expr *a[MLC_MAX_DIMS], *b[MLC_MAX_DIMS];
+  for (int d = 0; d < u->x->ndim; d++) a[d] = b[d] = ix[d];
+  a[u->axis] = u->from;
+  b[u->axis] = u->to;
+  return tir_store(A, u->y, u->y->ndim, b, tir_load(A, u->x, u->x->ndim, a));
+}
+
+static Stmt *unique_extern(TeCtx *c, Buffer **ins, Buffer **outs, void *user) {
+  UniqueCtx *proto = user;
+  Arena *A = c->arena;
+  Buffer *x = ins[0], *y = outs[0], *indices = outs[1], *inverse = outs[2], *counts = outs[3], *count = outs[4];
+  int64_t L = x->shape[proto->axis], one = 1;
+  Buffer *first = tir_buffer(A, "unique_first", MLC_I64, 1, &L);
+  Buffer *rank = tir_buffer(A, "unique_rank", MLC_I64, 1, &L);
+  Buffer *r = tir_buffer(A, "unique_r", MLC_I64, 1, &one);
+  Buffer *nu = tir_buffer(A, "unique_n", MLC_I64, 1, &one);
+  Buffer *cmp = tir_buffer(A, "unique_cmp", MLC_I32, 1, &one);
+  UniqueCtx *u = arena_alloc(A, sizeof *u);
+  *u = *proto;
+  u->x = x;
+  u->cmp = cmp;
+  Expr *zero_i = tir_int(A, MLC_I32, 0);
+  /* 1. first[k]: the first slice equal to slice k */
+  Var *kv = ivar(A, "k"), *jv = ivar(A, "j");
+  Expr *k = V(A, kv), *j = V(A, jv);
+  Expr *fk = ld1(A, first, k);
+  Stmt *match = tir_seq2(A, unique_cmp(A, u, j, k),
+                         tir_if(A, tir_bin(A, E_EQ, ld0(A, cmp), zero_i), st1(A, first, k, j), NULL));
+  Expr *open = tir_bin(A, E_AND, tir_bin(A, E_LT, j, k), tir_bin(A, E_EQ, fk, k));
+  Stmt *s1 = loop(A, kv, L, tir_seq2(A, st1(A, first, k, k), loop(A, jv, L, tir_if(A, open, match, NULL))));
+  /* 2. rank of each distinct slice, and their number */
+  Var *kv2 = ivar(A, "k"), *jv2 = ivar(A, "j");
+  Expr *k2 = V(A, kv2), *j2 = V(A, jv2);
+  Expr *distinct_j = tir_bin(A, E_EQ, ld1(A, first, j2), j2);
+  Stmt *inc = st0(A, r, tir_add(A, ld0(A, r), I(A, 1)));
+  Stmt *before;
+  if (u->sorted)
+    before = tir_if(A, tir_bin(A, E_AND, distinct_j, tir_bin(A, E_NE, j2, k2)),
+                    tir_seq2(A, unique_cmp(A, u, j2, k2), tir_if(A, tir_bin(A, E_LT, ld0(A, cmp), zero_i), inc, NULL)),
+                    NULL);
+  else
+    before = tir_if(A, tir_bin(A, E_AND, distinct_j, tir_bin(A, E_LT, j2, k2)), inc, NULL);
+  Stmt *rk[4] = {st0(A, r, I(A, 0)), loop(A, jv2, L, before), st1(A, rank, k2, ld0(A, r)),
+                 st0(A, nu, tir_add(A, ld0(A, nu), I(A, 1)))};
+  Stmt *s2 = loop(A, kv2, L, tir_if(A, tir_bin(A, E_EQ, ld1(A, first, k2), k2), tir_seq(A, 4, rk), NULL));
+  /* 3. counts and inverse_indices */
+  Var *jv3 = ivar(A, "j");
+  Expr *j3 = V(A, jv3);
+  Expr *rj = ld1(A, rank, ld1(A, first, j3));
+  Stmt *cnt[2] = {st1(A, counts, rj, tir_add(A, ld1(A, counts, rj), I(A, 1))), st1(A, inverse, j3, rj)};
+  Stmt *s3 = loop(A, jv3, L, tir_seq(A, 2, cnt));
+  /* 4. y and indices */
+  Var *kv4 = ivar(A, "k");
+  Expr *k4 = V(A, kv4);
+  UniqueCopy *cp = arena_alloc(A, sizeof *cp);
+  *cp = (UniqueCopy){.x = x, .y = y, .axis = u->axis, .from = k4, .to = ld1(A, rank, k4)};
+  Expr *ix[MLC_MAX_DIMS];
+  Stmt *put[2] = {st1(A, indices, ld1(A, rank, k4), k4),
+                  nest_except(A, x->ndim, x->shape, u->axis, unique_copy_elem, cp, ix)};
+  Stmt *s4 = loop(A, kv4, L, tir_if(A, tir_bin(A, E_EQ, ld1(A, first, k4), k4), tir_seq(A, 2, put), NULL));
+  Stmt *all[9] = {zero_fill(A, y), zero_fill(A, indices), zero_fill(A, counts), st0(A, nu, I(A, 0)),
+                  s1, s2, s3, s4, st0(A, count, ld0(A, nu))};
+  Stmt *body = tir_seq(A, 9, all);
+  Buffer *scratch[5] = {first, rank, r, nu, cmp};
+  for (int i = 0; i < 5; i++) body = tir_allocate(A, scratch[i], body);
+  return body;
+}
+
+static mlc_status unique_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  (void)d;
+  UniqueCtx *u = arena_alloc(c->arena, sizeof *u);
+  memset(u, 0, sizeof *u);
+  u->axis = (int)ir_attr_int(n, "axis", 0);
+  u->sorted = ir_attr_int(n, "sorted", 1) != 0;
+  TeTensor types[5];
+  extern_types(n, types);
+  te_extern(c, "unique", "unique", 1, ins, 5, types, unique_extern, u, outs);
+  return MLC_OK;
+}
+
+/* ---------------------------------------------------------------- nonzero */
+
+static mlc_status nonzero_infer(Node *n, Diag *d) {
+  const TensorType *x = &n->inputs[0]->type;
+  if (x->dtype == MLC_STRING || mlc_dtype_size(x->dtype) <= 0)
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "nonzero of %s is not supported", mlc_dtype_name(x->dtype));
+  if (n->noutputs != 2) return diag_set(d, MLC_ERR_INVALID, "nonzero has two outputs");
+  int64_t numel = tt_numel(x);
+  if (numel < 1) return diag_set(d, MLC_ERR_INVALID, "nonzero: empty input");
+  n->outputs[0]->type = (TensorType){.dtype = MLC_I64, .ndim = 2, .dims = {x->ndim ? x->ndim : 1, numel}};
+  set_count_type(n, 1);
+  mark_dynamic(n, 0, 1, 1);
+  return MLC_OK;
+}
+
+typedef struct NonzeroCtx {
+  Buffer *x, *out, *k;
+} NonzeroCtx;
+
+static Stmt *nonzero_elem(Arena *A, Expr **ix, void *user) {
+  NonzeroCtx *z = user;
+  int r = z->x->ndim;
+  Expr *k = ld0(A, z->k);
+  Stmt *s[MLC_MAX_DIMS + 1];
+  int ns = 0;
+  for (int a = 0; a < (r ? r : 1); a++) {
+    Expr *oi[2] = {I(A, a), k};
+    s[ns++] = tir_store(A, z->out, 2, oi, r ? ix[a] : I(A, 0));
+  }
+  s[ns++] = st0(A, z->k, tir_add(A, k, I(A, 1)));
+  return tir_if(A, is_nonzero(A, tir_load(A, z->x, r, ix)), tir_seq(A, ns, s), NULL);
+}
+
+static Stmt *nonzero_extern(TeCtx *c, Buffer **ins, Buffer **outs, void *user) {
+  (void)user;
+  Arena *A = c->arena;
+  int64_t one = 1;
+  NonzeroCtx *z = arena_alloc(A, sizeof *z);
+  z->x = ins[0];
+  z->out = outs[0];
+  z->k = tir_buffer(A, "nonzero_n", MLC_I64, 1, &one);
+  Expr *ix[MLC_MAX_DIMS];
+  Stmt *all[4] = {zero_fill(A, z->out), st0(A, z->k, I(A, 0)),
+                  nest_except(A, z->x->ndim, z->x->shape, -1, nonzero_elem, z, ix), st0(A, outs[1], ld0(A, z->k))};
+  return tir_allocate(A, z->k, tir_seq(A, 4, all));
+}
+
+static mlc_status nonzero_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  (void)d;
+  TeTensor types[2];
+  extern_types(n, types);
+  te_extern(c, "nonzero", "nonzero", 1, ins, 2, types, nonzero_extern, NULL, outs);
+  return MLC_OK;
+}
+
+/* ---------------------------------------------------------------- compress */
+
+static mlc_status compress_infer(Node *n, Diag *d) {
+  const TensorType *x = &n->inputs[0]->type, *cnd = &n->inputs[1]->type;
+  if (x->dtype == MLC_STRING || mlc_dtype_size(x->dtype) <= 0 || cnd->dtype == MLC_STRING)
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "compress of %s is not supported", mlc_dtype_name(x->dtype));
+  int64_t axis = ir_attr_int(n, "axis", 0);
+  if (axis < 0 || axis >= x->ndim)
+    return diag_set(d, MLC_ERR_INVALID, "compress: axis %lld out of range for rank %d", (long long)axis, x->ndim);
+  if (cnd->ndim != 1 || cnd->dims[0] > x->dims[axis] || cnd->dims[0] < 1)
+    return diag_set(d, MLC_ERR_INVALID, "compress: condition must be 1-D with 1 to %lld entries",
+                    (long long)x->dims[axis]);
+  if (n->noutputs != 2) return diag_set(d, MLC_ERR_INVALID, "compress has two outputs");
+  n->outputs[0]->type = *x;
+  n->outputs[0]->type.dims[axis] = cnd->dims[0];
+  set_count_type(n, 1);
+  mark_dynamic(n, 0, (int)axis, 1);
+  return MLC_OK;
+}
+
+static Stmt *compress_extern(TeCtx *c, Buffer **ins, Buffer **outs, void *user) {
+  int axis = *(int *)user;
+  Arena *A = c->arena;
+  Buffer *x = ins[0], *cnd = ins[1], *out = outs[0];
+  int64_t one = 1;
+  Buffer *k = tir_buffer(A, "compress_n", MLC_I64, 1, &one);
+  Var *jv = ivar(A, "j");
+  Expr *j = V(A, jv);
+  UniqueCopy *cp = arena_alloc(A, sizeof *cp);
+  *cp = (UniqueCopy){.x = x, .y = out, .axis = axis, .from = j, .to = ld0(A, k)};
+  Expr *ix[MLC_MAX_DIMS];
+  Stmt *take[2] = {nest_except(A, x->ndim, out->shape, axis, unique_copy_elem, cp, ix),
+                   st0(A, k, tir_add(A, ld0(A, k), I(A, 1)))};
+  Stmt *scan = loop(A, jv, cnd->shape[0], tir_if(A, is_nonzero(A, ld1(A, cnd, j)), tir_seq(A, 2, take), NULL));
+  Stmt *all[4] = {zero_fill(A, out), st0(A, k, I(A, 0)), scan, st0(A, outs[1], ld0(A, k))};
+  return tir_allocate(A, k, tir_seq(A, 4, all));
+}
+
+static mlc_status compress_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  (void)d;
+  int *axis = arena_alloc(c->arena, sizeof *axis);
+  *axis = (int)ir_attr_int(n, "axis", 0);
+  TeTensor types[2];
+  extern_types(n, types);
+  te_extern(c, "compress", "compress", 2, ins, 2, types, compress_extern, axis, outs);
+  return MLC_OK;
+}
+
+/* ---------------------------------------------------------------- the table */
+
+const OpDef topi_ops_dynamic[] = {
+    /* name                        pattern     min max nout infer          compute */
+    {"vision.non_max_suppression", PAT_OPAQUE, 4, 4, 2, nms_infer, nms_compute},
+    {"unique", PAT_OPAQUE, 1, 1, 5, unique_infer, unique_compute},
+    {"nonzero", PAT_OPAQUE, 1, 1, 2, nonzero_infer, nonzero_compute},
+    {"compress", PAT_OPAQUE, 2, 2, 2, compress_infer, compress_compute},
+    {0},
+};

@@ -1,0 +1,43 @@
+#!/bin/sh
+# Data-dependent output shapes end to end through the mlc CLI: each model of make_dynamic_models.py
+# (NonMaxSuppression, Unique, NonZero, Compress on run-time inputs) is compiled and run on every data set, and
+# out.npz must equal the numpy / torchvision reference exactly, shapes included (the trimmed arrays); each also
+# compiles for --target cuda (not run: no GPU needed) and, where ptxas is installed, its PTX assembles. The
+# models in fail.txt (a data-dependent output read by another node, a max_output_boxes_per_class only known at
+# run time) must fail to compile with exit code 3 (unsupported) and the message given there.
+# usage: test_dynamic.sh MLC BUILD_DIR
+set -eu
+mlc=$1 dir=$2/dynamic
+here=$(cd "$(dirname "$0")" && pwd)
+rm -rf "$dir" && mkdir -p "$dir"
+/usr/bin/python3 "$here/make_dynamic_models.py" "$dir"
+ptxas=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
+for m in $(cat "$dir/models.txt"); do
+  echo "== $m"
+  "$mlc" compile "$dir/$m.onnx" --output "$dir/$m.tar"
+  "$mlc" compile "$dir/$m.onnx" --target cuda --output "$dir/$m.cuda.tar" >/dev/null # NVPTX compiles too
+  if [ -x "$ptxas" ]; then
+    mkdir -p "$dir/$m.ptx" && (cd "$dir/$m.ptx" && tar xf "../$m.cuda.tar" mod.ptx)
+    "$ptxas" -arch=sm_90 "$dir/$m.ptx/mod.ptx" -o "$dir/$m.ptx/mod.cubin" || { echo "FAIL $m: ptxas"; exit 1; }
+  fi
+  for inputs in "$dir/${m}"_inputs*.npz; do
+    k=${inputs#"$dir/${m}_inputs"}
+    k=${k%.npz}
+    "$mlc" run "$dir/$m.tar" --inputs "$inputs" --outputs "$dir/${m}_out$k.npz"
+    /usr/bin/python3 "$here/compare_npz.py" "$dir/${m}_out$k.npz" "$dir/${m}_ref$k.npz" --tol 0
+  done
+done
+# mlc run --json reports the run's shape of a data-dependent output
+"$mlc" run "$dir/nonzero_f32.tar" --inputs "$dir/nonzero_f32_inputs2.npz" --json >"$dir/run.json"
+grep -q '"shape":\[3,0\]' "$dir/run.json" || { echo "FAIL: --json does not give the trimmed shape"; cat "$dir/run.json"; exit 1; }
+tab=$(printf '\t')
+while IFS="$tab" read -r m msg; do
+  echo "== $m (must fail)"
+  rc=0
+  "$mlc" compile "$dir/$m.onnx" --output "$dir/$m.tar" 2>"$dir/$m.err" || rc=$?
+  cat "$dir/$m.err"
+  if [ "$rc" != 3 ]; then echo "FAIL $m: exit code $rc, want 3"; exit 1; fi
+  if ! grep -qF "$msg" "$dir/$m.err"; then echo "FAIL $m: the message lacks: $msg"; exit 1; fi
+  if [ -e "$dir/$m.tar" ]; then echo "FAIL $m: a package was written"; exit 1; fi
+done <"$dir/fail.txt"
+echo "dynamic: all passed"
