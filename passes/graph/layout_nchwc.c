@@ -15,7 +15,8 @@
  * type is then [N, C/b, H, W, b]).
  *   - nn.conv2d_packed in a blocked region writes NCHWc with its own block (out_block = ocb); it reads an
  *     NCHWc input directly (data_block = b, its weight re-blocked to [OC/ocb][IC/b][KH][KW][b][ocb] by graph
- *     ops on the constant).
+ *     ops on the constant). A grouped one (its block inside one group) reads NCHWc only where b divides a
+ *     group's input channels; else its data's region stays NCHW.
  *   - An elementwise or broadcast op (pattern kind) on float32 whose output is 4-D and that has an NCHWc input
  *     of its full output shape keeps NCHWc: its other inputs are converted to the same block, scalars left
  *     alone, per-channel or other broadcast shapes ([C,1,1], [1,C,1,1], [1,1,H,W]) reshaped and transposed
@@ -159,9 +160,9 @@ static Value *to_blocked(LayoutCtx *c, Value *v, int64_t b, int64_t C, const Nod
   return last->outputs[0];
 }
 
-static bool is_packed_conv(const Node *n) { /* (a grouped one reads and writes NCHW) */
+static bool is_packed_conv(const Node *n) {
   return !strcmp(n->op->name, "nn.conv2d_packed") && n->ninputs == 2 && n->inputs[1]->type.ndim == 5 &&
-         !ir_attr(n, "data_block") && !ir_attr(n, "out_block") && ir_attr_int(n, "groups", 1) == 1;
+         !ir_attr(n, "data_block") && !ir_attr(n, "out_block");
 }
 
 /* whether nn.conv2d_packed n takes conv2d_x86.c's rows form when it reads and writes NCHW: 1x1 kernel
@@ -325,6 +326,13 @@ static void find_regions(LayoutCtx *c) {
     int r = find(c->region, n->outputs[0]->id);
     for (int k = 0; k < n->ninputs; k++)
       if (c->region_b[r] <= 0 || n->inputs[k]->type.dims[1] % c->region_b[r]) c->region_ok[r] = false;
+  }
+  /* a grouped conv reads NCHWc only in a block that divides its group's input channels (weight [.., C/G, ..]) */
+  for (int i = 0; i < g->nodes.n; i++) {
+    Node *n = g->nodes.v[i];
+    if (!is_packed_conv(n) || ir_attr_int(n, "groups", 1) == 1) continue;
+    int r = find(c->region, n->inputs[0]->id);
+    if (c->region_b[r] <= 0 || n->inputs[1]->type.dims[1] % c->region_b[r]) c->region_ok[r] = false;
   }
   for (int i = 0; i < g->outputs.n; i++) c->region_ok[find(c->region, g->outputs.v[i]->id)] = false;
   /* A pointwise conv that writes NCHW is a matrix product with vectors along H x W when it also reads NCHW

@@ -66,9 +66,7 @@ static mlc_status packed_conv_of(const Node *n, PackedConv *p, Diag *d) {
   if (x->dtype != MLC_F32 || k->dtype != MLC_F32)
     return diag_set(d, MLC_ERR_UNSUPPORTED, "nn.conv2d_packed supports float32 only");
   p->groups = ir_attr_int(n, "groups", 1);
-  if (p->groups < 1 || (p->groups > 1 && p->ib))
-    return diag_set(d, MLC_ERR_UNSUPPORTED, "nn.conv2d_packed: groups %lld (with data_block %lld)",
-                    (long long)p->groups, (long long)p->ib);
+  if (p->groups < 1) return diag_set(d, MLC_ERR_INVALID, "nn.conv2d_packed: groups %lld", (long long)p->groups);
   mlc_status st = topi_conv2d_window(n, p->strides, p->dil, p->pad, d);
   if (st) return st;
   p->n = x->dims[0];
@@ -175,18 +173,18 @@ static Expr *conv_body(TeCtx *c, Expr **idx, void *user) {
   Expr *ic = tir_varref(a, rc->var), *kh = tir_varref(a, ry->var), *kw = tir_varref(a, rx->var);
   Expr *ih = tir_add(a, tir_mul(a, idx[2], tir_idx(a, k->p.strides[0])), tir_mul(a, kh, tir_idx(a, k->p.dil[0])));
   Expr *iw = tir_add(a, tir_mul(a, idx[3], tir_idx(a, k->p.strides[1])), tir_mul(a, kw, tir_idx(a, k->p.dil[1])));
+  Expr *dc = ic; /* grouped: the group's channels (blocks) of the data */
+  if (k->p.groups > 1)
+    dc = tir_add(a, tir_mul(a, tir_bin(a, E_FLOORDIV, idx[1], tir_idx(a, k->p.occ / k->p.groups)),
+                            tir_idx(a, k->p.c)), ic);
   if (k->p.ib) { /* ic.o = rc over the channel blocks, ic.i over the block */
     IterVar *rb = te_reduce_axis(c, "rb", k->p.ib);
     Expr *icb = tir_varref(a, rb->var);
-    Expr *di[5] = {idx[0], ic, ih, iw, icb}, *wi[6] = {idx[1], ic, kh, kw, icb, idx[4]};
+    Expr *di[5] = {idx[0], dc, ih, iw, icb}, *wi[6] = {idx[1], ic, kh, kw, icb, idx[4]};
     Expr *prod = tir_mul(a, te_read(c, k->pad, 5, di), te_read(c, k->weight, 6, wi));
     IterVar *ax[4] = {rc, ry, rx, rb};
     return te_reduce(c, RED_SUM, prod, 4, ax, NULL, NULL);
   }
-  Expr *dc = ic; /* grouped: the group's channels of the data */
-  if (k->p.groups > 1)
-    dc = tir_add(a, tir_mul(a, tir_bin(a, E_FLOORDIV, idx[1], tir_idx(a, k->p.occ / k->p.groups)),
-                            tir_idx(a, k->p.c)), ic);
   Expr *di[4] = {idx[0], dc, ih, iw}, *wi[5] = {idx[1], ic, kh, kw, idx[4]};
   Expr *prod = tir_mul(a, te_read(c, k->pad, 4, di), te_read(c, k->weight, 5, wi));
   IterVar *ax[3] = {rc, ry, rx};

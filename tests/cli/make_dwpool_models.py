@@ -247,6 +247,37 @@ pool("max_1d_s3", "MaxPool", (1, 4, 50), [4], [3], [2, 1])
 pool("avg_3d", "AveragePool", (1, 2, 6, 7, 9), [2, 3, 3], [2, 1, 2], [0, 1, 1, 1, 1, 0])
 
 
+def grouped_blocked(name, cmid, groups, h, w_, stride):
+    """a grouped 3x3 conv between packed 1x1 convs (8 -> cmid + Relu, grouped cmid -> cmid + Relu, cmid -> 16):
+    in NCHWc when the first conv's block divides a group's channels, so the grouped conv reads and writes blocks
+    (data_block, out_block)"""
+    x = rng.standard_normal((1, 8, h, w_)).astype(np.float32)
+    w1 = (rng.standard_normal((cmid, 8, 1, 1)) / 3).astype(np.float32)
+    b1 = rng.standard_normal(cmid).astype(np.float32)
+    wg = (rng.standard_normal((cmid, cmid // groups, 3, 3)) / 3).astype(np.float32)
+    bg = rng.standard_normal(cmid).astype(np.float32)
+    w2 = (rng.standard_normal((16, cmid, 1, 1)) / 3).astype(np.float32)
+    b2 = rng.standard_normal(16).astype(np.float32)
+    inits = [numpy_helper.from_array(v, nm) for v, nm in
+             [(w1, "W1"), (b1, "B1"), (wg, "WG"), (bg, "BG"), (w2, "W2"), (b2, "B2")]]
+    nodes = [helper.make_node("Conv", ["x", "W1", "B1"], ["c1"], kernel_shape=[1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "WG", "BG"], ["cg"], kernel_shape=[3, 3], strides=[stride, stride],
+                              pads=[1, 1, 1, 1], group=groups),
+             helper.make_node("Relu", ["cg"], ["rg"]),
+             helper.make_node("Conv", ["rg", "W2", "B2"], ["y"], kernel_shape=[1, 1])]
+    r1 = np.maximum(conv_ref(x, w1, b1, 1, 0), 0)
+    g = cmid // groups
+    rg = np.maximum(np.concatenate([conv_ref(r1[:, i * g:(i + 1) * g], wg[i * g:(i + 1) * g], bg[i * g:(i + 1) * g],
+                                             stride, 1) for i in range(groups)], axis=1), 0)
+    save(name, nodes, x, inits, conv_ref(rg, w2, b2, 1, 0))
+
+
+# grouped convs in NCHWc: 8 channels a group (RegNet's group width), 16 a group, strides 1 and 2
+grouped_blocked("grpc_8x3_s1", 24, 3, 10, 9, 1)
+grouped_blocked("grpc_16x2_s2", 32, 2, 13, 12, 2)
+
+
 def global_pool(name, kind, shape, p=2):
     x = (rng.standard_normal(shape) * 2 - 0.5).astype(np.float32)
     axes = tuple(range(2, len(shape)))

@@ -5,7 +5,8 @@
 # (ConvertLayoutNCHWc's data_block), the pools to the padded-input form (a pool_pad stage), and the pools
 # between packed convs (poolc_*) to the NCHWc form; a concatenate of packed convs' outputs in one block (catc_*)
 # concatenates NCHWc blocks, one with different blocks or the graph input among its inputs (catn_*) stays NCHW;
-# grouped convs (grp_*) are packed, their channel block inside one group; global pools of NCHW rows of at
+# grouped convs (grp_*) are packed, their channel block inside one group, and between packed convs (grpc_*)
+# read and write NCHWc; global pools of NCHW rows of at
 # least a vector (gpool_*) take the row form (a gpool_part stage).
 # usage: test_dwpool.sh MLC BUILD_DIR
 set -eu
@@ -21,6 +22,7 @@ for m in $(cat "$dir/models.txt"); do
   dwc_*) want="nn.depthwise_conv2d(.*data_block=" file=after_DeadCodeElim.txt ;;
   poolc_*) want="_pool2d(.*data_block=" file=after_DeadCodeElim.txt ;;
   grp_*) want="nn.conv2d_packed(.*groups=" file=after_DeadCodeElim.txt ;;
+  grpc_*) want="nn.conv2d_packed(.*groups=[23], data_block=[0-9]*, out_block=" file=after_DeadCodeElim.txt ;;
   gpool_short_*) want="global_" file=schedules.txt ;;
   gpool_*) want="gpool_part" file=schedules.txt ;;
   catc_*) want="concatenate(.*ty=Tensor\[([0-9]*, [0-9]*, [0-9]*, [0-9]*, [0-9]*)" file=after_DeadCodeElim.txt ;;
