@@ -55,6 +55,8 @@ static mlc_status stack(OnnxCtx *cx, const OnnxNode *n, Value **vals, int cnt, i
   Arena *A = onnx_graph(cx)->arena;
   Value **parts = arena_alloc(A, sizeof(Value *) * (size_t)cnt);
   for (int i = 0; i < cnt; i++) {
+    if (onnx_seq(vals[i]))
+      return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "a scan output that is a sequence is not supported");
     const TensorType *t = &vals[i]->type;
     if (t->ndim + 1 > MLC_MAX_DIMS) return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "scan output rank too large");
     if (axis < 0 || axis > t->ndim) return onnx_error(cx, n, d, MLC_ERR_INVALID, "scan output axis out of range");
