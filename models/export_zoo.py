@@ -26,6 +26,27 @@ weights, to find what real models users bring do to mlc (see tests/cli/test_zoo.
   activations hardswish, hardsigmoid, mish, softplus, elu, selu, celu, prelu, leaky relu, log_softmax, glu
   dynbatch    a small CNN with a dynamic batch axis, compiled with --input-shapes
   tensorops   flip, roll, repeat, expand, tile, tril, where, clamp, std / var, norm, cumprod-free reductions
+  llama       RMSNorm, rotary embeddings, grouped-query attention (repeat_interleave, expand + reshape), SwiGLU
+  llama_dyn   the same with dynamic batch and sequence axes, compiled with --input-shapes
+  kvcache     one decoding step with a key/value cache of dynamic length
+  clippool    argmax-token pooling, masked mean pooling, cumsum position ids, list and strided indexing
+  indexput    index_put (ScatterND), masked assignment, slice assignment
+  gridsample  GridSample: bilinear / nearest / bicubic, zeros / border / reflection, both align_corners
+  interp      interpolate: fractional scales, nearest with sizes, bicubic align_corners, area, linear 1-D
+  wavenet     gated dilated causal Conv1d stack with skip sums
+  conformer   Conformer conv module: pointwise conv, GLU, depthwise Conv1d, BatchNorm1d, SiLU
+  ssd         SSD box decoding: permute / reshape heads, softmax, exp / clamp, max with indices
+  rnns        nn.RNN (relu, 2 layers), LSTM with an initial state, bidirectional GRU, sequence-first
+  packed      pack_padded_sequence LSTM (sequence_lens), bidirectional
+  float64     a float64 model
+  weightnorm  weight_norm and spectral_norm parametrisations, F.unfold
+
+Not here, because torch 1.13 cannot export them or exports them wrongly: circular padding (its Slice is off by
+one), scatter_add below opset 16 (a plain scatter, wrong on repeated indices), index_add (indices and updates
+of different shapes), softplus with a threshold (exported without it), Split of a dynamic axis into unequal
+pieces (sizes summing past the axis), repeat_interleave under dynamic axes (a Reshape whose 0 copies the wrong
+dim), RoiAlign aligned=False at opset 16 (written without coordinate_transformation_mode, which then means
+half_pixel), affine_grid, nearest-exact, EmbeddingBag with offsets (a Loop slicing at run-time offsets).
 
 Each model is written as NAME_oOPSET.onnx with NAME_oOPSET_inputs.npz (inputs in0, in1, ...) and
 NAME_oOPSET_ref.npz (torch outputs out0, out1, ...); models.txt lists one line per model:
@@ -630,7 +651,276 @@ def make_tensorops():
     return TensorOps(), (torch.randn(2, 4, 5), torch.randn(1, 4, 1))
 
 
-# name: (builder, opsets, tolerance on relative L2 error, dynamic axes); the first opset is the ctest's
+class RMSNorm(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.w = nn.Parameter(torch.rand(d) + 0.5)
+
+    def forward(self, x):
+        return self.w * x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+
+
+def rotate_half(x):
+    a, b = x.chunk(2, -1)
+    return torch.cat((-b, a), -1)
+
+
+class Llama(nn.Module):
+    """RMSNorm, rotary embeddings computed in the graph, grouped-query attention (k by repeat_interleave, v by
+    expand + reshape), SwiGLU, a triu causal mask. repeat_interleave=False uses expand + reshape for k too:
+    torch 1.13 exports repeat_interleave under dynamic axes as a Loop over sequences whose Reshape is wrong."""
+
+    def __init__(self, repeat_interleave=True, vocab=67, d=48, heads=4, kv=2, layers=2):
+        super().__init__()
+        self.emb, self.h, self.kv, self.hd, self.ri = nn.Embedding(vocab, d), heads, kv, d // heads, repeat_interleave
+        self.layers = nn.ModuleList([nn.ModuleDict(dict(
+            n1=RMSNorm(d), q=nn.Linear(d, d, bias=False), k=nn.Linear(d, kv * self.hd, bias=False),
+            v=nn.Linear(d, kv * self.hd, bias=False), o=nn.Linear(d, d, bias=False), n2=RMSNorm(d),
+            g=nn.Linear(d, 64, bias=False), u=nn.Linear(d, 64, bias=False), dn=nn.Linear(64, d, bias=False)))
+            for _ in range(layers)])
+        self.norm, self.head = RMSNorm(d), nn.Linear(d, vocab, bias=False)
+        self.register_buffer("inv", 1.0 / (10000 ** (torch.arange(0, self.hd, 2).float() / self.hd)))
+
+    def repeat(self, x, b, t):
+        g = self.h // self.kv
+        if self.ri:
+            return x.repeat_interleave(g, 1)
+        return x[:, :, None].expand(b, self.kv, g, t, self.hd).reshape(b, self.h, t, self.hd)
+
+    def forward(self, ids):
+        b, t = ids.shape
+        fr = torch.arange(t, dtype=torch.float32)[:, None] * self.inv[None, :]
+        ang = torch.cat((fr, fr), -1)
+        cos, sin = ang.cos(), ang.sin()
+        mask = torch.full((t, t), float("-inf")).triu(1)
+        x = self.emb(ids)
+        for l in self.layers:
+            h = l["n1"](x)
+            q = l["q"](h).view(b, t, self.h, self.hd).transpose(1, 2)
+            k = l["k"](h).view(b, t, self.kv, self.hd).transpose(1, 2)
+            v = l["v"](h).view(b, t, self.kv, self.hd).transpose(1, 2)
+            q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+            k = self.repeat(k, b, t)
+            v = v[:, :, None].expand(b, self.kv, self.h // self.kv, t, self.hd).reshape(b, self.h, t, self.hd)
+            a = (q @ k.transpose(2, 3) / math.sqrt(self.hd) + mask).softmax(-1) @ v
+            x = x + l["o"](a.transpose(1, 2).reshape(b, t, -1))
+            h = l["n2"](x)
+            x = x + l["dn"](F.silu(l["g"](h)) * l["u"](h))
+        return self.head(self.norm(x))
+
+
+def make_llama():
+    return Llama(), (torch.randint(0, 67, (2, 11)),)
+
+
+def make_llama_dyn():
+    return Llama(repeat_interleave=False), (torch.randint(0, 67, (2, 11)),)
+
+
+class KVStep(nn.Module):
+    """One decoding step with a key/value cache of dynamic length (concatenated past, present outputs)."""
+
+    def __init__(self, d=32, heads=4):
+        super().__init__()
+        self.qkv, self.o, self.h = nn.Linear(d, 3 * d), nn.Linear(d, d), heads
+
+    def forward(self, x, pk, pv):
+        b, t, d = x.shape
+        q, k, v = (z.view(b, t, self.h, -1).transpose(1, 2) for z in self.qkv(x).split(d, -1))
+        k, v = torch.cat([pk, k], 2), torch.cat([pv, v], 2)
+        a = (q @ k.transpose(-1, -2) / math.sqrt(d // self.h)).softmax(-1) @ v
+        return self.o(a.transpose(1, 2).reshape(b, t, d)), k, v
+
+
+def make_kvcache():
+    return KVStep(), (torch.randn(2, 1, 32), torch.randn(2, 4, 7, 8), torch.randn(2, 4, 7, 8))
+
+
+class ClipPool(nn.Module):
+    """CLIP's text pooling (the embedding at each row's argmax token), masked mean pooling, RoBERTa's position
+    ids from a cumsum of the mask, fancy indexing with lists and strides."""
+
+    def __init__(self):
+        super().__init__()
+        self.e, self.proj = nn.Embedding(50, 16), nn.Linear(16, 8, bias=False)
+
+    def forward(self, ids, mask):
+        h = self.e(ids)
+        eot = h[torch.arange(h.shape[0]), ids.argmax(-1)]
+        mean = (h * mask.unsqueeze(-1)).sum(1) / mask.sum(1, keepdim=True).clamp(min=1e-9)
+        pos = torch.cumsum(mask.long(), 1) * mask.long() + 1
+        z = self.proj(eot)
+        return z / z.norm(dim=-1, keepdim=True), mean, pos, h[:, [0, 2, 5]], h[..., 1::3]
+
+
+def make_clippool():
+    return ClipPool(), (torch.randint(0, 50, (3, 9)), (torch.rand(3, 9) > 0.3).float())
+
+
+class IndexPut(nn.Module):
+    def forward(self, x, idx, v):
+        y = x.clone()
+        y[:, idx] = v
+        z = x.clone()
+        z[z < 0] = 0.5
+        w = x.clone()
+        w[1, 2:4] = 7.0
+        return y, z, w
+
+
+def make_indexput():
+    return IndexPut(), (torch.randn(3, 6), torch.tensor([4, 1]), torch.randn(3, 2))
+
+
+class GridSample(nn.Module):
+    def forward(self, x, grid):
+        return (F.grid_sample(x, grid, align_corners=False),
+                F.grid_sample(x, grid * 1.3, mode="nearest", padding_mode="border", align_corners=True),
+                F.grid_sample(x, grid * 1.2, mode="bilinear", padding_mode="reflection", align_corners=False),
+                F.grid_sample(x, grid, mode="bicubic", align_corners=True))
+
+
+def make_gridsample():
+    return GridSample(), (torch.randn(2, 3, 8, 8), torch.rand(2, 5, 6, 2) * 2.2 - 1.1)
+
+
+class Interp(nn.Module):
+    def forward(self, x):
+        return (F.interpolate(x, scale_factor=1.5, mode="bilinear", align_corners=False, recompute_scale_factor=False),
+                F.interpolate(x, scale_factor=1.5, mode="nearest"), F.interpolate(x, size=(7, 11), mode="nearest"),
+                F.interpolate(x, size=(9, 4), mode="bicubic", align_corners=True),
+                F.interpolate(x, size=(3, 2), mode="area"),
+                F.interpolate(x, scale_factor=0.5, mode="bilinear", align_corners=False),
+                F.interpolate(x[:, :, 0], scale_factor=2.5, mode="linear"))
+
+
+def make_interp():
+    return Interp(), (torch.randn(1, 2, 6, 4),)
+
+
+class WaveNet(nn.Module):
+    def __init__(self, c=16):
+        super().__init__()
+        self.inp, self.out = nn.Conv1d(1, c, 1), nn.Conv1d(c, 8, 1)
+        self.f = nn.ModuleList([nn.Conv1d(c, c, 2, dilation=2 ** i) for i in range(4)])
+        self.g = nn.ModuleList([nn.Conv1d(c, c, 2, dilation=2 ** i) for i in range(4)])
+        self.r = nn.ModuleList([nn.Conv1d(c, c, 1) for _ in range(4)])
+
+    def forward(self, x):
+        x, skip = self.inp(x), 0
+        for i, (f, g, r) in enumerate(zip(self.f, self.g, self.r)):
+            p = F.pad(x, (2 ** i, 0))
+            h = torch.tanh(f(p)) * torch.sigmoid(g(p))
+            x, skip = x + r(h), skip + h
+        return F.log_softmax(self.out(F.relu(skip)), 1)
+
+
+def make_wavenet():
+    return WaveNet(), (torch.randn(2, 1, 64),)
+
+
+class Conformer(nn.Module):
+    def __init__(self, d=32):
+        super().__init__()
+        self.ff = nn.Sequential(nn.LayerNorm(d), nn.Linear(d, 64), nn.SiLU(), nn.Linear(64, d))
+        self.ln, self.pw1, self.pw2 = nn.LayerNorm(d), nn.Conv1d(d, 2 * d, 1), nn.Conv1d(d, d, 1)
+        self.dw, self.bn = nn.Conv1d(d, d, 7, padding=3, groups=d), nn.BatchNorm1d(d)
+        self.bn.running_mean.uniform_(-0.2, 0.2)
+        self.bn.running_var.uniform_(0.5, 2.0)
+
+    def forward(self, x):
+        x = x + 0.5 * self.ff(x)
+        h = F.glu(self.pw1(self.ln(x).transpose(1, 2)), 1)
+        h = self.pw2(F.silu(self.bn(self.dw(h))))
+        return x + h.transpose(1, 2)
+
+
+def make_conformer():
+    return Conformer(), (torch.randn(2, 20, 32),)
+
+
+class SSDHead(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c, self.l = nn.Conv2d(8, 4 * 6, 3, padding=1), nn.Conv2d(8, 4 * 4, 3, padding=1)
+
+    def forward(self, f, anchors):
+        b = f.shape[0]
+        cls = self.c(f).permute(0, 2, 3, 1).reshape(b, -1, 6).softmax(-1)
+        loc = self.l(f).permute(0, 2, 3, 1).reshape(b, -1, 4)
+        cxcy = anchors[:, :2] + loc[..., :2] * 0.1 * anchors[:, 2:]
+        wh = anchors[:, 2:] * torch.exp((loc[..., 2:] * 0.2).clamp(max=math.log(1000 / 16)))
+        sc, lab = cls[..., 1:].max(-1)
+        return torch.cat([cxcy - wh / 2, cxcy + wh / 2], -1), sc, lab
+
+
+def make_ssd():
+    return SSDHead(), (torch.randn(2, 8, 5, 6), torch.rand(120, 4))
+
+
+class RNNs(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.r = nn.RNN(5, 7, nonlinearity="relu", num_layers=2)
+        self.l, self.g = nn.LSTM(5, 6), nn.GRU(5, 4, bidirectional=True)
+
+    def forward(self, x, h0, c0):
+        a, ha = self.r(x)
+        b, (hb, cb) = self.l(x, (h0, c0))
+        c, hc = self.g(x)
+        return a, ha, b, hb, cb, c, hc
+
+
+def make_rnns():
+    return RNNs(), (torch.randn(6, 2, 5), torch.randn(1, 2, 6), torch.randn(1, 2, 6))
+
+
+class Packed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = nn.LSTM(5, 6, batch_first=True, bidirectional=True)
+
+    def forward(self, x, lens):
+        p = nn.utils.rnn.pack_padded_sequence(x, lens, batch_first=True, enforce_sorted=False)
+        y, (h, c) = self.l(p)
+        y, _ = nn.utils.rnn.pad_packed_sequence(y, batch_first=True, total_length=x.shape[1])
+        return y, h, c
+
+
+def make_packed():
+    return Packed(), (torch.randn(3, 7, 5), torch.tensor([7, 4, 2]))
+
+
+class Float64(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l, self.c = nn.Linear(6, 5), nn.Conv1d(2, 3, 3)
+
+    def forward(self, x, y):
+        return torch.tanh(self.l(x)).softmax(-1), self.c(y).relu()
+
+
+def make_float64():
+    return Float64().double(), (torch.randn(4, 6, dtype=torch.float64), torch.randn(2, 2, 9, dtype=torch.float64))
+
+
+class WeightNorm(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c = nn.utils.weight_norm(nn.Conv1d(4, 6, 3))
+        self.l = nn.utils.spectral_norm(nn.Linear(6, 3))
+
+    def forward(self, x):
+        return self.l(self.c(x).transpose(1, 2)), F.unfold(x[:, :, None].expand(2, 4, 5, 10), (2, 3), dilation=(1, 2),
+                                                           padding=1, stride=(2, 1))
+
+
+def make_weightnorm():
+    return WeightNorm(), (torch.randn(2, 4, 10),)
+
+
+# name: (builder, opsets, tolerance on relative L2 error, dynamic axes of inputs, compiled with --input-shapes at
+# the example's shapes); the first opset is the ctest's
 ZOO = {
     "gpt2": (make_gpt2, [13, 11, 17], 1e-4, None),
     "t5": (make_t5, [13, 11, 17], 1e-4, None),
@@ -653,8 +943,22 @@ ZOO = {
     "fakequant": (make_fakequant, [13, 17], 1e-4, None),
     "indexing": (make_indexing, [13, 11, 17], 1e-4, None),
     "activations": (make_activations, [13, 12, 17], 1e-4, None),
-    "dynbatch": (make_dynbatch, [13, 11, 17], 1e-4, {0: "batch"}),
+    "dynbatch": (make_dynbatch, [13, 11, 17], 1e-4, {"in0": {0: "batch"}}),
     "tensorops": (make_tensorops, [14, 17], 1e-4, None),
+    "llama": (make_llama, [14, 17], 1e-4, None),
+    "llama_dyn": (make_llama_dyn, [17, 14], 1e-4, {"in0": {0: "batch", 1: "seq"}}),
+    "kvcache": (make_kvcache, [13, 11, 17], 1e-4, {"in1": {2: "past"}, "in2": {2: "past"}}),
+    "clippool": (make_clippool, [13, 11, 17], 1e-4, None),
+    "indexput": (make_indexput, [13, 11, 17], 1e-4, None),
+    "gridsample": (make_gridsample, [16], 1e-4, None),
+    "interp": (make_interp, [13, 11, 17], 1e-4, None),
+    "wavenet": (make_wavenet, [13, 11, 17], 1e-4, None),
+    "conformer": (make_conformer, [13, 11, 17], 1e-4, None),
+    "ssd": (make_ssd, [13, 11, 17], 1e-4, None),
+    "rnns": (make_rnns, [13, 11, 17], 1e-4, None),
+    "packed": (make_packed, [13, 11, 17], 1e-4, None),
+    "float64": (make_float64, [13, 17], 1e-4, None),
+    "weightnorm": (make_weightnorm, [13, 11, 17], 1e-4, None),
 }
 
 
@@ -702,12 +1006,9 @@ def main():
             if want_opsets and opset not in want_opsets:
                 continue
             tag = f"{name}_o{opset}"
-            dyn_axes = {n: dyn for n in in_names[:1]} if dyn else None
-            if dyn_axes:
-                dyn_axes.update({n: {0: "batch"} for n in out_names})
             try:
                 torch.onnx.export(model, inputs, os.path.join(a.out, tag + ".onnx"), opset_version=opset,
-                                  input_names=in_names, output_names=out_names, dynamic_axes=dyn_axes,
+                                  input_names=in_names, output_names=out_names, dynamic_axes=dyn,
                                   do_constant_folding=True)
             except Exception as e:  # an export torch itself cannot do is not mlc's to fix
                 print(f"{tag}: torch.onnx.export failed: {str(e).splitlines()[0]}")
@@ -716,8 +1017,7 @@ def main():
             np.savez(os.path.join(a.out, tag + "_ref.npz"), **refs)
             shapes = ""
             if dyn:
-                shapes = " --input-shapes " + ",".join(f"{n}:[{','.join(map(str, feeds[n].shape))}]"
-                                                      for n in in_names[:1])
+                shapes = " --input-shapes " + ",".join(f"{n}:[{','.join(map(str, feeds[n].shape))}]" for n in dyn)
             lines.append(f"{tag} {tol}{shapes}")
     with open(os.path.join(a.out, "models.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")
