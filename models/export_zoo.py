@@ -40,6 +40,7 @@ weights, to find what real models users bring do to mlc (see tests/cli/test_zoo.
   packed      pack_padded_sequence LSTM (sequence_lens), bidirectional
   float64     a float64 model
   weightnorm  weight_norm and spectral_norm parametrisations, F.unfold
+  scripted    torch.jit.script control flow: a Loop around an If whose condition depends on the data
 
 Not here, because torch 1.13 cannot export them or exports them wrongly: circular padding (its Slice is off by
 one), scatter_add below opset 16 (a plain scatter, wrong on repeated indices), index_add (indices and updates
@@ -919,6 +920,32 @@ def make_weightnorm():
     return WeightNorm(), (torch.randn(2, 4, 10),)
 
 
+
+@torch.jit.script
+def _scripted_steps(x, n: int):
+    y = x
+    for _ in range(n):
+        if bool(y.sum() > 0):
+            y = y * 0.5 - 1
+        else:
+            y = torch.tanh(y) + 2
+    return y
+
+
+class Scripted(nn.Module):
+    """Scripted control flow: a Loop of fixed trip count around an If on the data (exported as Loop / If)."""
+
+    def __init__(self):
+        super().__init__()
+        self.l = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return _scripted_steps(self.l(x), 5)
+
+
+def make_scripted():
+    return Scripted(), (torch.randn(3, 4),)
+
 # name: (builder, opsets, tolerance on relative L2 error, dynamic axes of inputs, compiled with --input-shapes at
 # the example's shapes); the first opset is the ctest's
 ZOO = {
@@ -959,6 +986,7 @@ ZOO = {
     "packed": (make_packed, [13, 11, 17], 1e-4, None),
     "float64": (make_float64, [13, 17], 1e-4, None),
     "weightnorm": (make_weightnorm, [13, 11, 17], 1e-4, None),
+    "scripted": (make_scripted, [13, 11, 17], 1e-4, None),
 }
 
 
