@@ -40,6 +40,7 @@ weights, to find what real models users bring do to mlc (see tests/cli/test_zoo.
   packed      pack_padded_sequence LSTM (sequence_lens), bidirectional
   float64     a float64 model
   weightnorm  weight_norm and spectral_norm parametrisations, F.unfold
+  qnet        eager-mode static quantization (fused conv + relu, quantized add and linear), exported as QDQ
   scripted    torch.jit.script control flow: a Loop around an If whose condition depends on the data
 
 Not here, because torch 1.13 cannot export them or exports them wrongly: circular padding (its Slice is off by
@@ -52,6 +53,8 @@ half_pixel), affine_grid, nearest-exact, EmbeddingBag with offsets (a Loop slici
 Each model is written as NAME_oOPSET.onnx with NAME_oOPSET_inputs.npz (inputs in0, in1, ...) and
 NAME_oOPSET_ref.npz (torch outputs out0, out1, ...); models.txt lists one line per model:
   NAME_oOPSET TOL [--input-shapes ...]
+Opset 9 (Upsample, Slice with attributes, ...) for the models torch exports faithfully there; not unet3d, whose
+trilinear half-pixel resize torch writes as Upsample-9 (asymmetric).
 Usage: export_zoo.py OUT_DIR [--only gpt2,t5] [--opsets 11,13,17] [--small] [--time]
   --small  only each model's first opset (the ctest)
   --time   also time torch at 1 thread (ms per run, median of 20) into NAME_torch_ms.txt
@@ -946,31 +949,63 @@ class Scripted(nn.Module):
 def make_scripted():
     return Scripted(), (torch.randn(3, 4),)
 
+
+class QNet(nn.Module):
+    """Eager-mode static quantization (torch.ao.quantization: fused conv + relu, fbgemm qconfig, calibrated),
+    exported as QuantizeLinear / DequantizeLinear around float ops."""
+
+    def __init__(self):
+        super().__init__()
+        import torch.ao.quantization as tq
+        self.q, self.dq, self.add = tq.QuantStub(), tq.DeQuantStub(), nn.quantized.FloatFunctional()
+        self.c1, self.r1 = nn.Conv2d(3, 8, 3, padding=1), nn.ReLU()
+        self.c2, self.r2 = nn.Conv2d(8, 8, 3, stride=2, padding=1), nn.ReLU()
+        self.pool, self.fc = nn.AdaptiveAvgPool2d(1), nn.Linear(8, 5)
+
+    def forward(self, x):
+        x = self.q(x)
+        y = self.r1(self.c1(x))
+        z = self.r2(self.c2(y))
+        z = self.add.add(z, z)
+        return self.dq(self.fc(self.pool(z).flatten(1)))
+
+
+def make_qnet():
+    import torch.ao.quantization as tq
+    m = QNet().eval()
+    m = tq.fuse_modules(m, [["c1", "r1"], ["c2", "r2"]])
+    m.qconfig = tq.get_default_qconfig("fbgemm")
+    tq.prepare(m, inplace=True)
+    for _ in range(8):
+        m(torch.randn(2, 3, 16, 16))
+    tq.convert(m, inplace=True)
+    return m, (torch.randn(1, 3, 16, 16),)
+
 # name: (builder, opsets, tolerance on relative L2 error, dynamic axes of inputs, compiled with --input-shapes at
 # the example's shapes); the first opset is the ctest's
 ZOO = {
-    "gpt2": (make_gpt2, [13, 11, 17], 1e-4, None),
-    "t5": (make_t5, [13, 11, 17], 1e-4, None),
+    "gpt2": (make_gpt2, [13, 11, 17, 9], 1e-4, None),
+    "t5": (make_t5, [13, 11, 17, 9], 1e-4, None),
     "bart": (make_bart, [13, 17], 1e-4, None),
-    "lstm_lm": (make_lstm_lm, [13, 11, 17], 1e-4, None),
-    "gru_lm": (make_gru_lm, [13, 11, 17], 1e-4, None),
-    "audio1d": (make_audio1d, [13, 11, 17], 1e-4, None),
+    "lstm_lm": (make_lstm_lm, [13, 11, 17, 9], 1e-4, None),
+    "gru_lm": (make_gru_lm, [13, 11, 17, 9], 1e-4, None),
+    "audio1d": (make_audio1d, [13, 11, 17, 9], 1e-4, None),
     "unet": (make_unet, [13, 11, 17], 1e-4, None),
     "superres": (make_superres, [13, 11, 17], 1e-4, None),
-    "yolo": (make_yolo, [13, 11, 17], 1e-4, None),
+    "yolo": (make_yolo, [13, 11, 17, 9], 1e-4, None),
     "roialign": (make_roialign, [11], 1e-4, None),
     "roialign_aligned": (make_roialign_aligned, [16], 1e-4, None),
-    "mixer": (make_mixer, [13, 11, 17], 1e-4, None),
+    "mixer": (make_mixer, [13, 11, 17, 9], 1e-4, None),
     "unet3d": (make_unet3d, [13, 11, 17], 1e-4, None),
     "einsum": (make_einsum, [13, 12, 17], 1e-4, None),
-    "mha": (make_mha, [13, 11, 17], 1e-4, None),
-    "norms": (make_norms, [13, 11, 17], 1e-4, None),
+    "mha": (make_mha, [13, 11, 17, 9], 1e-4, None),
+    "norms": (make_norms, [13, 11, 17, 9], 1e-4, None),
     "pool": (make_pool, [13, 11, 17], 1e-4, None),
-    "convs": (make_convs, [13, 11, 17], 1e-4, None),
+    "convs": (make_convs, [13, 11, 17, 9], 1e-4, None),
     "fakequant": (make_fakequant, [13, 17], 1e-4, None),
     "indexing": (make_indexing, [13, 11, 17], 1e-4, None),
     "activations": (make_activations, [13, 12, 17], 1e-4, None),
-    "dynbatch": (make_dynbatch, [13, 11, 17], 1e-4, {"in0": {0: "batch"}}),
+    "dynbatch": (make_dynbatch, [13, 11, 17, 9], 1e-4, {"in0": {0: "batch"}}),
     "tensorops": (make_tensorops, [14, 17], 1e-4, None),
     "llama": (make_llama, [14, 17], 1e-4, None),
     "llama_dyn": (make_llama_dyn, [17, 14], 1e-4, {"in0": {0: "batch", 1: "seq"}}),
@@ -979,14 +1014,15 @@ ZOO = {
     "indexput": (make_indexput, [13, 11, 17], 1e-4, None),
     "gridsample": (make_gridsample, [16], 1e-4, None),
     "interp": (make_interp, [13, 11, 17], 1e-4, None),
-    "wavenet": (make_wavenet, [13, 11, 17], 1e-4, None),
-    "conformer": (make_conformer, [13, 11, 17], 1e-4, None),
-    "ssd": (make_ssd, [13, 11, 17], 1e-4, None),
-    "rnns": (make_rnns, [13, 11, 17], 1e-4, None),
-    "packed": (make_packed, [13, 11, 17], 1e-4, None),
+    "wavenet": (make_wavenet, [13, 11, 17, 9], 1e-4, None),
+    "conformer": (make_conformer, [13, 11, 17, 9], 1e-4, None),
+    "ssd": (make_ssd, [13, 11, 17, 9], 1e-4, None),
+    "rnns": (make_rnns, [13, 11, 17, 9], 1e-4, None),
+    "packed": (make_packed, [13, 11, 17, 9], 1e-4, None),
     "float64": (make_float64, [13, 17], 1e-4, None),
     "weightnorm": (make_weightnorm, [13, 11, 17], 1e-4, None),
-    "scripted": (make_scripted, [13, 11, 17], 1e-4, None),
+    "qnet": (make_qnet, [13, 17], 1e-4, None),
+    "scripted": (make_scripted, [13, 11, 17, 9], 1e-4, None),
 }
 
 
