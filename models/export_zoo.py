@@ -50,6 +50,8 @@ pieces (sizes summing past the axis), repeat_interleave under dynamic axes (a Re
 dim), RoiAlign aligned=False at opset 16 (written without coordinate_transformation_mode, which then means
 half_pixel), affine_grid, nearest-exact, EmbeddingBag with offsets (a Loop slicing at run-time offsets).
 
+The models of FLOAT16 are also converted to float16 the way users convert them (NAME_oOPSET_f16).
+
 Each model is written as NAME_oOPSET.onnx with NAME_oOPSET_inputs.npz (inputs in0, in1, ...) and
 NAME_oOPSET_ref.npz (torch outputs out0, out1, ...); models.txt lists one line per model:
   NAME_oOPSET TOL [--input-shapes ...]
@@ -1026,6 +1028,45 @@ ZOO = {
 }
 
 
+# models also converted to float16 (first opset; relative L2 against torch's float32 result under 3e-3)
+FLOAT16 = {"gpt2", "yolo", "unet", "norms", "lstm_lm", "gridsample", "activations"}
+
+
+def to_float16(src, dst):
+    """The float32 model at src as users convert it for float16 inference (onnxconverter-common style): float
+    initializers, Constant tensors, Cast / dtype attributes and graph inputs / outputs to float16, Resize's
+    scales kept float32 as the spec requires."""
+    import onnx
+    from onnx import TensorProto, numpy_helper
+    m = onnx.load(src)
+    g = m.graph
+    keep = {n.input[2] for n in g.node if n.op_type == "Resize" and len(n.input) > 2}
+
+    def half(t):
+        if t.data_type == TensorProto.FLOAT:
+            t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float16), t.name))
+
+    def walk(graph):
+        for n in graph.node:
+            for a in n.attribute:
+                if a.type == onnx.AttributeProto.TENSOR and not (n.output and n.output[0] in keep):
+                    half(a.t)
+                if a.name in ("to", "dtype") and a.type == onnx.AttributeProto.INT and a.i == TensorProto.FLOAT:
+                    a.i = TensorProto.FLOAT16
+                if a.type == onnx.AttributeProto.GRAPH:
+                    walk(a.g)
+
+    for t in g.initializer:
+        if t.name not in keep:
+            half(t)
+    walk(g)
+    for v in list(g.input) + list(g.output):
+        if v.type.tensor_type.elem_type == TensorProto.FLOAT:
+            v.type.tensor_type.elem_type = TensorProto.FLOAT16
+    del g.value_info[:]
+    onnx.save(m, dst)
+
+
 def flat(o):
     return [t for x in o for t in flat(x)] if isinstance(o, (tuple, list)) else [o]
 
@@ -1083,6 +1124,13 @@ def main():
             if dyn:
                 shapes = " --input-shapes " + ",".join(f"{n}:[{','.join(map(str, feeds[n].shape))}]" for n in dyn)
             lines.append(f"{tag} {tol}{shapes}")
+            if name in FLOAT16 and opset == opsets[0]:
+                to_float16(os.path.join(a.out, tag + ".onnx"), os.path.join(a.out, tag + "_f16.onnx"))
+                f16 = {k: v.astype(np.float16) if v.dtype == np.float32 else v for k, v in feeds.items()}
+                np.savez(os.path.join(a.out, tag + "_f16_inputs.npz"), **f16)
+                np.savez(os.path.join(a.out, tag + "_f16_ref.npz"),
+                         **{k: v.astype(np.float16) if v.dtype == np.float32 else v for k, v in refs.items()})
+                lines.append(f"{tag}_f16 3e-3{shapes}")
     with open(os.path.join(a.out, "models.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")
 
