@@ -2,7 +2,9 @@
  *
  * There are no control-flow graph ops: mlc compiles straight-line graphs, so control flow must be decided at
  * compile time (as XLA and TVM's static unrolling do for static trip counts):
- *   If   (1, 11, 13, 16, ...): the condition must be a compile-time constant; the chosen branch is inlined.
+ *   If   (1, 11, 13, 16, ...): a compile-time condition inlines the chosen branch; a run-time one inlines
+ *        both and selects each output with a where on it (outputs of one dtype and shape in both branches
+ *        only; both branches run, which is safe since ONNX ops have no side effects).
  *   Loop (1, 11, 13, 16, ...): trip count and condition must be compile-time constants, and the body's
  *        condition output must fold to a constant each iteration; the body is inlined once per iteration
  *        (at most MAX_UNROLL times). Scan outputs are stacked along a new axis 0 (reshape + concatenate).
@@ -10,7 +12,7 @@
  *        the scan inputs (strided_slice + reshape, honouring scan_input_axes / directions), inlines the body,
  *        and the scan outputs are stacked along scan_output_axes (reversed for reverse directions). Opset 8's
  *        batch dimension is unrolled too; its sequence_lens must be absent or all equal to the length.
- * A condition or trip count that is not constant is reported as MLC_ERR_UNSUPPORTED ("... must be known at
+ * A Loop condition or trip count that is not constant is reported as MLC_ERR_UNSUPPORTED ("... must be known at
  * compile time; it depends on the graph inputs 'a', 'b'"), so a caller can freeze those inputs and retry. */
 #include <string.h>
 #include "frontends/onnx/onnx.h"
@@ -55,6 +57,8 @@ static mlc_status stack(OnnxCtx *cx, const OnnxNode *n, Value **vals, int cnt, i
   Arena *A = onnx_graph(cx)->arena;
   Value **parts = arena_alloc(A, sizeof(Value *) * (size_t)cnt);
   for (int i = 0; i < cnt; i++) {
+    if (onnx_seq(vals[i]))
+      return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "a scan output that is a sequence is not supported");
     const TensorType *t = &vals[i]->type;
     if (t->ndim + 1 > MLC_MAX_DIMS) return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "scan output rank too large");
     if (axis < 0 || axis > t->ndim) return onnx_error(cx, n, d, MLC_ERR_INVALID, "scan output axis out of range");
@@ -92,13 +96,39 @@ static const char *deps_note(OnnxCtx *cx, Value *v) {
 
 /* ---------------------------------------------------------------- If */
 
+/* An If whose condition is known only at run time: both branches inlined, each output chosen by a where on
+ * the condition. Needs outputs of one type (dtype and shape) in both branches, as a select does. */
+static mlc_status if_select(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  Value *cond = n->inputs[0];
+  if (cond->type.dtype != MLC_BOOL || tt_numel(&cond->type) != 1)
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "the condition of If must be a single bool");
+  int nt = 0, ne = 0;
+  Value **rt = NULL, **re = NULL;
+  mlc_status st = onnx_inline_graph(cx, n, "then_branch", "then", 0, NULL, &nt, &rt, d);
+  if (!st) st = onnx_inline_graph(cx, n, "else_branch", "else", 0, NULL, &ne, &re, d);
+  if (st) return st;
+  if (nt < n->noutputs || ne < n->noutputs)
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "the branches have %d and %d outputs, the node %d", nt, ne, n->noutputs);
+  if (cond->type.ndim && (st = reshape(cx, n, cond, 0, NULL, &cond, d))) return st;
+  for (int i = 0; i < n->noutputs; i++) {
+    const TensorType *a = &rt[i]->type, *b = &re[i]->type;
+    bool same = !onnx_seq(rt[i]) && !onnx_seq(re[i]) && a->dtype == b->dtype && a->ndim == b->ndim;
+    for (int k = 0; same && k < a->ndim; k++) same = a->dims[k] == b->dims[k];
+    if (!same)
+      return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED,
+                        "output %d differs in type between the branches, so the condition of If must be known at "
+                        "compile time (otherwise mlc computes both branches and selects)%s",
+                        i, deps_note(cx, n->inputs[0]));
+    Value *ins[3] = {cond, rt[i], re[i]};
+    if ((st = onnx_finish_one(cx, n, onnx_emit(cx, n, "where", 3, ins, 1, d), &outs[i], d))) return st;
+  }
+  return MLC_OK;
+}
+
 static mlc_status conv_if(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
   int64_t c;
   if (n->ninputs < 1 || !n->inputs[0]) return onnx_error(cx, n, d, MLC_ERR_INVALID, "If needs a condition");
-  if (!const_scalar(n->inputs[0], &c))
-    return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED,
-                      "the condition of If must be known at compile time (mlc inlines the chosen branch)%s",
-                      deps_note(cx, n->inputs[0]));
+  if (!const_scalar(n->inputs[0], &c)) return if_select(cx, n, outs, d);
   const char *br = c ? "then_branch" : "else_branch";
   int nout = 0;
   Value **res = NULL;

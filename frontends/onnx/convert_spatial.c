@@ -9,6 +9,7 @@
  *     output_half_pixel) -> vision.roi_align. sampling_ratio 0 (adaptive: ceil(roi size / output size)
  *     samples per bin, a per-roi value): constant rois bound the sample grid (grid_max, for the TE form GPU
  *     targets use); otherwise roi_align loops to each roi's grid (its loop form).
+ *   MaxRoiPool (1: X, rois[R, 5]; pooled_shape, spatial_scale) -> vision.roi_pool.
  *   DeformConv (19, 22: X, W, offset[, B[, mask]]) -> nn.deform_im2col (2-D only), a batch matmul with the
  *     weight, a transpose + reshape to NCHW and the bias as a broadcast add (see deformconv_convert). */
 #include <math.h>
@@ -153,6 +154,23 @@ static mlc_status roialign_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs,
   return onnx_finish_one(cx, n, nd, &outs[0], d);
 }
 
+/* ---------------------------------------------------------------- MaxRoiPool */
+
+static mlc_status maxroipool_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = onnx_need_inputs(cx, n, 2, d);
+  if (st) return st;
+  int64_t shape[2];
+  if (onnx_attr_ints(n, "pooled_shape", shape, 2) != 2 || shape[0] < 1 || shape[1] < 1)
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "attribute 'pooled_shape' must be 2 sizes >= 1");
+  Node *nd = onnx_emit(cx, n, "vision.roi_pool", 2, n->inputs, 1, d);
+  if (nd) {
+    Graph *g = onnx_graph(cx);
+    ir_set_ints(g, nd, "pooled_shape", shape, 2);
+    ir_set_float(g, nd, "spatial_scale", onnx_attr_float(n, "spatial_scale", 1.0));
+  }
+  return onnx_finish_one(cx, n, nd, &outs[0], d);
+}
+
 /* ---------------------------------------------------------------- DeformConv */
 
 static mlc_status emit_shaped(OnnxCtx *cx, const OnnxNode *n, const char *op, const char *attr, Value *x, int cnt,
@@ -238,6 +256,7 @@ const OnnxConverter onnx_ops_spatial[] = {
     {"MaxUnpool", "", maxunpool_convert},
     {"Col2Im", "", col2im_convert},
     {"RoiAlign", "", roialign_convert},
+    {"MaxRoiPool", "", maxroipool_convert},
     {"DeformConv", "", deformconv_convert},
     {0},
 };

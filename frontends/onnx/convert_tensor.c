@@ -114,6 +114,10 @@ static mlc_status transpose_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs
 static mlc_status identity_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
   mlc_status st = onnx_need_inputs(cx, n, 1, d);
   if (st) return st;
+  if (onnx_seq(n->inputs[0])) { /* opset 14: a sequence passes through */
+    outs[0] = n->inputs[0];
+    return MLC_OK;
+  }
   return onnx_finish_one(cx, n, onnx_emit(cx, n, "copy", 1, &n->inputs[0], 1, d), &outs[0], d);
 }
 

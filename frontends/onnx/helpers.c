@@ -130,6 +130,22 @@ Value *onnx_const(OnnxCtx *cx, const char *name, TensorType t, const void *data)
 
 Graph *onnx_graph(OnnxCtx *cx) { return cx->g; }
 
+Value *onnx_seq_new(OnnxCtx *cx, const char *name, mlc_dtype elem, int n, Value *const *items) {
+  OnnxSeq *s = arena_alloc(cx->arena, sizeof *s);
+  s->v.id = -1;
+  s->v.name = name ? arena_strdup(cx->arena, name) : "sequence";
+  s->v.type.dtype = MLC_UNDEF;
+  s->elem = elem;
+  s->n = n;
+  s->items = arena_alloc(cx->arena, sizeof(Value *) * (size_t)(n + 1));
+  if (n) memcpy(s->items, items, sizeof(Value *) * (size_t)n);
+  return &s->v;
+}
+
+const OnnxSeq *onnx_seq(const Value *v) {
+  return v && v->id == -1 && v->type.dtype == MLC_UNDEF ? (const OnnxSeq *)v : NULL;
+}
+
 int onnx_const_ints(const Value *v, int64_t *out, int max) {
   if (!v || !v->data) return -1;
   int64_t n = tt_numel(&v->type);

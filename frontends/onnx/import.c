@@ -404,6 +404,17 @@ static mlc_status fold_shape_value(OnnxCtx *cx, const char *name, Value **slot, 
   return MLC_OK;
 }
 
+/* The ops that may see a sequence value (convert_sequence.c) as an input: the sequence ops, Identity, and Loop /
+ * If, whose bodies are inlined with it in scope. */
+static bool takes_sequences(const OnnxNode *n) {
+  static const char *const ops[] = {"SequenceConstruct", "SequenceLength", "SequenceAt", "SequenceInsert",
+                                    "SequenceErase", "ConcatFromSequence", "Identity", "Loop", "If"};
+  if (*n->domain) return false;
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+    if (!strcmp(n->op_type, ops[i])) return true;
+  return false;
+}
+
 static mlc_status convert_node(OnnxCtx *cx, const Onnx__NodeProto *np, const char *name, int opset, OnnxConvertFn fn,
                                Diag *d) {
   Arena *a = cx->arena;
@@ -425,6 +436,9 @@ static mlc_status convert_node(OnnxCtx *cx, const Onnx__NodeProto *np, const cha
      * static upper bound as the shape (Shape, Reshape) or the fold below could evaluate it */
     if (on.inputs[j]->dyn_extent) return ir_dynamic_use_error(cx->g, on.inputs[j], name, op_type, d);
     if ((st = fold_shape_value(cx, in, &on.inputs[j], d)) != MLC_OK) return st;
+    if (onnx_seq(on.inputs[j]) && !takes_sequences(&on))
+      return node_error(cx, name, op_type, opset, d, MLC_ERR_UNSUPPORTED, "input '%s' is a sequence; %s takes tensors", in,
+                        op_type);
   }
   on.output_names = arena_alloc(a, sizeof(char *) * (np->n_output + 1));
   for (size_t j = 0; j < np->n_output; j++) {
@@ -635,6 +649,9 @@ static mlc_status import_graph(OnnxCtx *cx, const Onnx__GraphProto *gp, const On
     if (!v)
       return diag_set(d, MLC_ERR_INVALID, "%s: graph output '%s' is not produced by any node, initializer or input",
                       cx->path, nm);
+    if (onnx_seq(v))
+      return diag_set(d, MLC_ERR_UNSUPPORTED, "%s: graph output '%s' is a sequence; mlc's outputs are tensors", cx->path,
+                      nm);
     const Onnx__TypeProto *tp = vi->type;
     if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && tp->tensor_type &&
         tp->tensor_type->has_elem_type && tp->tensor_type->elem_type &&

@@ -102,6 +102,16 @@ int onnx_const_ints(const Value *v, int64_t *out, int max);
 /* The graph inputs that vs[0..nv) are computed from, as "'a', 'b'" ("" when none): errors asking for values at
  * compile time name them, so the user (or the conformance runner) knows which inputs to freeze. */
 const char *onnx_input_deps(OnnxCtx *cx, int nv, Value *const *vs);
+/* Sequences exist only during import (convert_sequence.c): a sequence value is a Value outside the graph (id -1,
+ * dtype MLC_UNDEF) whose items are tensors of the graph; onnx_seq gives its list, NULL for a tensor. */
+typedef struct OnnxSeq {
+  Value v;     /* what the scope holds; must stay first */
+  mlc_dtype elem;
+  int n;
+  Value **items;
+} OnnxSeq;
+Value *onnx_seq_new(OnnxCtx *cx, const char *name, mlc_dtype elem, int n, Value *const *items);
+const OnnxSeq *onnx_seq(const Value *v);
 /* The error for a node: "model.onnx: node 'x' (Conv, opset 11): error: <fmt>" with status. */
 mlc_status onnx_error(OnnxCtx *cx, const OnnxNode *n, Diag *d, mlc_status st, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));

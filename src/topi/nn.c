@@ -171,9 +171,38 @@ static mlc_status conv_infer(Node *n, Diag *d) {
 typedef struct ConvCtx {
   Window w;
   TeTensor *data, *weight;
+  TeTensor *pad; /* the zero-padded data (conv_pad_stage), or NULL: the taps read data behind bounds tests */
   int64_t ocpg, icpg;
   mlc_dtype acc;
 } ConvCtx;
+
+static Expr *conv_pad_body(TeCtx *c, Expr **idx, void *user) {
+  ConvCtx *k = user;
+  Arena *A = c->arena;
+  Expr *src[MLC_MAX_DIMS] = {idx[0], idx[1]}, *valid = NULL;
+  for (int i = 0; i < k->w.nsp; i++) {
+    Expr *x = idx[2 + i];
+    if (k->w.pb[i]) x = tir_sub(A, x, tir_idx(A, k->w.pb[i]));
+    Expr *cond = tir_bin(A, E_AND, tir_bin(A, E_GE, x, tir_idx(A, 0)), tir_bin(A, E_LT, x, tir_idx(A, k->w.in[i])));
+    valid = valid ? tir_bin(A, E_AND, valid, cond) : cond;
+    src[2 + i] = tir_bin(A, E_MIN, tir_bin(A, E_MAX, x, tir_idx(A, 0)), tir_idx(A, k->w.in[i] - 1));
+  }
+  return tir_select(A, valid, te_read(c, k->data, k->data->ndim, src), tir_const(A, k->data->dtype, 0));
+}
+
+/* On CPU targets a convolution with padding reads a zero-padded copy of its data (tag "conv_pad", computed at
+ * the kernel's top level by the conv template): taps then need no bounds test, so the ow loop vectorizes into
+ * plain vector loads (a 3x3x3 conv3d with padding 1 ran 30x slower than without). The copy spans the positions
+ * the taps read, (out-1)*s + (k-1)*d + 1 per spatial dim. */
+static void conv_pad_stage(TeCtx *c, ConvCtx *k) {
+  bool padded = false;
+  for (int i = 0; i < k->w.nsp; i++) padded |= k->w.pb[i] > 0 || k->w.pe[i] > 0;
+  if (!padded || !c->target || c->target->kind != TARGET_CPU) return;
+  int64_t shape[MLC_MAX_DIMS] = {k->data->shape[0], k->data->shape[1]};
+  for (int i = 0; i < k->w.nsp; i++)
+    shape[2 + i] = (k->w.out[i] - 1) * k->w.strides[i] + (k->w.kernel[i] - 1) * k->w.dil[i] + 1;
+  k->pad = te_compute(c, "conv_pad", "conv_pad", k->data->dtype, k->data->ndim, shape, conv_pad_body, k);
+}
 
 static Expr *conv_body(TeCtx *c, Expr **idx, void *user) {
   ConvCtx *k = user;
@@ -189,12 +218,15 @@ static Expr *conv_body(TeCtx *c, Expr **idx, void *user) {
     chan = tir_add(A, tir_mul(A, tir_bin(A, E_FLOORDIV, idx[1], tir_idx(A, k->ocpg)), tir_idx(A, k->icpg)), ic);
   Expr *din[MLC_MAX_DIMS] = {idx[0], chan}, *win[MLC_MAX_DIMS] = {idx[1], ic};
   Expr *valid = NULL;
+  Window w = k->w; /* reading the padded copy: no pads, and every tap in range */
+  if (k->pad)
+    for (int i = 0; i < nsp; i++) w.pb[i] = w.pe[i] = 0, w.in[i] = k->pad->shape[2 + i];
   for (int i = 0; i < nsp; i++) {
     Expr *kk = ivref(c, rax[1 + i]);
     win[2 + i] = kk;
-    din[2 + i] = tap_index(c, &k->w, i, idx[2 + i], kk, &valid);
+    din[2 + i] = tap_index(c, &w, i, idx[2 + i], kk, &valid);
   }
-  Expr *v = read_as(c, k->data, din, k->acc);
+  Expr *v = read_as(c, k->pad ? k->pad : k->data, din, k->acc);
   if (valid) v = tir_select(A, valid, v, tir_const(A, k->acc, 0));
   Expr *prod = tir_mul(A, v, read_as(c, k->weight, win, k->acc));
   return te_reduce(c, RED_SUM, prod, nsp + 1, rax, NULL, NULL);
@@ -209,6 +241,7 @@ static mlc_status conv_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **out
   k->ocpg = ins[1]->shape[0] / k->w.groups;
   k->icpg = ins[1]->shape[1];
   k->acc = acc_dtype(ins[0]->dtype);
+  conv_pad_stage(c, k);
   const TensorType *o = &n->outputs[0]->type;
   static const char *tags[4] = {"", "conv1d_ncw", "conv2d_nchw", "conv3d_ncdhw"};
   TeTensor *t = te_compute(c, n->op->name + 3, tags[k->w.nsp], k->acc, o->ndim, o->dims, conv_body, k);
@@ -220,7 +253,9 @@ static mlc_status conv_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **out
 
 /* nn.conv{1,2,3}d_transpose(data[N, C, in...], weight[C, OC/groups, k...]) -> [N, OC, out...] with
  * out = s*(in-1) + output_padding + (k-1)*d + 1 - pb - pe. Each output element gathers the taps whose
- * input position (o + pb - k*d) / s is integral and in range (a gather form, so no scatter is needed). */
+ * input position (o + pb - k*d) / s is integral and in range (a gather form, so no scatter is needed). With
+ * stride s > 1 and dilation 1 the reduction runs over the output's phase only (polyphase: taps (o + pb) mod s
+ * + m*s, m < ceil(k / s)) instead of every tap with a divisibility test, s times less work per dim. */
 static mlc_status convt_window(const Node *n, Window *w, int64_t *opad, Diag *d) {
   const char *name = n->op->name;
   int nsp = name[strlen("nn.conv")] - '0';
@@ -268,7 +303,12 @@ static Expr *convt_body(TeCtx *c, Expr **idx, void *user) {
   IterVar *rax[4];
   rax[0] = te_reduce_axis(c, "rc", k->icpg);
   static const char *knames[3] = {"rx", "ry", "rz"};
-  for (int i = 0; i < nsp; i++) rax[1 + i] = te_reduce_axis(c, knames[i], k->w.kernel[i]);
+  bool phased[3];
+  for (int i = 0; i < nsp; i++) {
+    phased[i] = k->w.strides[i] > 1 && k->w.dil[i] == 1;
+    int64_t taps = phased[i] ? (k->w.kernel[i] + k->w.strides[i] - 1) / k->w.strides[i] : k->w.kernel[i];
+    rax[1 + i] = te_reduce_axis(c, knames[i], taps);
+  }
   Expr *ic = ivref(c, rax[0]);
   Expr *grp = k->w.groups > 1 ? tir_bin(A, E_FLOORDIV, idx[1], tir_idx(A, k->ocpg)) : NULL;
   Expr *chan = grp ? tir_add(A, tir_mul(A, grp, tir_idx(A, k->icpg)), ic) : ic;
@@ -276,6 +316,20 @@ static Expr *convt_body(TeCtx *c, Expr **idx, void *user) {
   Expr *din[MLC_MAX_DIMS] = {idx[0], chan}, *win[MLC_MAX_DIMS] = {chan, ocl};
   Expr *valid = NULL;
   for (int i = 0; i < nsp; i++) {
+    if (phased[i]) {
+      /* tap kk = phase + m*s, phase = (o + pb) mod s, reads input (o + pb) / s - m: the taps of the output's
+       * phase only (t >= 0 always, since pads are >= 0) */
+      Expr *s = tir_idx(A, k->w.strides[i]), *m = ivref(c, rax[1 + i]);
+      Expr *t = tir_add(A, idx[2 + i], tir_idx(A, k->w.pb[i]));
+      Expr *kk = tir_add(A, tir_bin(A, E_FLOORMOD, t, s), tir_mul(A, m, s));
+      Expr *q = tir_sub(A, tir_bin(A, E_FLOORDIV, t, s), m);
+      Expr *cond = tir_bin(A, E_AND, tir_bin(A, E_LT, kk, tir_idx(A, k->w.kernel[i])),
+                           tir_bin(A, E_AND, tir_bin(A, E_GE, q, tir_idx(A, 0)), tir_bin(A, E_LT, q, tir_idx(A, k->w.in[i]))));
+      win[2 + i] = tir_bin(A, E_MIN, kk, tir_idx(A, k->w.kernel[i] - 1));
+      din[2 + i] = tir_bin(A, E_MIN, tir_bin(A, E_MAX, q, tir_idx(A, 0)), tir_idx(A, k->w.in[i] - 1));
+      valid = valid ? tir_bin(A, E_AND, valid, cond) : cond;
+      continue;
+    }
     Expr *kk = ivref(c, rax[1 + i]);
     win[2 + i] = kk;
     Expr *t = tir_sub(A, tir_add(A, idx[2 + i], tir_idx(A, k->w.pb[i])), tir_mul(A, kk, tir_idx(A, k->w.dil[i])));

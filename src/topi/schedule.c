@@ -13,7 +13,8 @@
  * Templates (tags set by the computes in nn.c):
  *   conv{1,2,3}d NCHW  knobs tile_oc, tile_ow, tile_ic, unroll_kw:
  *     n, oc.o, spatial.., ow.o, ic.o, k.., ic.i, oc.i (unrolled), ow.i (vectorized); parallel over the
- *     fused n x oc.o (x the next spatial axis while that has fewer iterations than twice the cores)
+ *     fused n x oc.o (x the next spatial axis while that has fewer iterations than twice the cores); a
+ *     padded conv's zero-padded data (tag conv_pad) is computed first, at the top level, as an injective stage
  *   dense / batch_matmul: dense_x86.c (register-blocked GEMM, knobs tile_m, tile_n, tile_k, par_n)
  *   pool: a padded input computed per channel plane, a vector accumulator of tile_ow output columns per
  *     tile with the window taps unrolled around it (see the pooling section)
@@ -298,6 +299,13 @@ static void conv_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, const
   if (out && out->op != a) {
     TeStage *os = te_stage(s, out);
     if (os) schedule_stage(c, os);
+  }
+  /* the zero-padded data (nn.c's conv_pad_stage): its own parallel, vectorized nest before the convolution */
+  for (int i = 0; i < s->nstages; i++) {
+    TeStage *ps = s->stages[i];
+    if (ps->op->kind != TE_COMPUTE || !ps->op->tag || strcmp(ps->op->tag, "conv_pad")) continue;
+    ps->attach = ATTACH_ROOT;
+    schedule_stage(c, ps);
   }
 }
 

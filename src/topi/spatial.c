@@ -1,5 +1,5 @@
 /* spatial family: ops that move values between positions of an image through windows or sampled coordinates
- * (ONNX MaxUnpool, Col2Im, RoiAlign, DeformConv).
+ * (ONNX MaxUnpool, Col2Im, RoiAlign, MaxRoiPool, DeformConv).
  *
  * nn.max_unpool(data[N, C, in...], indices[N, C, in...] int64/int32) -> [N, C, out...]; attributes
  * unpooled (the default unpooled shape [N, C, (in-1)*s + k - pads...]) and shape (the output shape: ONNX's
@@ -16,6 +16,14 @@
  * - (block_i-1)*d_i - 1) / s_i + 1 of them per dim) holds block offset b (row-major, in the channel) at image
  * position q*s - pb + b*d. A TE gather: each pixel x sums over the block offsets b the entry of the column q
  * = (x + pb - b*d) / s where that division is exact and q in [0, L) (a reduction under that condition).
+ *
+ * vision.roi_pool(X[N, C, H, W], rois[R, 5] (batch index, x1, y1, x2, y2)) -> [R, C, ph, pw]; attributes
+ * pooled_shape and spatial_scale. ONNX MaxRoiPool as Caffe's ROIPooling (which ONNX Runtime and torchvision's
+ * roi_pool follow): the corners scaled and rounded half away from zero (C's round), the roi at least 1 x 1
+ * (end - start + 1 per dim), bin i of b covers [floor(i * size / b), ceil((i+1) * size / b)) shifted by the
+ * start and clipped to the image; the max over it, 0 for an empty bin (ONNX Runtime starts its max at FLT_MIN,
+ * which turns negative maxima into 1e-38: this takes the true max). The batch index is truncated and clamped
+ * to [0, N). A loop nest (an extern), parallel over rois, channels innermost.
  *
  * vision.roi_align(X[N, C, H, W], rois[R, 4] (x1, y1, x2, y2), batch_indices[R]) -> [R, C, oh, ow];
  * attributes mode (avg | max), output_height, output_width, sampling_ratio, spatial_scale, half_pixel (0/1)
@@ -545,6 +553,124 @@ static mlc_status roi_align_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor 
   return MLC_OK;
 }
 
+/* ---------------------------------------------------------------- roi_pool */
+
+typedef struct RoiPoolCtx {
+  int64_t ph, pw;
+  double scale;
+} RoiPoolCtx;
+
+static mlc_status roi_pool_parse(const Node *n, RoiPoolCtx *k, Diag *d) {
+  int64_t shape[2];
+  if (ir_attr_ints(n, "pooled_shape", shape, 2) != 2 || shape[0] < 1 || shape[1] < 1)
+    return diag_set(d, MLC_ERR_INVALID, "vision.roi_pool: pooled_shape must be 2 sizes >= 1");
+  k->ph = shape[0];
+  k->pw = shape[1];
+  k->scale = ir_attr_float(n, "spatial_scale", 1.0);
+  return MLC_OK;
+}
+
+static mlc_status roi_pool_infer(Node *n, Diag *d) {
+  const TensorType *x = &n->inputs[0]->type, *r = &n->inputs[1]->type;
+  mlc_status st = check_float(n, x->dtype, d);
+  if (st) return st;
+  RoiPoolCtx k;
+  if ((st = roi_pool_parse(n, &k, d))) return st;
+  if (x->ndim != 4) return diag_set(d, MLC_ERR_INVALID, "vision.roi_pool: X must be [N, C, H, W]");
+  if (r->ndim != 2 || r->dims[1] != 5 || r->dtype != x->dtype)
+    return diag_set(d, MLC_ERR_INVALID, "vision.roi_pool: rois must be [num_rois, 5] of X's dtype");
+  TensorType o = {.dtype = x->dtype, .ndim = 4, .dims = {r->dims[0], x->dims[1], k.ph, k.pw}};
+  n->outputs[0]->type = o;
+  return MLC_OK;
+}
+
+/* x (float) as an int64 index, saturated to +-2^40 (NaN to the low end) so the conversion is always defined */
+static Expr *float_to_index(Arena *A, Expr *x) {
+  Expr *lo = tir_const(A, x->dtype, -1099511627776.0), *hi = tir_const(A, x->dtype, 1099511627776.0);
+  x = tir_select(A, tir_bin(A, E_GT, x, lo), x, lo);
+  return tir_cast(A, MLC_I64, tir_select(A, tir_bin(A, E_LT, x, hi), x, hi));
+}
+
+/* C's round (half away from zero) of a float32/float64 value, computed in float64 where x + 0.5 is exact */
+static Expr *round_away(Arena *A, Expr *x) {
+  Expr *v = tir_cast(A, MLC_F64, x), *half = tir_const(A, MLC_F64, 0.5);
+  Expr *up = call1(A, INTRIN_FLOOR, tir_add(A, call1(A, INTRIN_FABS, v), half));
+  return tir_select(A, tir_bin(A, E_LT, v, tir_const(A, MLC_F64, 0.0)), tir_sub(A, tir_const(A, MLC_F64, 0.0), up), up);
+}
+
+/* The loop form: per roi (parallel) its image and rounded corners, per bin its window, then the channels
+ * innermost, taking the max into a slot per (roi, channel) as roi_align's loop form does. The bin bounds are
+ * computed in float32 for float32 (and narrower) data, as the producers of MaxRoiPool models do. */
+static Stmt *roi_pool_extern(TeCtx *c, Buffer **ins, Buffer **outs, void *user) {
+  RoiPoolCtx *k = user;
+  Arena *A = c->arena;
+  Buffer *xb = ins[0], *rb = ins[1], *out = outs[0];
+  mlc_dtype acc_t = acc_dtype(xb->dtype), T = acc_t == MLC_F64 ? MLC_F64 : MLC_F32;
+  int64_t ashape[2] = {out->shape[0], out->shape[1]}, H = xb->shape[2], W = xb->shape[3];
+  Buffer *acc = tir_buffer(A, "roi_max", acc_t, 2, ashape);
+  Var *rv = tir_var(A, "r", MLC_I64), *phv = tir_var(A, "ph", MLC_I64), *pwv = tir_var(A, "pw", MLC_I64);
+  Var *hv = tir_var(A, "h", MLC_I64), *wv = tir_var(A, "w", MLC_I64), *cv[3];
+  Expr *r = tir_varref(A, rv), *ph = tir_varref(A, phv), *pw = tir_varref(A, pwv), *h = tir_varref(A, hv);
+  Expr *w = tir_varref(A, wv), *ce[3], *zero = tir_idx(A, 0), *one = tir_idx(A, 1);
+  loop_vars(A, "c", 3, cv, ce);
+  LetList roi = {0}, bh = {0}, bw = {0};
+  Expr *corner[5];
+  for (int i = 0; i < 5; i++) {
+    Expr *ri[2] = {r, tir_idx(A, i)};
+    Expr *v = tir_load(A, rb, 2, ri);
+    v = v->dtype == T ? v : tir_cast(A, T, v);
+    if (i == 0) {
+      corner[0] = bind(A, &roi, "image", clamp_idx(A, float_to_index(A, v), xb->shape[0]));
+    } else {
+      v = float_to_index(A, round_away(A, tir_mul(A, v, tir_const(A, T, k->scale))));
+      corner[i] = bind(A, &roi, (const char *[]){"", "x1", "y1", "x2", "y2"}[i], v);
+    }
+  }
+  Expr *lo[2], *hi[2], *o[2] = {ph, pw};
+  int64_t lim[2] = {H, W}, bins[2] = {k->ph, k->pw};
+  for (int dim = 0; dim < 2; dim++) {
+    /* dim 0: y (corners 2, 4), 1: x (corners 1, 3); a malformed roi counts as 1 x 1 */
+    Expr *s = corner[2 - dim], *e = corner[4 - dim];
+    Expr *size = tir_bin(A, E_MAX, tir_add(A, tir_sub(A, e, s), one), one);
+    Expr *bin = bind(A, &roi, dim ? "bin_w" : "bin_h",
+                     tir_bin(A, E_DIV, tir_cast(A, T, size), tir_const(A, T, (double)bins[dim])));
+    LetList *l = dim ? &bw : &bh;
+    Expr *a = float_to_index(A, call1(A, INTRIN_FLOOR, tir_mul(A, tir_cast(A, T, o[dim]), bin)));
+    Expr *b = float_to_index(A, call1(A, INTRIN_CEIL, tir_mul(A, tir_cast(A, T, tir_add(A, o[dim], one)), bin)));
+    Expr *top = tir_idx(A, lim[dim]);
+    lo[dim] = bind(A, l, dim ? "w0" : "h0", tir_bin(A, E_MIN, tir_bin(A, E_MAX, tir_add(A, a, s), zero), top));
+    hi[dim] = bind(A, l, dim ? "w1" : "h1", tir_bin(A, E_MIN, tir_bin(A, E_MAX, tir_add(A, b, s), zero), top));
+  }
+  Expr *a0[2] = {r, ce[0]}, *a1[2] = {r, ce[1]}, *a2[2] = {r, ce[2]}, *nc = tir_idx(A, out->shape[1]);
+  Stmt *init = tir_for(A, cv[0], zero, nc, FOR_SERIAL, tir_store(A, acc, 2, a0, tir_min_value(A, acc_t)));
+  Expr *xi[4] = {corner[0], ce[1], h, w}, *v = tir_load(A, xb, 4, xi);
+  v = v->dtype == acc_t ? v : tir_cast(A, acc_t, v);
+  Stmt *upd = tir_for(A, cv[1], zero, nc, FOR_SERIAL, tir_store(A, acc, 2, a1, tir_bin(A, E_MAX, tir_load(A, acc, 2, a1), v)));
+  upd = tir_for(A, wv, lo[1], tir_bin(A, E_MAX, tir_sub(A, hi[1], lo[1]), zero), FOR_SERIAL, upd);
+  upd = tir_for(A, hv, lo[0], tir_bin(A, E_MAX, tir_sub(A, hi[0], lo[0]), zero), FOR_SERIAL, upd);
+  Expr *empty = tir_bin(A, E_OR, tir_bin(A, E_LE, hi[0], lo[0]), tir_bin(A, E_LE, hi[1], lo[1]));
+  Expr *res = tir_select(A, empty, tir_const(A, acc_t, 0.0), tir_load(A, acc, 2, a2));
+  Expr *oi[4] = {r, ce[2], ph, pw};
+  Stmt *fin = tir_for(A, cv[2], zero, nc, FOR_SERIAL,
+                      tir_store(A, out, 4, oi, res->dtype == out->dtype ? res : tir_cast(A, out->dtype, res)));
+  Stmt *bin = wrap_lets(A, &bw, tir_seq(A, 3, (Stmt *[]){init, upd, fin}));
+  bin = tir_for(A, pwv, zero, tir_idx(A, out->shape[3]), FOR_SERIAL, bin);
+  bin = tir_for(A, phv, zero, tir_idx(A, out->shape[2]), FOR_SERIAL, wrap_lets(A, &bh, bin));
+  Stmt *body = tir_for(A, rv, zero, tir_idx(A, out->shape[0]), FOR_PARALLEL, wrap_lets(A, &roi, bin));
+  return tir_allocate(A, acc, body);
+}
+
+static mlc_status roi_pool_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  RoiPoolCtx *k = arena_alloc(c->arena, sizeof *k);
+  mlc_status st = roi_pool_parse(n, k, d);
+  if (st) return st;
+  const TensorType *o = &n->outputs[0]->type;
+  TeTensor ot = {.dtype = o->dtype, .ndim = 4};
+  memcpy(ot.shape, o->dims, sizeof ot.shape[0] * 4);
+  te_extern(c, "roi_pool", "roi_pool", 2, ins, 1, &ot, roi_pool_extern, k, outs);
+  return MLC_OK;
+}
+
 /* ---------------------------------------------------------------- deform_im2col */
 
 typedef struct DeformCtx {
@@ -677,6 +803,7 @@ const OpDef topi_ops_spatial[] = {
     {"nn.max_unpool", PAT_OPAQUE, 2, 2, 1, unpool_infer, unpool_compute},
     {"nn.col2im", PAT_OPAQUE, 1, 1, 1, col2im_infer, col2im_compute},
     {"vision.roi_align", PAT_OPAQUE, 3, 3, 1, roi_align_infer, roi_align_compute},
+    {"vision.roi_pool", PAT_OPAQUE, 2, 2, 1, roi_pool_infer, roi_pool_compute},
     {"nn.deform_im2col", PAT_OPAQUE, 2, 3, 1, deform_infer, deform_compute},
     {0},
 };
