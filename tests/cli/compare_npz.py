@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
-"""compare_npz.py GOT.npz WANT.npz [--tol 1e-4]: every array of WANT must be in GOT with the same shape and
-dtype, and max|got - want| / max(|want|) under tol (NaN matches NaN). Prints one line per array; exits 1 on any
-mismatch."""
+"""compare_npz.py GOT.npz WANT.npz [--tol 1e-4] [--l2]: every array of WANT must be in GOT with the same shape and
+dtype, and max|got - want| / max(|want|) under tol (NaN matches NaN). With --l2 (the model zoo's check against
+torch): float arrays need the relative L2 error ||got - want|| / ||want|| under tol (equal infinities match; the
+max abs error is printed too) and integer and bool arrays must be equal. Prints one line per array; exits 1 on
+any mismatch."""
 import sys
 
 import numpy as np
 
 got, want = np.load(sys.argv[1]), np.load(sys.argv[2])
 tol = float(sys.argv[sys.argv.index("--tol") + 1]) if "--tol" in sys.argv else 1e-4
+l2 = "--l2" in sys.argv
 bad = 0
 for k in want.files:
     if k not in got.files:
@@ -22,7 +25,19 @@ for k in want.files:
     if w.size == 0:  # an empty result (a data-dependent shape can be): the shape is all there is to compare
         print(f"{k}: empty {list(w.shape)}")
         continue
+    if l2 and w.dtype.kind in "biu":
+        n = int(np.count_nonzero(g != w))
+        print(f"{k}: {w.dtype}{list(w.shape)} {n} of {w.size} differ")
+        bad += n > 0
+        continue
     gf, wf = g.astype(np.float64), w.astype(np.float64)
+    if l2:
+        same_inf = np.isinf(wf) & (gf == wf)
+        d = np.where(same_inf, 0.0, gf - np.where(same_inf, 0.0, wf))
+        rel = float(np.linalg.norm(d)) / max(float(np.linalg.norm(np.where(np.isinf(wf), 0.0, wf))), 1e-30)
+        print(f"{k}: {w.dtype}{list(w.shape)} relative L2 {rel:.3g}, max abs {float(np.abs(d).max()):.3g}")
+        bad += not (rel <= tol)
+        continue
     diff = np.where(np.isnan(gf) & np.isnan(wf), 0.0, np.abs(gf - wf))  # NaN matches NaN
     scale = max(float(np.nanmax(np.abs(wf))) if not np.isnan(wf).all() else 0.0, 1e-30)
     rel = float(diff.max()) / scale

@@ -20,7 +20,7 @@ while read -r m tol extra; do
   # shellcheck disable=SC2086
   if "$mlc" compile "$dir/$m.onnx" --target llvm --output "$dir/$m.tar" $extra &&
      "$mlc" run "$dir/$m.tar" --inputs "$dir/${m}_inputs.npz" --outputs "$dir/${m}_out.npz" &&
-     /usr/bin/python3 "$here/compare_zoo.py" "$dir/${m}_out.npz" "$dir/${m}_ref.npz" --tol "$tol"; then
+     /usr/bin/python3 "$here/compare_npz.py" "$dir/${m}_out.npz" "$dir/${m}_ref.npz" --tol "$tol" --l2; then
     :
   else
     failed="$failed $m"
