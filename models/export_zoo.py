@@ -257,11 +257,16 @@ class Audio1d(nn.Module):
         return self.head(x), x.mean(-1)
 
 
-def make_audio1d():
-    m = Audio1d()
-    for bn in (m.bn1, m.bn3):
+def random_bn_stats(bns):
+    """inference statistics away from the defaults (mean 0, variance 1), so that folding BatchNorm is checked"""
+    for bn in bns:
         bn.running_mean.uniform_(-0.2, 0.2)
         bn.running_var.uniform_(0.5, 2.0)
+
+
+def make_audio1d():
+    m = Audio1d()
+    random_bn_stats((m.bn1, m.bn3))
     return m, (torch.randn(2, 1, 400),)
 
 
@@ -294,10 +299,7 @@ class UNet(nn.Module):
 
 def make_unet():
     m = UNet()
-    for mod in m.modules():
-        if isinstance(mod, nn.BatchNorm2d):
-            mod.running_mean.uniform_(-0.2, 0.2)
-            mod.running_var.uniform_(0.5, 2.0)
+    random_bn_stats(mod for mod in m.modules() if isinstance(mod, nn.BatchNorm2d))
     return m, (torch.randn(1, 3, 32, 24),)
 
 
@@ -370,10 +372,7 @@ class Yolo(nn.Module):
 
 def make_yolo():
     m = Yolo()
-    for mod in m.modules():
-        if isinstance(mod, nn.BatchNorm2d):
-            mod.running_mean.uniform_(-0.2, 0.2)
-            mod.running_var.uniform_(0.5, 2.0)
+    random_bn_stats(mod for mod in m.modules() if isinstance(mod, nn.BatchNorm2d))
     return m, (torch.randn(1, 3, 64, 64),)
 
 
@@ -831,8 +830,7 @@ class Conformer(nn.Module):
         self.ff = nn.Sequential(nn.LayerNorm(d), nn.Linear(d, 64), nn.SiLU(), nn.Linear(64, d))
         self.ln, self.pw1, self.pw2 = nn.LayerNorm(d), nn.Conv1d(d, 2 * d, 1), nn.Conv1d(d, d, 1)
         self.dw, self.bn = nn.Conv1d(d, d, 7, padding=3, groups=d), nn.BatchNorm1d(d)
-        self.bn.running_mean.uniform_(-0.2, 0.2)
-        self.bn.running_var.uniform_(0.5, 2.0)
+        random_bn_stats((self.bn,))
 
     def forward(self, x):
         x = x + 0.5 * self.ff(x)
