@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """run_cli.py MLC [--root ONNX_TESTS] [--list tests/onnx/expected_pass.txt] [-j N] [NAME_SUBSTRING ...]
 
-The ONNX backend node tests the way a user runs them: for each test, its inputs go into an .npz, `mlc compile`
-compiles model.onnx (when it asks for input values at compile time, again with --freeze-inputs: first the integer
+The listed ONNX backend tests (node tests, and simple/... or pytorch-operator/... model tests) the way a user runs
+them: for each test, its inputs go into an .npz, `mlc compile` compiles model.onnx (fixing symbolic input dims
+to the test data's with --input-shapes; when it asks for input values at compile time, again with --freeze-inputs: first the integer
 and bool inputs, then all), `mlc run --inputs` runs the package and its out.npz is compared with the expected
 outputs (rtol 1e-3, atol 1e-6; integers exact). The conformance runner (ctest onnx.*) checks the same tests in one
 process through the JIT; this checks the package, .npz and CLI path. Not a ctest: about 7 minutes on 2 cores.
@@ -45,8 +46,13 @@ def sh(*cmd):
     return subprocess.run(cmd, capture_output=True, text=True)
 
 
+def fix_shapes(ins, names):
+    """--input-shapes giving each named input its array's shape (none: no option)"""
+    return ["--input-shapes", " ".join(f"{n}:[{','.join(map(str, ins[n].shape))}]" for n in names)] if names else []
+
+
 def one(t):
-    d, w = f"{args.root}/node/{t}", f"{work}/{t}"
+    d, w = f"{args.root}/{t}" if "/" in t else f"{args.root}/node/{t}", f"{work}/{t}"
     os.makedirs(w)
     m = onnx.load(f"{d}/model.onnx", load_external_data=False)
     inits = {i.name for i in m.graph.initializer}
@@ -56,12 +62,16 @@ def one(t):
     want = {o.name: numpy_helper.to_array(onnx.load_tensor(f"{d}/test_data_set_0/output_{k}.pb"))
             for k, o in enumerate(m.graph.output)}
     savez(f"{w}/in.npz", ins)
-    r = sh(args.mlc, "compile", f"{d}/model.onnx", "--output", f"{w}/m.tar")
+    # inputs with symbolic or unknown dims get the test data's shape, as a user fixes them
+    dyn = [i.name for i in m.graph.input if i.name in ins and
+           any(not x.HasField("dim_value") for x in i.type.tensor_type.shape.dim)]
+    r = sh(args.mlc, "compile", f"{d}/model.onnx", *fix_shapes(ins, dyn), "--output", f"{w}/m.tar")
     for frozen in ({n: v for n, v in ins.items() if v.dtype.kind in "iub"}, ins):
         if r.returncode != 3 or "--freeze-inputs" not in r.stderr:
             break
         savez(f"{w}/frozen.npz", frozen)
-        r = sh(args.mlc, "compile", f"{d}/model.onnx", "--freeze-inputs", f"{w}/frozen.npz", "--output", f"{w}/m.tar")
+        fix = fix_shapes(ins, [n for n in dyn if n not in frozen])
+        r = sh(args.mlc, "compile", f"{d}/model.onnx", *fix, "--freeze-inputs", f"{w}/frozen.npz", "--output", f"{w}/m.tar")
     if r.returncode:
         return t, False, "compile: " + r.stderr.strip()[-300:]
     r = sh(args.mlc, "run", f"{w}/m.tar", "--inputs", f"{w}/in.npz", "--outputs", f"{w}/out.npz")

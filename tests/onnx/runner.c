@@ -7,7 +7,10 @@
  * NaN matches NaN). Each test runs in a
  * child process with a timeout, so a crash or hang is one FAIL line, not a dead runner.
  *
- *   mlc-conformance [--root DIR] [--tier FILE]... [--expected FILE] [-j N] [--timeout S] [TEST...]
+ *   mlc-conformance [--root DIR] [--tier FILE]... [--suite DIR]... [--expected FILE] [-j N] [--timeout S] [TEST...]
+ *
+ * A TEST is a node test's name (root/node/NAME) or a path under root (simple/test_shrink); --suite DIR adds every
+ * test directory of root/DIR (the ONNX backend's simple/ and pytorch-operator/ model tests).
  *
  * Prints one line per test (PASS / FAIL max error / UNSUPPORTED reason) and a last line
  * "N passed, N failed, N skipped". With --expected, exits non-zero if any test listed there does not pass. */
@@ -155,7 +158,8 @@ static bool quoted_in(const char *msg, const char *name) {
 
 static Result run_test(const char *root, const char *name, FILE *out) {
   char dir[4096], path[4600];
-  snprintf(dir, sizeof dir, "%s/node/%s", root, name);
+  /* a node test by its name; a test of another suite (simple/, pytorch-operator/) by its path under root */
+  snprintf(dir, sizeof dir, strchr(name, '/') ? "%s/%s" : "%s/node/%s", root, name);
   snprintf(path, sizeof path, "%s/model.onnx", dir);
   Arena *a = arena_new();
   Diag d = {0};
@@ -299,6 +303,36 @@ static double now(void) {
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+static void add_name(char ***names, int *n, int *cap, const char *s) {
+  if (*n == *cap) {
+    *cap = *cap ? *cap * 2 : 256;
+    *names = realloc(*names, sizeof(char *) * (size_t)*cap);
+  }
+  (*names)[(*n)++] = strdup(s);
+}
+
+/* every test directory of root/suite, as "suite/test_x", in name order */
+static int read_suite(const char *root, const char *suite, char ***names, int *n, int *cap) {
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s/%s", root, suite);
+  struct dirent **ents;
+  int k = scandir(dir, &ents, NULL, alphasort);
+  if (k < 0) {
+    fprintf(stderr, "mlc-conformance: cannot list %s: %s\n", dir, strerror(errno));
+    return -1;
+  }
+  for (int i = 0; i < k; i++) {
+    if (!strncmp(ents[i]->d_name, "test_", 5)) {
+      char name[1024];
+      snprintf(name, sizeof name, "%s/%s", suite, ents[i]->d_name);
+      add_name(names, n, cap, name);
+    }
+    free(ents[i]);
+  }
+  free(ents);
+  return 0;
+}
+
 static int read_list(const char *path, char ***names, int *n, int *cap) {
   FILE *f = fopen(path, "r");
   if (!f) {
@@ -311,11 +345,7 @@ static int read_list(const char *path, char ***names, int *n, int *cap) {
     while (*s == ' ' || *s == '\t') s++;
     s[strcspn(s, " \t\r\n#")] = 0;
     if (!*s) continue;
-    if (*n == *cap) {
-      *cap = *cap ? *cap * 2 : 256;
-      *names = realloc(*names, sizeof(char *) * (size_t)*cap);
-    }
-    (*names)[(*n)++] = strdup(s);
+    add_name(names, n, cap, s);
   }
   fclose(f);
   return 0;
@@ -327,26 +357,25 @@ int main(int argc, char **argv) {
   int jobs = 1;
   double timeout = 60;
   char **names = NULL;
-  int n = 0, cap = 0;
+  int n = 0, cap = 0, nsuites = 0;
+  const char *suites[8];
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--root") && i + 1 < argc) root = argv[++i];
     else if (!strcmp(argv[i], "--tier") && i + 1 < argc) {
       if (read_list(argv[++i], &names, &n, &cap)) return 2;
+    } else if (!strcmp(argv[i], "--suite") && i + 1 < argc) {
+      if (nsuites < 8) suites[nsuites++] = argv[++i];
     } else if (!strcmp(argv[i], "--expected") && i + 1 < argc) expected = argv[++i];
     else if (!strcmp(argv[i], "-j") && i + 1 < argc) jobs = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) timeout = atof(argv[++i]);
     else if (argv[i][0] == '-') {
-      fprintf(stderr, "usage: mlc-conformance [--root DIR] [--tier FILE]... [--expected FILE] [-j N] "
+      fprintf(stderr, "usage: mlc-conformance [--root DIR] [--tier FILE]... [--suite DIR]... [--expected FILE] [-j N] "
                       "[--timeout S] [TEST...]\n");
       return 1;
-    } else {
-      if (n == cap) {
-        cap = cap ? cap * 2 : 256;
-        names = realloc(names, sizeof(char *) * (size_t)cap);
-      }
-      names[n++] = strdup(argv[i]);
-    }
+    } else add_name(&names, &n, &cap, argv[i]);
   }
+  for (int k = 0; k < nsuites; k++) /* after the options: --root may follow --suite */
+    if (read_suite(root, suites[k], &names, &n, &cap)) return 2;
   char **exp_names = NULL;
   int nexp = 0, capexp = 0;
   if (expected && read_list(expected, &exp_names, &nexp, &capexp)) return 2;
