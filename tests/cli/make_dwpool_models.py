@@ -276,6 +276,10 @@ def grouped_blocked(name, cmid, groups, h, w_, stride):
 # grouped convs in NCHWc: 8 channels a group (RegNet's group width), 16 a group, strides 1 and 2
 grouped_blocked("grpc_8x3_s1", 24, 3, 10, 9, 1)
 grouped_blocked("grpc_16x2_s2", 32, 2, 13, 12, 2)
+# groups of 4 and 8 channels (ResNeXt-50's) merged into block-diagonal groups of 16 channels (4 and 2 groups
+# each), which read and write NCHWc
+grouped_blocked("grpm_4x32_s1", 128, 32, 11, 10, 1)
+grouped_blocked("grpm_8x8_s2", 64, 8, 13, 14, 2)
 
 
 def global_pool(name, kind, shape, p=2):

@@ -6,7 +6,8 @@
 # between packed convs (poolc_*) to the NCHWc form; a concatenate of packed convs' outputs in one block (catc_*)
 # concatenates NCHWc blocks, one with different blocks or the graph input among its inputs (catn_*) stays NCHW;
 # grouped convs (grp_*) are packed, their channel block inside one group, and between packed convs (grpc_*)
-# read and write NCHWc; global pools of NCHW rows of at
+# read and write NCHWc, with groups of 4 or 8 channels merged into groups of 16 (grpm_*: 8 and 4 groups; with
+# AlterOpLayout.merge_groups=1 they stay unmerged, same output); global pools of NCHW rows of at
 # least a vector (gpool_*) take the row form (a gpool_part stage).
 # usage: test_dwpool.sh MLC BUILD_DIR
 set -eu
@@ -23,6 +24,7 @@ for m in $(cat "$dir/models.txt"); do
   poolc_*) want="_pool2d(.*data_block=" file=after_DeadCodeElim.txt ;;
   grp_*) want="nn.conv2d_packed(.*groups=" file=after_DeadCodeElim.txt ;;
   grpc_*) want="nn.conv2d_packed(.*groups=[23], data_block=[0-9]*, out_block=" file=after_DeadCodeElim.txt ;;
+  grpm_*) want="nn.conv2d_packed(.*groups=[48], data_block=16, out_block=16" file=after_DeadCodeElim.txt ;;
   gpool_short_*) want="global_" file=schedules.txt ;;
   gpool_*) want="gpool_part" file=schedules.txt ;;
   catc_*) want="concatenate(.*ty=Tensor\[([0-9]*, [0-9]*, [0-9]*, [0-9]*, [0-9]*)" file=after_DeadCodeElim.txt ;;
@@ -32,5 +34,15 @@ for m in $(cat "$dir/models.txt"); do
   if ! cat "$dir/$m.d/"*_$file | grep -q "$want"; then echo "FAIL $m: no $want in *_$file"; exit 1; fi
   "$mlc" run "$dir/$m.tar" --inputs "$dir/${m}_inputs.npz" --outputs "$dir/${m}_out.npz"
   /usr/bin/python3 "$here/compare_npz.py" "$dir/${m}_out.npz" "$dir/${m}_ref.npz" --tol 1e-4
+  case $m in
+  grpm_*)
+    "$mlc" compile "$dir/$m.onnx" --output "$dir/$m.unmerged.tar" --dump-ir "$dir/$m.unmerged.d" \
+      --pass-config AlterOpLayout.merge_groups=1
+    if ! grep -q "nn.conv2d_packed(.*groups=[38][2]*, " "$dir/$m.unmerged.d/"*_after_DeadCodeElim.txt; then
+      echo "FAIL $m: merge_groups=1 still merges"; exit 1
+    fi
+    "$mlc" run "$dir/$m.unmerged.tar" --inputs "$dir/${m}_inputs.npz" --outputs "$dir/${m}_out1.npz"
+    /usr/bin/python3 "$here/compare_npz.py" "$dir/${m}_out1.npz" "$dir/${m}_ref.npz" --tol 1e-4 ;;
+  esac
 done
 echo "dwpool: all passed"
