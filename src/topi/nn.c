@@ -1006,11 +1006,12 @@ static mlc_status softmax_infer(Node *n, Diag *d) {
   return MLC_OK;
 }
 
-/* Two forms of the compute. The row form, for a float32 softmax over the last axis whose length C is a
- * multiple of the vector lanes L (attention scores): every reduction runs over whole vectors,
- *     max_part[r, l] = max_j x[r, j*L + l]     max[r] = max_l max_part[r, l]
+/* Two forms of the compute. The row form, for a float32 softmax over the last axis whose length C is at
+ * least the vector lanes L (attention scores, 49 in a Swin window, 197 in a ViT): the reductions run over
+ * whole vectors, then the C % L elements after them (j < C / L, t < C % L),
+ *     max_part[r, l] = max_j x[r, j*L + l]     max[r] = max(max_l max_part[r, l], max_t x[r, C - C%L + t])
  *     e[r, c]        = exp(x[r, c] - max[r])   (softmax only: computed once, read by the sum and the output)
- *     sum_part[r, l] = sum_j e[r, j*L + l]     sum[r] = sum_l sum_part[r, l]
+ *     sum_part[r, l] = sum_j e[r, j*L + l]     sum[r] = sum_l sum_part[r, l] + sum_t e[r, C - C%L + t]
  *     out[r, c]      = e[r, c] / sum[r]        (log_softmax: x[r, c] - max[r] - log(sum[r]))
  * so that the "softmax.x86" template can compute all of it per row (compute_at the output's row loop), with
  * the partial reductions vectorized over l and exp evaluated once per element; a reduction straight along c
@@ -1018,6 +1019,7 @@ static mlc_status softmax_infer(Node *n, Diag *d) {
  * over the axis. */
 typedef struct SoftmaxCtx {
   TeTensor *x, *max, *sum, *max_part, *sum_part, *e;
+  TeTensor *max_one, *sum_one; /* row form: the partials halved down to one lane */
   int axis;
   int64_t lanes; /* the row form: vector lanes L (0: the generic form) */
   mlc_dtype acc, out;
@@ -1072,22 +1074,70 @@ static Expr *softmax_part_body(TeCtx *c, Expr **idx, void *user, bool is_max) {
 static Expr *softmax_max_part_body(TeCtx *c, Expr **idx, void *user) { return softmax_part_body(c, idx, user, true); }
 static Expr *softmax_sum_part_body(TeCtx *c, Expr **idx, void *user) { return softmax_part_body(c, idx, user, false); }
 
-/* row form: the row totals, over the L partials */
-static Expr *softmax_row_body(TeCtx *c, Expr **idx, void *user, TeTensor *part, ReduceKind kind) {
+/* row form: the L partials halved in log2(L) vector steps, h[r, l] = op(p[r, l], p[r, l + w]) for width w
+ * = L/2 .. 1, instead of one chain of L dependent scalar ops */
+typedef struct SoftmaxHalf {
+  TeTensor *prev;
+  ReduceKind kind;
+  int64_t w;
+} SoftmaxHalf;
+
+static Expr *softmax_half_body(TeCtx *c, Expr **idx, void *user) {
+  SoftmaxHalf *h = user;
+  Arena *A = c->arena;
+  int nd = h->prev->ndim;
+  Expr *hi[MLC_MAX_DIMS];
+  memcpy(hi, idx, sizeof(Expr *) * (size_t)nd);
+  hi[nd - 1] = tir_add(A, idx[nd - 1], tir_idx(A, h->w));
+  Expr *a = te_read(c, h->prev, nd, idx), *b = te_read(c, h->prev, nd, hi);
+  return h->kind == RED_MAX ? tir_bin(A, E_MAX, a, b) : tir_add(A, a, b);
+}
+
+static TeTensor *softmax_halve(TeCtx *c, SoftmaxCtx *k, TeTensor *part, ReduceKind kind) {
+  int nd = part->ndim;
+  int64_t shape[MLC_MAX_DIMS];
+  memcpy(shape, part->shape, sizeof(int64_t) * (size_t)nd);
+  for (int64_t w = k->lanes / 2; w >= 1; w /= 2) {
+    SoftmaxHalf *h = arena_alloc(c->arena, sizeof *h);
+    *h = (SoftmaxHalf){part, kind, w};
+    shape[nd - 1] = w;
+    part = te_compute(c, kind == RED_MAX ? "softmax_max_half" : "softmax_sum_half", "softmax_half", k->acc, nd, shape,
+                      softmax_half_body, h);
+  }
+  return part;
+}
+
+/* row form: the row total, the halved partial (one lane) and then the C % L elements after the last whole
+ * vector: t in [1, 1 + C % L) reads element C - C % L + t - 1 of the row (x for the max, e for the sum).
+ * Either arm of the select may be evaluated, so both indices stay in range. */
+static Expr *softmax_row_body(TeCtx *c, Expr **idx, void *user, TeTensor *one, ReduceKind kind) {
   SoftmaxCtx *k = user;
+  Arena *A = c->arena;
   int nd = k->x->ndim;
-  IterVar *r = te_reduce_axis(c, "rl", k->lanes);
-  Expr *pi[MLC_MAX_DIMS];
-  for (int i = 0; i < nd - 1; i++) pi[i] = idx[i];
-  pi[nd - 1] = ivref(c, r);
-  return te_reduce(c, kind, te_read(c, part, nd, pi), 1, &r, NULL, NULL);
+  int64_t C = k->x->shape[nd - 1], rest = C % k->lanes;
+  IterVar *r = te_reduce_axis(c, "rl", 1 + rest);
+  Expr *pi[MLC_MAX_DIMS], *ti[MLC_MAX_DIMS];
+  for (int i = 0; i < nd - 1; i++) pi[i] = ti[i] = idx[i];
+  pi[nd - 1] = tir_idx(A, 0);
+  Expr *v = te_read(c, one, nd, pi);
+  if (rest) {
+    ti[nd - 1] = tir_add(A, ivref(c, r), tir_idx(A, C - rest - 1));
+    Expr *in_part = tir_bin(A, E_LT, ivref(c, r), tir_idx(A, 1));
+    Expr *t = kind == RED_MAX ? read_as(c, k->x, ti, k->acc)
+              : k->e          ? te_read(c, k->e, nd, ti)
+                              : softmax_exp(c, k, ti, idx);
+    v = tir_select(A, in_part, v, t);
+  }
+  return te_reduce(c, kind, v, 1, &r, NULL, NULL);
 }
 
 static Expr *softmax_row_max_body(TeCtx *c, Expr **idx, void *user) {
-  return softmax_row_body(c, idx, user, ((SoftmaxCtx *)user)->max_part, RED_MAX);
+  SoftmaxCtx *k = user;
+  return softmax_row_body(c, idx, user, k->max_one, RED_MAX);
 }
 static Expr *softmax_row_sum_body(TeCtx *c, Expr **idx, void *user) {
-  return softmax_row_body(c, idx, user, ((SoftmaxCtx *)user)->sum_part, RED_SUM);
+  SoftmaxCtx *k = user;
+  return softmax_row_body(c, idx, user, k->sum_one, RED_SUM);
 }
 
 static Expr *softmax_e_body(TeCtx *c, Expr **idx, void *user) {
@@ -1109,7 +1159,9 @@ static Expr *softmax_out_body(TeCtx *c, Expr **idx, void *user) {
     v = tir_sub(A, e, tir_call(A, INTRIN_LOG, k->acc, 1, &s));
   } else {
     Expr *e = k->e ? te_read(c, k->e, k->e->ndim, idx) : softmax_exp(c, k, idx, ri);
-    v = tir_bin(A, E_DIV, e, s);
+    /* times the reciprocal, which LLVM hoists out of the row: one divide per row, not per element (within
+     * one more rounding of e / sum) */
+    v = tir_mul(A, e, tir_bin(A, E_DIV, tir_float(A, k->acc, 1.0), s));
   }
   return k->acc == k->out ? v : tir_cast(A, k->out, v);
 }
@@ -1128,15 +1180,17 @@ static mlc_status softmax_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **
   for (int i = 0; i < nd; i++)
     if (i != k->axis) rshape[rn++] = x->shape[i];
   int64_t lanes = c->target && c->target->kind == TARGET_CPU ? topi_vector_lanes(c->target, k->acc) : 0;
-  if (nd >= 2 && k->axis == nd - 1 && x->dtype == MLC_F32 && lanes > 1 && x->shape[nd - 1] % lanes == 0) {
+  if (nd >= 2 && k->axis == nd - 1 && x->dtype == MLC_F32 && lanes > 1 && x->shape[nd - 1] >= lanes) {
     k->lanes = lanes;
     int64_t pshape[MLC_MAX_DIMS];
     memcpy(pshape, x->shape, sizeof(int64_t) * (size_t)nd);
     pshape[nd - 1] = lanes;
     k->max_part = te_compute(c, "softmax_max_part", "softmax_row", k->acc, nd, pshape, softmax_max_part_body, k);
+    k->max_one = softmax_halve(c, k, k->max_part, RED_MAX);
     k->max = te_compute(c, "softmax_max", "softmax_row", k->acc, rn, rshape, softmax_row_max_body, k);
     if (!k->log) k->e = te_compute(c, "softmax_exp", "softmax_exp", k->acc, nd, x->shape, softmax_e_body, k);
     k->sum_part = te_compute(c, "softmax_sum_part", "softmax_row", k->acc, nd, pshape, softmax_sum_part_body, k);
+    k->sum_one = softmax_halve(c, k, k->sum_part, RED_SUM);
     k->sum = te_compute(c, "softmax_sum", "softmax_row", k->acc, rn, rshape, softmax_row_sum_body, k);
   } else {
     k->max = te_compute(c, "softmax_max", "reduce", k->acc, rn, rshape, softmax_max_body, k);

@@ -530,18 +530,19 @@ static void softmax_fallback(const Target *t, const TeOp *a, TopiConfig *cfg) { 
 /* The row form of nn.c's softmax (stages tagged "softmax_row" / "softmax_exp"): the output's row axes fused
  * into one parallel loop, its last axis split by the lanes and vectorized, and every other stage computed
  * per row at that loop (compute_at): the partial max/sum [1, L] vectorized over l with the row walked in
- * vectors, the row totals over the L partials, exp(x - max) once into a row buffer that the sum and the
+ * vectors, halved to one lane in log2(L) vector steps, the row totals, exp(x - max) once into a row buffer that the sum and the
  * output read. One row (C floats, twice) stays in L1 from the max to the store. */
 static bool softmax_row_schedule(TeCtx *c, TeSchedule *s, TeOp *a) {
   TeStage *os = te_stage(s, a->outputs[0]);
   int nd = a->naxes;
   if (!os || nd < 2 || os->nleaf != nd || os->attach != ATTACH_ROOT) return false;
   int lanes = topi_vector_lanes(c->target, a->outputs[0]->dtype);
-  TeStage *row[8];
+  TeStage *row[24];
   int nrow = 0;
-  for (int i = 0; i < s->nstages && nrow < 8; i++) {
+  for (int i = 0; i < s->nstages && nrow < 24; i++) {
     const char *tag = s->stages[i]->op->tag;
-    if (tag && (!strcmp(tag, "softmax_row") || !strcmp(tag, "softmax_exp"))) row[nrow++] = s->stages[i];
+    if (tag && (!strcmp(tag, "softmax_row") || !strcmp(tag, "softmax_exp") || !strcmp(tag, "softmax_half")))
+      row[nrow++] = s->stages[i];
   }
   if (nrow == 0) return false;
   IterVar *rows[MLC_MAX_DIMS];
@@ -560,6 +561,8 @@ static bool softmax_row_schedule(TeCtx *c, TeSchedule *s, TeOp *a) {
       order[nd - 1] = op->reduce_axes[0];
       order[nd] = op->axes[nd - 1];
       te_reorder(st, nd + 1, order);
+      te_vectorize(st, op->axes[nd - 1]);
+    } else if (!strcmp(op->tag, "softmax_half")) { /* a halving step: one vector of w lanes */
       te_vectorize(st, op->axes[nd - 1]);
     } else if (op->nreduce == 0 && op->naxes == nd) { /* exp(x - max): the row in vectors */
       IterVar *eo, *ei;

@@ -81,15 +81,17 @@ for name, a, b in [("bmm_qk_197", (3, 197, 64), (3, 64, 197)), ("bmm_av_197", (3
     save(name, [helper.make_node("MatMul", ["x", "w"], ["y"], name="matmul")], {"x": x, "w": w}, {},
          x.astype(np.float64) @ w.astype(np.float64))
 
-# Softmax / LogSoftmax over a last axis that is a multiple of the vector lanes (the row form of nn.softmax:
-# partial max/sum vectorized per row, exp once) and one that is not (the generic form); scores up to +-30
+# Softmax / LogSoftmax over a last axis of at least the vector lanes (the row form of nn.softmax: partial
+# max/sum vectorized per row, exp once, then the elements after the last whole vector: 20, 49 as in a Swin
+# window, 197 as in a ViT) and one shorter (the generic form); scores up to +-30
 def softmax_ref(v, log):
     v = v.astype(np.float64)
     z = v - v.max(axis=-1, keepdims=True)
     return z - np.log(np.exp(z).sum(axis=-1, keepdims=True)) if log else np.exp(z) / np.exp(z).sum(axis=-1, keepdims=True)
 
 
-for shape, op in [((4, 8, 32), "Softmax"), ((2, 128), "Softmax"), ((3, 64), "LogSoftmax"), ((5, 20), "Softmax")]:
+for shape, op in [((4, 8, 32), "Softmax"), ((2, 128), "Softmax"), ((3, 64), "LogSoftmax"), ((5, 20), "Softmax"),
+                  ((2, 3, 7, 49), "Softmax"), ((3, 197), "LogSoftmax"), ((4, 9), "Softmax")]:
     x = (f32(*shape) * 10).astype(np.float32)
     save(f"softmax_{op.lower()}_" + "x".join(map(str, shape)), [helper.make_node(op, ["x"], ["y"], name="sm", axis=-1)],
          {"x": x}, {}, softmax_ref(x, op == "LogSoftmax"))
