@@ -415,6 +415,19 @@ static void push_bound(Simp *s, Var *v, int64_t lo, int64_t hi) {
 
 static bool is_empty(const Stmt *st) { return !st || (st->kind == S_SEQ && st->seq.n == 0); }
 
+/* The loop end a guard `lin(v) < rhs` puts on v, when the guard only bounds v from above: v + k < c with
+ * constants k, c gives v < c - k. The last tile of a split that does not divide its axis, once peeled,
+ * is `for (v, 0, 16) if (v + 48 < 49) ...`: as a 1-lane loop it is one scalar operation, not a masked
+ * or scalarized vector of 16 (a Swin attention's 49-column QK^T ran at 12 GFLOP/s). */
+static bool guard_end(Expr *cond, const Var *v, int64_t *end) {
+  if (!cond || cond->kind != E_LT) return false;
+  Lin l;
+  if (!lin_of(cond->op.a, &l) || l.n != 1 || l.c[0] != 1 || l.t[0]->kind != E_VAR || l.t[0]->var != v) return false;
+  int64_t c;
+  if (!tir_is_const_int(cond->op.b, &c) || __builtin_sub_overflow(c, l.k, end)) return false;
+  return true;
+}
+
 static Stmt *simp_stmt(void *ctx, Stmt *st) {
   Simp *s = ctx;
   Arena *a = s->a;
@@ -435,6 +448,13 @@ static Stmt *simp_stmt(void *ctx, Stmt *st) {
     Stmt *b = simp_stmt(s, st->loop.body);
     s->bounds.n = saved;
     if (is_empty(b)) return tir_seq(a, 0, NULL);
+    int64_t m0, end;
+    if (b->kind == S_IF && !b->ifs.else_s && tir_is_const_int(mn, &m0) && tir_is_const_int(ext, &n) &&
+        guard_end(b->ifs.cond, st->loop.var, &end)) { /* for (v, m0, n) if (v < end) S */
+      int64_t keep = end - m0 < n ? end - m0 : n;
+      if (keep <= 0) return tir_seq(a, 0, NULL);
+      return simp_stmt(s, tir_for(a, st->loop.var, mn, tir_idx(a, keep), st->loop.for_kind, b->ifs.then_s));
+    }
     if (mn == st->loop.min && ext == st->loop.extent && b == st->loop.body) return st;
     return tir_for(a, st->loop.var, mn, ext, st->loop.for_kind, b);
   }

@@ -333,9 +333,11 @@ static void test_broadcast_add(void) {
     CHECK(strstr(txt, "parallel (i0.i1.fused, 0, 12)"), "%s", txt);
     CHECK(strstr(txt, "vectorized (i2.inner, 0, 2)"), "%s", txt);
     /* the split of 5 by 2 needs a guard inside the vector loop: loop peeling runs the first two outer
-     * iterations unguarded and the third alone, guarded */
+     * iterations unguarded and the third alone, where the guard (i2.inner + 4 < 5) shortens the vector loop
+     * to its one valid lane: a scalar statement */
     CHECK(strstr(txt, "for (i2.outer, 0, 2)"), "%s", txt);
-    CHECK(strstr(txt, "if (i2.inner + 4 < 5)"), "the peeled iteration keeps its guard: %s", txt);
+    CHECK(!strstr(txt, "if (i2.inner"), "the peeled iteration's guard became its loop's end: %s", txt);
+    CHECK(strstr(txt, "C[floordiv(i0.i1.fused, 3), floormod(i0.i1.fused, 3), 4] = "), "the last column alone: %s", txt);
     CHECK(!strstr(txt, "if (i2.outer"), "the peeled loop has no guard: %s", txt);
     CHECK(strstr(txt, "func bcast_add(%A: float32[4, 1, 5], %B: float32[3, 1], %C: float32[4, 3, 5])"), "%s", txt);
     free(txt);
@@ -739,6 +741,24 @@ static void test_simplify(void) {
                      tir_store(a, buf, 2, sidx, tir_float(a, MLC_F32, 4)));
   got = stmt_str(tir_simplify_stmt(a, ss));
   CHECK(strstr(got, "buf[floordiv(x, 2), j + floormod(x, 2) * 16] = 4.0f"), "%s", got);
+  free(got);
+  /* a guard that only bounds the loop variable ends the loop there: for (j, 0, 16) if (j + 11 < 16) -> 5
+   * lanes; one with an else, or on another variable, stays; one that no iteration passes removes the loop */
+  Stmt *st5 = tir_store(a, buf, 2, (Expr *[]){tir_idx(a, 0), ej}, tir_float(a, MLC_F32, 5));
+  Expr *g5 = tir_bin(a, E_LT, tir_add(a, ej, tir_idx(a, 11)), tir_idx(a, 16));
+  got = stmt_str(tir_simplify_stmt(a, tir_for(a, j, tir_idx(a, 0), tir_idx(a, 16), FOR_VECTORIZED, tir_if(a, g5, st5, NULL))));
+  CHECK(!strcmp(got, "vectorized (j, 0, 5) {\n  buf[0, j] = 5.0f\n}\n"), "%s", got);
+  free(got);
+  got = stmt_str(tir_simplify_stmt(a, tir_for(a, j, tir_idx(a, 0), tir_idx(a, 16), FOR_VECTORIZED, tir_if(a, g5, st5, st5))));
+  CHECK(strstr(got, "if (j + 11 < 16)") && strstr(got, "(j, 0, 16)"), "with an else: %s", got);
+  free(got);
+  Expr *gx = tir_bin(a, E_LT, tir_add(a, ex, tir_idx(a, 11)), tir_idx(a, 16));
+  got = stmt_str(tir_simplify_stmt(a, tir_for(a, j, tir_idx(a, 0), tir_idx(a, 16), FOR_VECTORIZED, tir_if(a, gx, st5, NULL))));
+  CHECK(strstr(got, "if (x + 11 < 16)") && strstr(got, "(j, 0, 16)"), "a guard on x: %s", got);
+  free(got);
+  Expr *g0 = tir_bin(a, E_LT, tir_add(a, ej, tir_idx(a, 16)), tir_idx(a, 16));
+  got = stmt_str(tir_simplify_stmt(a, tir_for(a, j, tir_idx(a, 0), tir_idx(a, 16), FOR_VECTORIZED, tir_if(a, g0, st5, NULL))));
+  CHECK(!strstr(got, "buf"), "no iteration passes: %s", got);
   free(got);
   arena_free(a);
 }
