@@ -538,10 +538,10 @@ static mlc_status compress_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor *
 /* ---------------------------------------------------------------- the table */
 
 const OpDef topi_ops_dynamic[] = {
-    /* name                        pattern     min max nout infer          compute */
-    {"vision.non_max_suppression", PAT_OPAQUE, 4, 4, 2, nms_infer, nms_compute},
-    {"unique", PAT_OPAQUE, 1, 1, 5, unique_infer, unique_compute},
-    {"nonzero", PAT_OPAQUE, 1, 1, 2, nonzero_infer, nonzero_compute},
-    {"compress", PAT_OPAQUE, 2, 2, 2, compress_infer, compress_compute},
+    /* name                        pattern     min max nout infer          compute  dyn */
+    {"vision.non_max_suppression", PAT_OPAQUE, 4, 4, 2, nms_infer, nms_compute, DYN_SOURCE},
+    {"unique", PAT_OPAQUE, 1, 1, 5, unique_infer, unique_compute, DYN_SOURCE},
+    {"nonzero", PAT_OPAQUE, 1, 1, 2, nonzero_infer, nonzero_compute, DYN_SOURCE},
+    {"compress", PAT_OPAQUE, 2, 2, 2, compress_infer, compress_compute, DYN_SOURCE},
     {0},
 };
