@@ -1,7 +1,8 @@
 /* Type inference and the structural verifier.
  *
  * ir_infer_node runs the op's type relation (OpDef.infer) and turns its message into a user error that names
- * the node: "model.onnx: node 'conv1' (Conv, opset 11): error: <relation's message>".
+ * the node: "model.onnx: node 'conv1' (Conv, opset 11): error: <relation's message>"; then it carries any
+ * data-dependent extent of the inputs to the outputs by the op's DynRule (dynamic.c), or refuses the node.
  * ir_verify checks, in one pass over the node list in order, that every input is a graph input, a constant
  * or an output of an earlier node; that input counts fit the OpDef; that every output has a type and belongs
  * to its node; and that the graph outputs are defined. When an input comes from a later node, a DFS over

@@ -15,7 +15,8 @@
  * data-dependent axis (the number of selected boxes, unique slices, non-zeros, true conditions). infer marks
  * the data-dependent outputs (Value.dyn_extent, dyn_axis), which the execution plan records and the executor
  * trims by after a run (runtime/executor.c: it compacts the valid part to the front of the buffer). Kernels
- * write in the upper-bound layout and zero what is past the extent.
+ * write in the upper-bound layout and zero what is past the extent (every output buffer is zero-filled first),
+ * so readers that compute on the whole bound (src/ir/dynamic.c) see zeros there: valid indices, never garbage.
  *
  * The kernels are TE externs whose TIR is written directly, serial loops (one thread on GPUs):
  *   - NMS follows the ONNX reference (onnxruntime's): per batch and class, the boxes with score >
