@@ -371,7 +371,7 @@ def torch_models():
 torch_models()
 
 
-# Compress keeping rows, then elementwise ops, MatMul, Softmax and a reduction along the kept rows' other axis
+# Compress keeping rows, then elementwise ops, MatMul, Gemm, and Softmax, TopK and a reduction along the rows
 def compress_mlp_model():
     x = rng.random((6, 8)).astype(np.float32)
     scale, bias = rng.random(8).astype(np.float32), rng.random((1, 8)).astype(np.float32)
@@ -379,16 +379,22 @@ def compress_mlp_model():
     H = helper.make_node
     nodes = [H("Compress", ["x", "keep"], ["y"], axis=0), H("Relu", ["y"], ["r"]), H("Mul", ["r", "scale"], ["m"]),
              H("Add", ["m", "bias"], ["z"]), H("MatMul", ["z", "w"], ["h"]), H("Softmax", ["h"], ["p"], axis=1),
-             H("ReduceSum", ["h"], ["hs"], axes=[1], keepdims=0)]
-    inits = [numpy_helper.from_array(v, n) for n, v in [("scale", scale), ("bias", bias), ("w", w)]]
+             H("ReduceSum", ["h"], ["hs"], axes=[1], keepdims=0), H("Gemm", ["z", "w2", "c2"], ["gm"], transB=1),
+             H("TopK", ["h", "k2"], ["tv", "ti"], axis=1)]
+    w2, c2 = rng.random((3, 8)).astype(np.float32), rng.random(3).astype(np.float32)
+    inits = [numpy_helper.from_array(v, n) for n, v in
+             [("scale", scale), ("bias", bias), ("w", w), ("w2", w2), ("c2", c2), ("k2", i64(2))]]
     datasets = []
     for keep in (rng.random(6) < 0.5, np.zeros(6, bool), np.ones(6, bool)):
         z = np.maximum(x[keep], 0) * scale + bias
         h = z @ w
         e = np.exp(h - h.max(1, keepdims=True))
-        datasets.append(({"x": x, "keep": keep}, {"z": z, "h": h, "p": e / e.sum(1, keepdims=True), "hs": h.sum(1)}))
+        ti = np.argsort(-h, 1, kind="stable")[:, :2]
+        datasets.append(({"x": x, "keep": keep}, {"z": z, "h": h, "p": e / e.sum(1, keepdims=True), "hs": h.sum(1),
+                                                  "gm": z @ w2.T + c2, "tv": np.take_along_axis(h, ti, 1), "ti": ti}))
     save("compress_mlp", nodes, [("x", x), ("keep", np.zeros(6, bool))],
-         [(n, TensorProto.FLOAT) for n in ("z", "h", "p", "hs")], datasets, inits=inits)
+         [(n, TensorProto.FLOAT) for n in ("z", "h", "p", "hs", "gm", "tv")] + [("ti", TensorProto.INT64)], datasets,
+         inits=inits)
     tols.append(("compress_mlp", 1e-5))  # float sums in another order than numpy's
 
 
@@ -449,6 +455,10 @@ fail_model("gather_dynamic_axis", [H("Compress", ["x", "c"], ["a"], axis=0, name
                                    H("Gather", ["a", "i"], ["s"], axis=0, name="pick")], [("x", x34), ("c", c4)], "s",
            "node 'ca' (Compress, opset 11): error: Compress's output 'a' has a data-dependent shape and feeds 'pick' "
            "(Gather): its indices select along the data-dependent axis", inits=[numpy_helper.from_array(i64(0), "i")])
+fail_model("softmax_dynamic_axis", [H("Compress", ["x", "c"], ["a"], axis=0, name="ca"),
+                                    H("Softmax", ["a"], ["s"], axis=0, name="sm")], [("x", x34), ("c", c4)], "s",
+           "node 'ca' (Compress, opset 13): error: Compress's output 'a' has a data-dependent shape and feeds 'sm' "
+           "(Softmax): nn.softmax works along the data-dependent axis", opset=13)
 fail_model("size_of_nonzero", [H("NonZero", ["x"], ["nz"], name="nz"), H("Size", ["nz"], ["s"], name="size")],
            [("x", x34)], "s",
            "NonZero's output 'nz' has a data-dependent shape and feeds 'size' (Size): its result would be computed "
