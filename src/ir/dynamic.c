@@ -23,7 +23,7 @@
  *   GATHER_ND  indices dynamic on a leading (non-batch, non-coordinate) axis: the same output axis
  *   DENSE      data [..., K] dynamic off K; MATMUL a's row axis or b's column axis
  *   REDUCE     over other axes (the axis shifts by the dropped ones); ALONG_AXIS softmax, topk, cumsum along
- *              another axis
+ *              another axis; NORM_TAIL layer / RMS norm over axes after the dynamic one
  * Everything else that reads a data-dependent value is refused (MLC_ERR_UNSUPPORTED, naming the node that
  * made the extent and the reader): ops without a rule (Shape, convolutions, pooling...), reductions, sorts
  * and scans along the dynamic axis, reshapes merging or splitting it, slices of it, gathers indexing into it,
@@ -235,11 +235,23 @@ static const char *rule_along_axis(const Node *n, const DynIn *in, int *oa, char
   return NULL;
 }
 
+static const char *rule_norm_tail(const Node *n, const DynIn *in, int *oa, char *buf, size_t size) {
+  int64_t axis = ir_attr_int(n, "axis", in->v->type.ndim - 1);
+  if (axis < 0) axis += in->v->type.ndim;
+  if (in->v != n->inputs[0]) return "its scale or bias is data-dependent";
+  if (in->axis >= axis) {
+    snprintf(buf, size, "%s normalizes over the data-dependent axis", n->op->name);
+    return buf;
+  }
+  *oa = in->axis;
+  return NULL;
+}
+
 static const RuleFn rules[] = {
     [DYN_ELEMWISE] = rule_elemwise, [DYN_TRANSPOSE] = rule_transpose, [DYN_RESHAPE] = rule_reshape,
     [DYN_SLICE] = rule_slice,       [DYN_CONCAT] = rule_concat,       [DYN_TAKE] = rule_take,
     [DYN_GATHER_ND] = rule_gather_nd, [DYN_DENSE] = rule_dense,       [DYN_MATMUL] = rule_matmul,
-    [DYN_REDUCE] = rule_reduce,     [DYN_ALONG_AXIS] = rule_along_axis,
+    [DYN_REDUCE] = rule_reduce,     [DYN_ALONG_AXIS] = rule_along_axis, [DYN_NORM_TAIL] = rule_norm_tail,
 };
 
 /* The extent and axis each output of n should carry by its op's rule (ext[k] NULL: static). A DYN_SOURCE op

@@ -92,6 +92,7 @@ typedef enum DynRule {
   DYN_MATMUL,     /* attrs transpose_a/b: a's row axis or b's column axis */
   DYN_REDUCE,     /* attrs axis, keepdims: reduced axes other than the dynamic one */
   DYN_ALONG_AXIS, /* attr axis (default last): works along another axis; outputs shaped like the input */
+  DYN_NORM_TAIL,  /* attr axis (default last): normalizes over the axes from it on, so the dynamic one is before */
 } DynRule;
 
 struct TeTensor; /* src/te/te.h */

@@ -371,7 +371,8 @@ def torch_models():
 torch_models()
 
 
-# Compress keeping rows, then elementwise ops, MatMul, Gemm, and Softmax, TopK and a reduction along the rows
+# Compress keeping rows, then elementwise ops, MatMul, Gemm, and Softmax, TopK, a reduction and a layer norm
+# along the rows
 def compress_mlp_model():
     x = rng.random((6, 8)).astype(np.float32)
     scale, bias = rng.random(8).astype(np.float32), rng.random((1, 8)).astype(np.float32)
@@ -380,10 +381,16 @@ def compress_mlp_model():
     nodes = [H("Compress", ["x", "keep"], ["y"], axis=0), H("Relu", ["y"], ["r"]), H("Mul", ["r", "scale"], ["m"]),
              H("Add", ["m", "bias"], ["z"]), H("MatMul", ["z", "w"], ["h"]), H("Softmax", ["h"], ["p"], axis=1),
              H("ReduceSum", ["h"], ["hs"], axes=[1], keepdims=0), H("Gemm", ["z", "w2", "c2"], ["gm"], transB=1),
-             H("TopK", ["h", "k2"], ["tv", "ti"], axis=1)]
+             H("TopK", ["h", "k2"], ["tv", "ti"], axis=1),
+             # a layer norm as exported before opset 17 (LayerNormFusion makes it nn.layer_norm)
+             H("ReduceMean", ["z"], ["mu"], axes=[-1]), H("Sub", ["z", "mu"], ["dz"]), H("Pow", ["dz", "two_f"], ["sq"]),
+             H("ReduceMean", ["sq"], ["var"], axes=[-1]), H("Add", ["var", "eps"], ["ve"]), H("Sqrt", ["ve"], ["sd"]),
+             H("Div", ["dz", "sd"], ["nz"]), H("Mul", ["nz", "gamma"], ["ng"]), H("Add", ["ng", "beta"], ["ln"])]
+    gamma, beta = rng.random(8).astype(np.float32), rng.random(8).astype(np.float32)
     w2, c2 = rng.random((3, 8)).astype(np.float32), rng.random(3).astype(np.float32)
     inits = [numpy_helper.from_array(v, n) for n, v in
-             [("scale", scale), ("bias", bias), ("w", w), ("w2", w2), ("c2", c2), ("k2", i64(2))]]
+             [("scale", scale), ("bias", bias), ("w", w), ("w2", w2), ("c2", c2), ("k2", i64(2)), ("gamma", gamma),
+              ("beta", beta), ("two_f", np.array(2, np.float32)), ("eps", np.array(1e-5, np.float32))]]
     datasets = []
     for keep in (rng.random(6) < 0.5, np.zeros(6, bool), np.ones(6, bool)):
         z = np.maximum(x[keep], 0) * scale + bias
@@ -391,9 +398,11 @@ def compress_mlp_model():
         e = np.exp(h - h.max(1, keepdims=True))
         ti = np.argsort(-h, 1, kind="stable")[:, :2]
         datasets.append(({"x": x, "keep": keep}, {"z": z, "h": h, "p": e / e.sum(1, keepdims=True), "hs": h.sum(1),
-                                                  "gm": z @ w2.T + c2, "tv": np.take_along_axis(h, ti, 1), "ti": ti}))
+                                                  "gm": z @ w2.T + c2, "tv": np.take_along_axis(h, ti, 1), "ti": ti,
+                                                  "ln": (z - z.mean(1, keepdims=True)) / np.sqrt(z.var(1, keepdims=True)
+                                                                                                 + 1e-5) * gamma + beta}))
     save("compress_mlp", nodes, [("x", x), ("keep", np.zeros(6, bool))],
-         [(n, TensorProto.FLOAT) for n in ("z", "h", "p", "hs", "gm", "tv")] + [("ti", TensorProto.INT64)], datasets,
+         [(n, TensorProto.FLOAT) for n in ("z", "h", "p", "hs", "gm", "tv", "ln")] + [("ti", TensorProto.INT64)], datasets,
          inits=inits)
     tols.append(("compress_mlp", 1e-5))  # float sums in another order than numpy's
 
