@@ -1,7 +1,8 @@
 /* ONNX converters of ops whose output shape depends on data (see families.def), onto the ops of
  * src/topi/dynamic.c: NonMaxSuppression -> vision.non_max_suppression, Unique -> unique, NonZero -> nonzero,
  * Compress -> compress. Each graph op has a static upper-bound shape and a hidden int64 [1] output with the
- * actual extent; such outputs may only be graph outputs (the importer refuses any reader, naming it).
+ * actual extent. Readers carry the extent by their graph ops' rules (src/ir/dynamic.c) or are refused; the
+ * importer also refuses an ONNX node whose result lost it (Shape and Size would fold the upper bound).
  *
  * When the value that decides the shape is a compile-time constant the result stays static, as before:
  * Compress's condition becomes a constant index list for take (after a reshape to 1-D when there is no

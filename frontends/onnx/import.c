@@ -426,16 +426,19 @@ static mlc_status convert_node(OnnxCtx *cx, const Onnx__NodeProto *np, const cha
   OnnxNode on = {.name = name, .op_type = op_type, .domain = default_domain(np->domain) ? "" : np->domain,
                  .opset = opset, .ninputs = (int)np->n_input, .noutputs = (int)np->n_output, .proto = ref};
   on.inputs = arena_alloc(a, sizeof(Value *) * (np->n_input + 1));
+  const Value *dyn_in = NULL; /* the first input with a data-dependent extent */
   for (size_t j = 0; j < np->n_input; j++) {
     const char *in = S(np->input[j]);
     if (!*in) continue;
     on.inputs[j] = onnx_scope_get(&cx->scope, in);
     if (!on.inputs[j])
       return node_error(cx, name, op_type, opset, d, MLC_ERR_INVALID, "input '%s' is not defined", in);
-    /* a data-dependent shape may only be a graph output: refused here, before a converter could read its
-     * static upper bound as the shape (Shape, Reshape) or the fold below could evaluate it */
-    if (on.inputs[j]->dyn_extent) return ir_dynamic_use_error(cx->g, on.inputs[j], name, op_type, d);
-    if ((st = fold_shape_value(cx, in, &on.inputs[j], d)) != MLC_OK) return st;
+    /* a data-dependent shape is not a constant: its static type is only an upper bound */
+    if (on.inputs[j]->dyn_extent) {
+      if (!dyn_in) dyn_in = on.inputs[j];
+    } else if ((st = fold_shape_value(cx, in, &on.inputs[j], d)) != MLC_OK) {
+      return st;
+    }
     if (onnx_seq(on.inputs[j]) && !takes_sequences(&on))
       return node_error(cx, name, op_type, opset, d, MLC_ERR_UNSUPPORTED, "input '%s' is a sequence; %s takes tensors", in,
                         op_type);
@@ -462,6 +465,12 @@ static mlc_status convert_node(OnnxCtx *cx, const Onnx__NodeProto *np, const cha
     if (!v)
       return node_error(cx, name, op_type, opset, d, MLC_ERR_INTERNAL, "the converter did not produce output %d ('%s')",
                         j, on_name);
+    /* The graph ops a converter emits carry a data-dependent extent by their rules (src/ir/dynamic.c) or
+     * refuse it. An output without one, of a node that read one, was computed from the static upper bound
+     * (Shape and Size fold it into a constant): the converter read the bound as if it were the shape. */
+    if (dyn_in && !v->dyn_extent)
+      return ir_dynamic_use_error(cx->g, dyn_in, name, op_type,
+                                  "its result would be computed from the static upper bound, not the run's shape", d);
     bool fresh = false; /* made by this conversion: takes the ONNX tensor name */
     for (int k = cx->first_new_node; k < cx->g->nodes.n && !fresh; k++) fresh = v->producer == cx->g->nodes.v[k];
     if (fresh) v->name = arena_strdup(a, on_name);

@@ -4,7 +4,8 @@
  * graph. Outputs larger than a limit (64 MiB) and larger than the node's inputs are left to run at inference
  * time: folding them would grow the package more than it saves. A larger result that is no larger than its
  * inputs (the reshape / transpose packing a big dense weight: AlexNet's 151 MB, VGG's 411 MB) is folded.
- * A node with a data-dependent output shape (Value.dyn_extent) is never folded. */
+ * A node with a data-dependent output shape (Value.dyn_extent) is never folded, and pass_evaluate refuses a
+ * value computed from one: its type is only an upper bound. */
 #include <stdlib.h>
 #include <string.h>
 #include "driver/driver.h"
@@ -76,6 +77,9 @@ mlc_status pass_evaluate(Graph *g, Value *v, void **data, Diag *d) {
     for (int k = 0; k < n->noutputs; k++) wanted |= n->outputs[k] && need[n->outputs[k]->id];
     if (!wanted) continue;
     if (!n->op->compute) return MLC_ERR_UNSUPPORTED;
+    /* a data-dependent shape is no constant (its type is only an upper bound) */
+    for (int k = 0; k < n->noutputs; k++)
+      if (n->outputs[k] && n->outputs[k]->dyn_extent) return MLC_ERR_UNSUPPORTED;
     use[i] = true;
     for (int k = 0; k < n->ninputs; k++) {
       Value *in = n->inputs[k];

@@ -166,8 +166,8 @@ mlc_status mlc_compile_graph(Arena *a, Graph *g, const CompileOptions *opt, Comp
   if (opt->dump_dir && mkdir(opt->dump_dir, 0777) != 0 && errno != EEXIST)
     return diag_set(d, MLC_ERR_USAGE, "%s: cannot create directory: %s", opt->dump_dir, strerror(errno));
   if (cg_target_parse(opt->target ? opt->target : "llvm", &c->target, d) != MLC_OK) return d->status;
-  /* data-dependent shapes only as graph outputs (the importer refuses readers already; a graph built another
-   * way is held to the same rule) */
+  /* data-dependent extents only where their rules carry them (the importer applies them already; a graph
+   * built another way is held to the same rules, and so is the graph the passes leave) */
   if (ir_check_dynamic(g, d) != MLC_OK) return d->status;
 
   StrBuf text = {0};
@@ -190,6 +190,7 @@ mlc_status mlc_compile_graph(Arena *a, Graph *g, const CompileOptions *opt, Comp
   double tp = now_seconds();
   bool tphase = getenv("MLC_TIME_PHASES") != NULL;
   if (pass_run_all(g, &po, opt->dump_dir ? dump_after_pass : NULL, &ds, d) != MLC_OK) return d->status;
+  if (ir_check_dynamic(g, d) != MLC_OK) return d->status;
   if (pass_fuse_ops(g, &po, &c->groups, d) != MLC_OK) return d->status;
   if (opt->dump_dir) {
     pass_print_groups(&c->groups, &text);

@@ -1,7 +1,8 @@
 /* Type inference and the structural verifier.
  *
  * ir_infer_node runs the op's type relation (OpDef.infer) and turns its message into a user error that names
- * the node: "model.onnx: node 'conv1' (Conv, opset 11): error: <relation's message>".
+ * the node: "model.onnx: node 'conv1' (Conv, opset 11): error: <relation's message>"; then it carries any
+ * data-dependent extent of the inputs to the outputs by the op's DynRule (dynamic.c), or refuses the node.
  * ir_verify checks, in one pass over the node list in order, that every input is a graph input, a constant
  * or an output of an earlier node; that input counts fit the OpDef; that every output has a type and belongs
  * to its node; and that the graph outputs are defined. When an input comes from a later node, a DFS over
@@ -40,7 +41,7 @@ mlc_status ir_infer_node(Graph *g, Node *n, Diag *d) {
       return diag_set(d, MLC_ERR_INTERNAL, "%serror: op '%s' left the type of output %d undefined", where,
                       n->op->name, i);
   }
-  return MLC_OK;
+  return ir_dynamic_propagate(g, n, d); /* data-dependent extents: dynamic.c */
 }
 
 mlc_status ir_infer_types(Graph *g, Diag *d) {
@@ -198,27 +199,4 @@ done:
   free(defined);
   free(colour);
   return st;
-}
-
-/* ---- data-dependent extents ---- */
-
-mlc_status ir_dynamic_use_error(const Graph *g, const Value *v, const char *reader, const char *reader_op, Diag *d) {
-  const Node *p = v->producer;
-  char where[512] = "";
-  if (p) ir_where(g, p, where, sizeof where);
-  return diag_set(d, MLC_ERR_UNSUPPORTED,
-                  "%serror: %s's output '%s' has a data-dependent shape and feeds '%s' (%s); mlc supports "
-                  "data-dependent shapes only as graph outputs",
-                  where, p ? p->op_type : "?", v->name ? v->name : "?", reader ? reader : "?",
-                  reader_op ? reader_op : "?");
-}
-
-mlc_status ir_check_dynamic(const Graph *g, Diag *d) {
-  for (int i = 0; i < g->nodes.n; i++) {
-    const Node *n = g->nodes.v[i];
-    for (int k = 0; k < n->ninputs; k++)
-      if (n->inputs[k] && n->inputs[k]->dyn_extent)
-        return ir_dynamic_use_error(g, n->inputs[k], n->name, n->op_type, d);
-  }
-  return MLC_OK;
 }

@@ -32,10 +32,10 @@ typedef struct Value {
   int producer_out; /* which output of producer */
   void *data;       /* constant data (row-major, tt_nbytes bytes), NULL if not constant */
   bool is_input;    /* a graph input */
-  /* A data-dependent extent (the outputs of NonZero, NonMaxSuppression, Unique, Compress on run-time data):
-   * the type is a static upper bound, and after a run the int64 [1] value dyn_extent holds the actual length
-   * of axis dyn_axis. NULL for every static value. Such a value may only be a graph output (the importer and
-   * ir_check_dynamic refuse any reader). */
+  /* A data-dependent extent (the outputs of NonZero, NonMaxSuppression, Unique, Compress on run-time data,
+   * and the values computed from them where OpDef.dyn allows it, src/ir/dynamic.c): the type is a static
+   * upper bound, and after a run the int64 [1] value dyn_extent holds the actual length of axis dyn_axis (the
+   * rest of that axis is padding). NULL for every static value. */
   struct Value *dyn_extent;
   int dyn_axis;
 } Value;
@@ -75,6 +75,26 @@ typedef enum OpPattern {
   PAT_OPAQUE = 8,          /* anything else: stays alone */
 } OpPattern;
 
+/* How an op treats an input with a data-dependent extent (src/ir/dynamic.c, "bounded dynamic padding"):
+ * the op computes on the whole upper-bound buffer and its output carries the same extent on the axis the
+ * rule gives, or the rule refuses the node. */
+typedef enum DynRule {
+  DYN_REFUSE = 0, /* may not read a data-dependent value (the default) */
+  DYN_SOURCE,     /* makes data-dependent outputs (its infer marks them); may not read one */
+  DYN_ELEMWISE,   /* numpy-broadcast elementwise: static operands of size 1 (or absent) along the axis */
+  DYN_TRANSPOSE,  /* attr axes: the axis moves */
+  DYN_RESHAPE,    /* the axis must stay a whole axis of its own */
+  DYN_SLICE,      /* strided_slice: other axes, or all of the axis from 0 with step 1 */
+  DYN_CONCAT,     /* along another axis, every input sharing the extent */
+  DYN_TAKE,       /* data dynamic off the gather axis, or indices dynamic: axis + their axis */
+  DYN_GATHER_ND,  /* indices dynamic on a non-batch leading axis */
+  DYN_DENSE,      /* data [..., K]: any axis but K; the weight static */
+  DYN_MATMUL,     /* attrs transpose_a/b: a's row axis or b's column axis */
+  DYN_REDUCE,     /* attrs axis, keepdims: reduced axes other than the dynamic one */
+  DYN_ALONG_AXIS, /* attr axis (default last): works along another axis; outputs shaped like the input */
+  DYN_NORM_TAIL,  /* attr axis (default last): normalizes over the axes from it on, so the dynamic one is before */
+} DynRule;
+
 struct TeTensor; /* src/te/te.h */
 struct TeCtx;
 
@@ -87,6 +107,7 @@ typedef struct OpDef {
   mlc_status (*infer)(Node *n, Diag *d);
   /* TE compute: build output tensors from input tensors (src/topi). outs has n->noutputs entries. */
   mlc_status (*compute)(struct TeCtx *ctx, Node *n, struct TeTensor **ins, struct TeTensor **outs, Diag *d);
+  DynRule dyn; /* reading a data-dependent value (omitted in a table row: DYN_REFUSE) */
 } OpDef;
 
 /* The registry: ops register themselves at start-up (topi_register_ops) and are found by name. */
@@ -147,11 +168,16 @@ void ir_set_graph(Graph *g, Node *n, const char *name, Graph *sub);
 /* Runs op->infer on one node / on every node in order; errors name the node (ir_where). */
 mlc_status ir_infer_node(Graph *g, Node *n, Diag *d);
 mlc_status ir_infer_types(Graph *g, Diag *d);
-/* Refuses (MLC_ERR_UNSUPPORTED) a node that reads a value with a data-dependent extent, naming the producer
- * (node, op type, opset) and the reader: such values are supported only as graph outputs. */
+/* Data-dependent extents (dynamic.c). ir_dynamic_propagate sets the outputs' dyn_extent / dyn_axis of a node
+ * whose types are inferred, by its op's DynRule, or refuses (MLC_ERR_UNSUPPORTED) a node that may not read its
+ * data-dependent input, naming the node that made the extent and the reader; ir_infer_node calls it.
+ * ir_check_dynamic holds a whole graph to the same rules (a pass that dropped or invented an extent is an
+ * internal error). */
+mlc_status ir_dynamic_propagate(const Graph *g, Node *n, Diag *d);
 mlc_status ir_check_dynamic(const Graph *g, Diag *d);
-/* the same message for one reader (the importer calls it before a converter sees the value) */
-mlc_status ir_dynamic_use_error(const Graph *g, const Value *v, const char *reader, const char *reader_op, Diag *d);
+/* the refusal for one reader; why: what the reader would do with the data-dependent axis */
+mlc_status ir_dynamic_use_error(const Graph *g, const Value *v, const char *reader, const char *reader_op,
+                                const char *why, Diag *d);
 /* Checks structure: topological order, every input defined before use, types filled, no cycle. */
 mlc_status ir_verify(const Graph *g, Diag *d);
 // Relay-like text:  %3 = nn.conv2d(%data, %w, strides=[2, 2]) /* ty=Tensor[(1, 64, 112, 112), float32] */

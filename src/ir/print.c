@@ -150,21 +150,26 @@ static void print_attr(Printer *P, const Attr *at) {
   }
 }
 
-/* a data-dependent output adds which axis is bounded and which output of its node holds the extent */
-static void print_out_type(StrBuf *b, const Value *v) {
-  tt_print(b, &v->type);
-  if (v->dyn_extent) sb_printf(b, " dynamic(axis=%d, extent=.%d)", v->dyn_axis, v->dyn_extent->producer_out);
+/* a data-dependent value adds which axis is bounded and the value that holds its extent (an output of the
+ * NonZero / NonMaxSuppression / Unique / Compress node it comes from) */
+static void print_out_type(Printer *P, const Value *v) {
+  tt_print(P->b, &v->type);
+  if (!v->dyn_extent) return;
+  sb_printf(P->b, " dynamic(axis=%d, extent=", v->dyn_axis);
+  print_value(P, v->dyn_extent);
+  sb_putc(P->b, ')');
 }
 
-static void print_type_of(StrBuf *b, const Node *n) {
+static void print_type_of(Printer *P, const Node *n) {
+  StrBuf *b = P->b;
   if (n->noutputs == 1) {
-    print_out_type(b, n->outputs[0]);
+    print_out_type(P, n->outputs[0]);
     return;
   }
   sb_putc(b, '(');
   for (int i = 0; i < n->noutputs; i++) {
     if (i) sb_printf(b, ", ");
-    print_out_type(b, n->outputs[i]);
+    print_out_type(P, n->outputs[i]);
   }
   sb_putc(b, ')');
 }
@@ -208,7 +213,7 @@ static void print_graph(const Graph *g, StrBuf *b, int indent) {
       print_attr(&P, &n->attrs[i]);
     }
     sb_printf(b, ") /* ty=");
-    print_type_of(b, n);
+    print_type_of(&P, n);
     sb_printf(b, " */;\n");
   }
   for (int i = 0; i < indent + 2; i++) sb_putc(b, ' ');

@@ -440,7 +440,7 @@ static mlc_status dense_packed_compute(TeCtx *c, Node *n, TeTensor **ins, TeTens
 
 const OpDef topi_ops_dense_x86[] = {
     /* name              pattern                   in min/max  outs  relation            compute */
-    {"nn.dense_packed", PAT_OUT_ELEMWISE_FUSABLE, 2, 2, 1, dense_packed_infer, dense_packed_compute},
+    {"nn.dense_packed", PAT_OUT_ELEMWISE_FUSABLE, 2, 2, 1, dense_packed_infer, dense_packed_compute, DYN_DENSE},
     {NULL},
 };
 

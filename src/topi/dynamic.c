@@ -15,7 +15,8 @@
  * data-dependent axis (the number of selected boxes, unique slices, non-zeros, true conditions). infer marks
  * the data-dependent outputs (Value.dyn_extent, dyn_axis), which the execution plan records and the executor
  * trims by after a run (runtime/executor.c: it compacts the valid part to the front of the buffer). Kernels
- * write in the upper-bound layout and zero what is past the extent.
+ * write in the upper-bound layout and zero what is past the extent (every output buffer is zero-filled first),
+ * so readers that compute on the whole bound (src/ir/dynamic.c) see zeros there: valid indices, never garbage.
  *
  * The kernels are TE externs whose TIR is written directly, serial loops (one thread on GPUs):
  *   - NMS follows the ONNX reference (onnxruntime's): per batch and class, the boxes with score >
@@ -538,10 +539,10 @@ static mlc_status compress_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor *
 /* ---------------------------------------------------------------- the table */
 
 const OpDef topi_ops_dynamic[] = {
-    /* name                        pattern     min max nout infer          compute */
-    {"vision.non_max_suppression", PAT_OPAQUE, 4, 4, 2, nms_infer, nms_compute},
-    {"unique", PAT_OPAQUE, 1, 1, 5, unique_infer, unique_compute},
-    {"nonzero", PAT_OPAQUE, 1, 1, 2, nonzero_infer, nonzero_compute},
-    {"compress", PAT_OPAQUE, 2, 2, 2, compress_infer, compress_compute},
+    /* name                        pattern     min max nout infer          compute  dyn */
+    {"vision.non_max_suppression", PAT_OPAQUE, 4, 4, 2, nms_infer, nms_compute, DYN_SOURCE},
+    {"unique", PAT_OPAQUE, 1, 1, 5, unique_infer, unique_compute, DYN_SOURCE},
+    {"nonzero", PAT_OPAQUE, 1, 1, 2, nonzero_infer, nonzero_compute, DYN_SOURCE},
+    {"compress", PAT_OPAQUE, 2, 2, 2, compress_infer, compress_compute, DYN_SOURCE},
     {0},
 };

@@ -380,10 +380,10 @@ static mlc_status tensor_scatter_compute(TeCtx *c, Node *n, TeTensor **ins, TeTe
 /* ---------------------------------------------------------------- the table */
 
 const OpDef topi_ops_index[] = {
-    /* name             pattern         min max nout infer                  compute */
-    {"take", PAT_INJECTIVE, 2, 2, 1, take_infer, take_compute},
+    /* name             pattern         min max nout infer                  compute  dyn */
+    {"take", PAT_INJECTIVE, 2, 2, 1, take_infer, take_compute, DYN_TAKE},
     {"gather", PAT_INJECTIVE, 2, 2, 1, gather_infer, gather_compute},
-    {"gather_nd", PAT_INJECTIVE, 2, 2, 1, gather_nd_infer, gather_nd_compute},
+    {"gather_nd", PAT_INJECTIVE, 2, 2, 1, gather_nd_infer, gather_nd_compute, DYN_GATHER_ND},
     {"scatter_elements", PAT_OPAQUE, 3, 3, 1, scatter_elements_infer, scatter_elements_compute},
     {"scatter_nd", PAT_OPAQUE, 3, 3, 1, scatter_nd_infer, scatter_nd_compute},
     {"tensor_scatter", PAT_INJECTIVE, 2, 3, 1, tensor_scatter_infer, tensor_scatter_compute},

@@ -488,7 +488,7 @@ MATH_OPS(X)
 #undef X
 
 const OpDef topi_ops_math[] = {
-#define X(e, name, nin, cls, out) {name, nin == 1 ? PAT_ELEMWISE : PAT_BROADCAST, nin, nin, 1, infer_##e, compute_##e},
+#define X(e, name, nin, cls, out) {name, nin == 1 ? PAT_ELEMWISE : PAT_BROADCAST, nin, nin, 1, infer_##e, compute_##e, DYN_ELEMWISE},
     MATH_OPS(X)
 #undef X
     {0},

@@ -1324,7 +1324,7 @@ static mlc_status causal_conv_compute(TeCtx *c, Node *n, TeTensor **ins, TeTenso
 }
 
 const OpDef topi_ops_nn[] = {
-    /* name                      pattern                   min max nout infer          compute */
+    /* name                      pattern                   min max nout infer          compute  dyn */
     {"nn.conv1d", PAT_OUT_ELEMWISE_FUSABLE, 2, 2, 1, conv_infer, conv_compute},
     {"nn.conv2d", PAT_OUT_ELEMWISE_FUSABLE, 2, 2, 1, conv_infer, conv_compute},
     {"nn.conv3d", PAT_OUT_ELEMWISE_FUSABLE, 2, 2, 1, conv_infer, conv_compute},
@@ -1344,11 +1344,11 @@ const OpDef topi_ops_nn[] = {
     {"nn.global_avg_pool2d", PAT_OUT_ELEMWISE_FUSABLE, 1, 1, 1, gpool_infer, gpool_compute},
     {"nn.global_max_pool2d", PAT_OUT_ELEMWISE_FUSABLE, 1, 1, 1, gpool_infer, gpool_compute},
     {"nn.global_lp_pool2d", PAT_OUT_ELEMWISE_FUSABLE, 1, 1, 1, gpool_infer, gpool_compute},
-    {"nn.dense", PAT_OUT_ELEMWISE_FUSABLE, 2, 2, 1, dense_infer, matmul_compute},
-    {"nn.matmul", PAT_OUT_ELEMWISE_FUSABLE, 2, 2, 1, matmul_infer, matmul_compute},
-    {"nn.batch_matmul", PAT_OUT_ELEMWISE_FUSABLE, 2, 2, 1, matmul_infer, matmul_compute},
-    {"nn.softmax", PAT_OPAQUE, 1, 1, 1, softmax_infer, softmax_compute},
-    {"nn.log_softmax", PAT_OPAQUE, 1, 1, 1, softmax_infer, softmax_compute},
+    {"nn.dense", PAT_OUT_ELEMWISE_FUSABLE, 2, 2, 1, dense_infer, matmul_compute, DYN_DENSE},
+    {"nn.matmul", PAT_OUT_ELEMWISE_FUSABLE, 2, 2, 1, matmul_infer, matmul_compute, DYN_MATMUL},
+    {"nn.batch_matmul", PAT_OUT_ELEMWISE_FUSABLE, 2, 2, 1, matmul_infer, matmul_compute, DYN_MATMUL},
+    {"nn.softmax", PAT_OPAQUE, 1, 1, 1, softmax_infer, softmax_compute, DYN_ALONG_AXIS},
+    {"nn.log_softmax", PAT_OPAQUE, 1, 1, 1, softmax_infer, softmax_compute, DYN_ALONG_AXIS},
     {"nn.causal_conv_with_state", PAT_OPAQUE, 2, 4, 2, causal_conv_infer, causal_conv_compute},
     {0},
 };

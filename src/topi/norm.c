@@ -497,9 +497,9 @@ static mlc_status lrn_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs
 }
 
 const OpDef topi_ops_norm[] = {
-    /* name           pattern     min max nout infer       compute */
-    {"nn.layer_norm", PAT_OPAQUE, 2, 3, -1, norm_infer, norm_compute},
-    {"nn.rms_norm", PAT_OPAQUE, 1, 2, 1, norm_infer, norm_compute},
+    /* name           pattern     min max nout infer       compute       dyn */
+    {"nn.layer_norm", PAT_OPAQUE, 2, 3, -1, norm_infer, norm_compute, DYN_NORM_TAIL},
+    {"nn.rms_norm", PAT_OPAQUE, 1, 2, 1, norm_infer, norm_compute, DYN_NORM_TAIL},
     {"nn.group_norm", PAT_OPAQUE, 1, 3, 1, norm_infer, norm_compute},
     {"nn.mvn", PAT_OPAQUE, 1, 1, 1, norm_infer, norm_compute},
     {"nn.lp_norm", PAT_OPAQUE, 1, 1, 1, norm_infer, norm_compute},

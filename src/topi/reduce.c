@@ -335,7 +335,7 @@ RED_OPS(X)
 #undef X
 
 const OpDef topi_ops_reduce[] = {
-#define X(e, nm) {nm, PAT_COMM_REDUCE, 1, 1, 1, infer_##e, compute_##e},
+#define X(e, nm) {nm, PAT_COMM_REDUCE, 1, 1, 1, infer_##e, compute_##e, DYN_REDUCE},
     RED_OPS(X)
 #undef X
     {0},

@@ -260,10 +260,10 @@ static mlc_status hardmax_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **
 }
 
 const OpDef topi_ops_sort[] = {
-    /* name      pattern     min max nout infer          compute */
-    {"topk", PAT_OPAQUE, 1, 1, 2, topk_infer, topk_compute},
-    {"cumsum", PAT_OPAQUE, 1, 1, 1, cum_infer, cum_compute},
-    {"cumprod", PAT_OPAQUE, 1, 1, 1, cum_infer, cum_compute},
+    /* name      pattern     min max nout infer          compute      dyn */
+    {"topk", PAT_OPAQUE, 1, 1, 2, topk_infer, topk_compute, DYN_ALONG_AXIS},
+    {"cumsum", PAT_OPAQUE, 1, 1, 1, cum_infer, cum_compute, DYN_ALONG_AXIS},
+    {"cumprod", PAT_OPAQUE, 1, 1, 1, cum_infer, cum_compute, DYN_ALONG_AXIS},
     {"hardmax", PAT_OPAQUE, 1, 1, 1, hardmax_infer, hardmax_compute},
     {0},
 };

@@ -826,12 +826,12 @@ static mlc_status revseq_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **o
 /* ---------------------------------------------------------------- the table */
 
 const OpDef topi_ops_tensor[] = {
-    /* name        pattern          min max nout infer            compute */
-    {"reshape", PAT_INJECTIVE, 1, 1, 1, reshape_infer, reshape_compute},
-    {"copy", PAT_ELEMWISE, 1, 1, 1, copy_infer, copy_compute},
-    {"transpose", PAT_INJECTIVE, 1, 1, 1, transpose_infer, transpose_compute},
-    {"concatenate", PAT_INJECTIVE, 1, -1, 1, concat_infer, concat_compute},
-    {"strided_slice", PAT_INJECTIVE, 1, 1, 1, slice_infer, slice_compute},
+    /* name        pattern          min max nout infer            compute  dyn */
+    {"reshape", PAT_INJECTIVE, 1, 1, 1, reshape_infer, reshape_compute, DYN_RESHAPE},
+    {"copy", PAT_ELEMWISE, 1, 1, 1, copy_infer, copy_compute, DYN_ELEMWISE},
+    {"transpose", PAT_INJECTIVE, 1, 1, 1, transpose_infer, transpose_compute, DYN_TRANSPOSE},
+    {"concatenate", PAT_INJECTIVE, 1, -1, 1, concat_infer, concat_compute, DYN_CONCAT},
+    {"strided_slice", PAT_INJECTIVE, 1, 1, 1, slice_infer, slice_compute, DYN_SLICE},
     {"nn.pad", PAT_INJECTIVE, 1, 2, 1, pad_infer, pad_compute},
     {"tile", PAT_INJECTIVE, 1, 1, 1, tile_infer, tile_compute},
     {"broadcast_to", PAT_BROADCAST, 1, 1, 1, broadcast_to_infer, broadcast_to_compute},

@@ -3,12 +3,20 @@
 run-time inputs: NonMaxSuppression (center_point_box 0 and 1, several batches and classes, flipped corners,
 equal scores, iou_threshold / score_threshold as graph inputs or absent), Unique (sorted and unsorted, with an
 axis, a negative axis or none; float32, float64, int64, int8), NonZero (float32, bool, int32, all zeros) and
-Compress with a run-time condition. Each model NAME has one or more data sets NAME_inputs[K].npz with the
-reference NAME_ref[K].npz (the exact expected arrays, shapes included): NonMaxSuppression from a numpy
-transcription of the ONNX reference, cross-checked against torchvision.ops.nms where both apply (corner boxes,
-distinct scores); Unique from numpy.unique (unsorted order recovered as the ONNX test generator does); NonZero
-from numpy.nonzero. Names are listed in DIR/models.txt. DIR/fail.txt lists the models that must fail to
-compile (a data-dependent output read by another node), one per line as NAME<TAB>expected message part.
+Compress with a run-time condition; and real-model patterns that read those outputs (the extent carried
+through the readers, src/ir/dynamic.c): detection post-processing gathering boxes, scores and class ids from
+NonMaxSuppression's triples, x[x > t] and torch.masked_select, torch.nonzero then index_select of rows,
+single-argument torch.where, Compress then elementwise ops / MatMul / Softmax / ReduceSum on the kept rows,
+Unique then Gather (the torch models exported with torch.onnx.export). Each model NAME has one or more data
+sets NAME_inputs[K].npz with the reference NAME_ref[K].npz (the exact expected arrays, shapes included; the
+readers' data sets include an empty and a full extent): NonMaxSuppression from a numpy transcription of the
+ONNX reference, cross-checked against torchvision.ops.nms where both apply (corner boxes, distinct scores);
+Unique from numpy.unique (unsorted order recovered as the ONNX test generator does); NonZero from
+numpy.nonzero; the exported models from torch. Names are listed in DIR/models.txt; DIR/tol.txt gives
+NAME<TAB>tolerance for the few computed in float arithmetic (the rest must match exactly). DIR/fail.txt lists
+the models that must fail to compile (a reader that cannot carry the data-dependent shape: Shape, Size, a
+reduction over the dynamic axis, two different extents meeting, ...), one per line as NAME<TAB>expected message
+part.
 Used by tests/cli/test_dynamic.sh."""
 import os
 import sys
@@ -20,7 +28,7 @@ from onnx import TensorProto, helper, numpy_helper
 out = sys.argv[1]
 os.makedirs(out, exist_ok=True)
 rng = np.random.default_rng(11)
-names, fails = [], []
+names, fails, tols = [], [], []
 
 
 def vi(name, a):
@@ -155,24 +163,13 @@ nms_model("nms_center_ties", B=1, C=4, N=16, max_out=16, center=1, thr_inputs="b
           ties=True)
 nms_model("nms_opset10", B=2, C=1, N=12, max_out=5, center=0, thr_inputs="both", settings=[(0.5, 0.4)], opset=10)
 
-# NonMaxSuppression feeding a Gather: refused at compile time, naming both nodes
-g = helper.make_graph(
-    [helper.make_node("NonMaxSuppression", ["boxes", "scores", "max_out"], ["sel"], name="nms"),
-     helper.make_node("Gather", ["sel", "one"], ["y"], axis=1, name="Gather_12")],
-    "nms_gather", [vi("boxes", np.zeros((1, 5, 4), np.float32)), vi("scores", np.zeros((1, 1, 5), np.float32))],
-    [helper.make_tensor_value_info("y", TensorProto.INT64, None)],
-    initializer=[numpy_helper.from_array(np.array([3], np.int64), "max_out"),
-                 numpy_helper.from_array(np.array(2, np.int64), "one")])
-onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 11)]), f"{out}/nms_gather.onnx")
-fails.append(("nms_gather", "node 'nms' (NonMaxSuppression, opset 11): error: NonMaxSuppression's output 'sel' has "
-              "a data-dependent shape and feeds 'Gather_12' (Gather); mlc supports data-dependent shapes only as "
-              "graph outputs"))
 # the shape of a NonZero: refused too (its static bound is not the answer)
 g = helper.make_graph(
     [helper.make_node("NonZero", ["x"], ["nz"], name="nz"), helper.make_node("Shape", ["nz"], ["s"], name="shape")],
     "nonzero_shape", [vi("x", np.zeros((3, 4), np.float32))], [helper.make_tensor_value_info("s", TensorProto.INT64, None)])
 onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), f"{out}/nonzero_shape.onnx")
-fails.append(("nonzero_shape", "NonZero's output 'nz' has a data-dependent shape and feeds 'shape' (Shape)"))
+fails.append(("nonzero_shape", "node 'nz' (NonZero, opset 13): error: NonZero's output 'nz' has a data-dependent shape "
+              "and feeds 'shape' (Shape): its result would be computed from the static upper bound, not the run's shape"))
 # max_output_boxes_per_class from a graph input bounds the shape: it must be known at compile time
 g = helper.make_graph(
     [helper.make_node("NonMaxSuppression", ["boxes", "scores", "max_out"], ["sel"], name="nms")], "nms_runtime_max",
@@ -268,7 +265,218 @@ def compress_model(name, x, cond, axis):
 compress_model("compress_axis1", rng.random((3, 6, 2)).astype(np.float32), rng.random(5) < 0.5, 1)
 compress_model("compress_flat", rng.integers(0, 9, (4, 5)).astype(np.int64), rng.random(13) < 0.5, None)
 
+# ---------------------------------------------------------------- readers of data-dependent shapes
+# Real models read these outputs; mlc carries the extent through the readers that keep the dynamic axis whole
+# (src/ir/dynamic.c) and the executor trims the derived outputs. Each has data sets with a typical, an empty
+# (extent 0, where the op allows it) and a full extent (the upper bound).
+def i64(*v):
+    return np.array(v, np.int64)
+
+
+def torch_export(name, module, args, in_names, out_names, datasets, opset=13):
+    """exports module with torch.onnx.export; datasets: [input tuples]; references from running the module"""
+    import torch
+    path = f"{out}/{name}.onnx"
+    torch.onnx.export(module, tuple(torch.from_numpy(a) for a in args), path, input_names=in_names,
+                      output_names=out_names, opset_version=opset)
+    for k, ins in enumerate(datasets):
+        sfx = "" if k == 0 else str(k + 1)
+        with torch.no_grad():
+            res = module(*[torch.from_numpy(a) for a in ins])
+        res = res if isinstance(res, tuple) else (res,)
+        np.savez(f"{out}/{name}_inputs{sfx}.npz", **dict(zip(in_names, ins)))
+        np.savez(f"{out}/{name}_ref{sfx}.npz", **{n: r.numpy() for n, r in zip(out_names, res)})
+    names.append(name)
+
+
+# detection post-processing (torchvision batched_nms / YOLO-head style): the selected triples index the boxes,
+# the scores and the class ids, assembled into [K, 6] detections
+def nms_post_model():
+    N, C, max_out = 12, 3, 5
+    boxes = random_boxes(1, N, 0, False)
+    scores = rng.random((1, C, N)).astype(np.float32)
+    H = helper.make_node
+    nodes = [
+        H("NonMaxSuppression", ["boxes", "scores", "max_out", "iou", "score"], ["sel"], name="nms"),
+        H("Gather", ["sel", "one"], ["cls"], axis=1), H("Gather", ["sel", "two"], ["bidx"], axis=1),
+        H("Squeeze", ["boxes"], ["boxes2d"], axes=[0]),
+        H("Gather", ["boxes2d", "bidx"], ["det_boxes"], axis=0),
+        H("GatherND", ["scores", "sel"], ["det_scores"]),
+        H("Slice", ["sel", "s2", "s3", "s1"], ["bcol"]), H("Reshape", ["bcol", "flat"], ["bidx2"]),
+        H("Gather", ["boxes2d", "bidx2"], ["boxes_again"], axis=0),
+        H("Sub", ["boxes_again", "det_boxes"], ["zero_boxes"]),
+        H("Cast", ["cls"], ["cls_f"], to=TensorProto.FLOAT),
+        H("Unsqueeze", ["det_scores"], ["s_col"], axes=[1]), H("Unsqueeze", ["cls_f"], ["c_col"], axes=[1]),
+        H("Concat", ["det_boxes", "s_col", "c_col"], ["det"], axis=1),
+    ]
+    inits = [numpy_helper.from_array(v, n) for n, v in
+             [("max_out", i64(max_out)), ("one", np.array(1, np.int64)), ("two", np.array(2, np.int64)),
+              ("s1", i64(1)), ("s2", i64(2)), ("s3", i64(3)), ("flat", i64(-1))]]
+    datasets = []
+    for iou, score in [(0.5, 0.3), (0.5, 1.5), (1.0, -1.0)]:  # typical, nothing kept, every box kept (K = C * 5)
+        sel = nms_ref(boxes, scores, max_out, np.float32(iou), np.float32(score), 0)
+        det_boxes = boxes[0][sel[:, 2]]
+        det_scores = scores[sel[:, 0], sel[:, 1], sel[:, 2]]
+        det = np.concatenate([det_boxes, det_scores[:, None], sel[:, 1:2].astype(np.float32)], 1)
+        datasets.append(({"boxes": boxes, "scores": scores, "iou": np.array([iou], np.float32),
+                          "score": np.array([score], np.float32)},
+                         {"det_boxes": det_boxes, "det_scores": det_scores, "cls": sel[:, 1], "det": det,
+                          "zero_boxes": np.zeros_like(det_boxes)}))
+    assert len(datasets[1][1]["cls"]) == 0 and len(datasets[2][1]["cls"]) == C * max_out
+    save("nms_post", nodes, [("boxes", boxes), ("scores", scores), ("iou", np.zeros(1, np.float32)),
+                             ("score", np.zeros(1, np.float32))],
+         [("det_boxes", TensorProto.FLOAT), ("det_scores", TensorProto.FLOAT), ("cls", TensorProto.INT64),
+          ("det", TensorProto.FLOAT), ("zero_boxes", TensorProto.FLOAT)], datasets, inits=inits)
+
+
+nms_post_model()
+
+
+def torch_models():
+    import torch
+
+    class MaskedIndex(torch.nn.Module):  # x[x > t]: NonZero -> Transpose -> GatherND
+        def forward(self, x, t):
+            return x[x > t]
+
+    class MaskedSelect(torch.nn.Module):  # torch.masked_select, then elementwise
+        def forward(self, x, t):
+            return torch.masked_select(x, x > t) * 2 + 1
+
+    class NonzeroRows(torch.nn.Module):  # torch.nonzero then index_select of the rows
+        def forward(self, x, m):
+            idx = torch.nonzero(m > 0.5)[:, 0]
+            rows = x.index_select(0, idx)
+            return idx, torch.relu(rows - 0.25), rows.sum(1)
+
+    class WhereRowsCols(torch.nn.Module):  # single-argument torch.where: one index vector per axis
+        def forward(self, x):
+            r, c = torch.where(x > 0.5)
+            return r, c, x.reshape(-1)[r * x.shape[1] + c]
+
+    x = rng.random((3, 4, 5)).astype(np.float32)
+    t = lambda v: np.array(v, np.float32)
+    torch_export("masked_index", MaskedIndex(), (x, t(0.5)), ["x", "t"], ["y"],
+                 [(x, t(0.5)), (x, t(2.0)), (x, t(-1.0))])
+    torch_export("masked_select", MaskedSelect(), (x, t(0.5)), ["x", "t"], ["y"],
+                 [(x, t(0.7)), (x, t(2.0)), (x, t(-1.0))])
+    rows, m = rng.random((6, 3)).astype(np.float32), rng.random(6).astype(np.float32)
+    torch_export("nonzero_rows", NonzeroRows(), (rows, m), ["x", "m"], ["idx", "rows", "sums"],
+                 [(rows, m), (rows, np.zeros_like(m)), (rows, np.ones_like(m))])
+    g = rng.random((4, 5)).astype(np.float32)
+    torch_export("where_rows_cols", WhereRowsCols(), (g,), ["x"], ["r", "c", "v"],
+                 [(g,), (np.zeros_like(g),), (np.ones_like(g),)])
+
+
+torch_models()
+
+
+# Compress keeping rows, then elementwise ops, MatMul, Gemm, and Softmax, TopK, a reduction and a layer norm
+# along the rows
+def compress_mlp_model():
+    x = rng.random((6, 8)).astype(np.float32)
+    scale, bias = rng.random(8).astype(np.float32), rng.random((1, 8)).astype(np.float32)
+    w = rng.random((8, 5)).astype(np.float32)
+    H = helper.make_node
+    nodes = [H("Compress", ["x", "keep"], ["y"], axis=0), H("Relu", ["y"], ["r"]), H("Mul", ["r", "scale"], ["m"]),
+             H("Add", ["m", "bias"], ["z"]), H("MatMul", ["z", "w"], ["h"]), H("Softmax", ["h"], ["p"], axis=1),
+             H("ReduceSum", ["h"], ["hs"], axes=[1], keepdims=0), H("Gemm", ["z", "w2", "c2"], ["gm"], transB=1),
+             H("TopK", ["h", "k2"], ["tv", "ti"], axis=1),
+             # a layer norm as exported before opset 17 (LayerNormFusion makes it nn.layer_norm)
+             H("ReduceMean", ["z"], ["mu"], axes=[-1]), H("Sub", ["z", "mu"], ["dz"]), H("Pow", ["dz", "two_f"], ["sq"]),
+             H("ReduceMean", ["sq"], ["var"], axes=[-1]), H("Add", ["var", "eps"], ["ve"]), H("Sqrt", ["ve"], ["sd"]),
+             H("Div", ["dz", "sd"], ["nz"]), H("Mul", ["nz", "gamma"], ["ng"]), H("Add", ["ng", "beta"], ["ln"])]
+    gamma, beta = rng.random(8).astype(np.float32), rng.random(8).astype(np.float32)
+    w2, c2 = rng.random((3, 8)).astype(np.float32), rng.random(3).astype(np.float32)
+    inits = [numpy_helper.from_array(v, n) for n, v in
+             [("scale", scale), ("bias", bias), ("w", w), ("w2", w2), ("c2", c2), ("k2", i64(2)), ("gamma", gamma),
+              ("beta", beta), ("two_f", np.array(2, np.float32)), ("eps", np.array(1e-5, np.float32))]]
+    datasets = []
+    for keep in (rng.random(6) < 0.5, np.zeros(6, bool), np.ones(6, bool)):
+        z = np.maximum(x[keep], 0) * scale + bias
+        h = z @ w
+        e = np.exp(h - h.max(1, keepdims=True))
+        ti = np.argsort(-h, 1, kind="stable")[:, :2]
+        datasets.append(({"x": x, "keep": keep}, {"z": z, "h": h, "p": e / e.sum(1, keepdims=True), "hs": h.sum(1),
+                                                  "gm": z @ w2.T + c2, "tv": np.take_along_axis(h, ti, 1), "ti": ti,
+                                                  "ln": (z - z.mean(1, keepdims=True)) / np.sqrt(z.var(1, keepdims=True)
+                                                                                                 + 1e-5) * gamma + beta}))
+    save("compress_mlp", nodes, [("x", x), ("keep", np.zeros(6, bool))],
+         [(n, TensorProto.FLOAT) for n in ("z", "h", "p", "hs", "gm", "tv", "ln")] + [("ti", TensorProto.INT64)], datasets,
+         inits=inits)
+    tols.append(("compress_mlp", 1e-5))  # float sums in another order than numpy's
+
+
+compress_mlp_model()
+
+
+# Unique token ids looking up an embedding table, weighted by their counts
+def unique_gather_model():
+    V, D = 12, 4
+    emb = rng.random((V, D)).astype(np.float32)
+    H = helper.make_node
+    nodes = [H("Unique", ["ids"], ["u", "first", "inv", "cnt"], sorted=1), H("Gather", ["emb", "u"], ["e"], axis=0),
+             H("Cast", ["cnt"], ["cf"], to=TensorProto.FLOAT), H("Unsqueeze", ["cf"], ["cc"], axes=[1]),
+             H("Mul", ["e", "cc"], ["we"]), H("Gather", ["ids", "first"], ["u_again"], axis=0)]
+    datasets = []
+    for ids in (rng.integers(0, V, 10), np.full(10, 3), rng.permutation(V)[:10]):  # typical, one id, all distinct
+        ids = np.asarray(ids, np.int64)
+        u, first, cnt = np.unique(ids, return_index=True, return_counts=True)
+        datasets.append(({"ids": ids}, {"u": u, "e": emb[u], "we": emb[u] * cnt[:, None].astype(np.float32),
+                                        "u_again": ids[first]}))
+    save("unique_gather", nodes, [("ids", np.zeros(datasets[0][0]["ids"].shape, np.int64))],
+         [("u", TensorProto.INT64), ("e", TensorProto.FLOAT), ("we", TensorProto.FLOAT), ("u_again", TensorProto.INT64)],
+         datasets, inits=[numpy_helper.from_array(emb, "emb")])
+
+
+unique_gather_model()
+
+
+# readers that must still be refused: exit 3, naming the node that makes the extent and the reader
+def fail_model(name, nodes, inputs, outname, msg, opset=11, inits=()):
+    g = helper.make_graph(nodes, name, [vi(n, a) for n, a in inputs],
+                          [helper.make_tensor_value_info(outname, TensorProto.FLOAT, None)], initializer=list(inits))
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]), f"{out}/{name}.onnx")
+    fails.append((name, msg))
+
+
+H = helper.make_node
+x34, c4 = np.zeros((3, 4), np.float32), np.zeros(3, bool)
+fail_model("nonzero_reducesum", [H("NonZero", ["x"], ["nz"], name="nz"),
+                                 H("ReduceSum", ["nz"], ["s"], axes=[1], name="sum")], [("x", x34)], "s",
+           "node 'nz' (NonZero, opset 11): error: NonZero's output 'nz' has a data-dependent shape and feeds 'sum' "
+           "(ReduceSum): it reduces over the data-dependent axis")
+fail_model("two_extents", [H("Compress", ["x", "c1"], ["a"], axis=0, name="ca"),
+                           H("Compress", ["x", "c2"], ["b"], axis=0, name="cb"), H("Add", ["a", "b"], ["s"], name="add")],
+           [("x", x34), ("c1", c4), ("c2", c4)], "s",
+           "node 'ca' (Compress, opset 11): error: Compress's output 'a' has a data-dependent shape and feeds 'add' "
+           "(Add): it also reads 'b', whose data-dependent extent comes from another node ('cb', Compress)")
+fail_model("reshape_merge", [H("NonZero", ["x"], ["nz"], name="nz"), H("Transpose", ["nz"], ["t"], name="t"),
+                             H("Reshape", ["t", "shape"], ["s"], name="flat")], [("x", x34)], "s",
+           "node 'nz' (NonZero, opset 11): error: 't' (computed from NonZero's output 'nz') has a data-dependent shape "
+           "and feeds 'flat' (Reshape): it merges or splits the data-dependent axis",
+           inits=[numpy_helper.from_array(i64(-1), "shape")])
+fail_model("nonzero_of_compress", [H("Compress", ["x", "c"], ["a"], axis=0, name="ca"),
+                                   H("NonZero", ["a"], ["s"], name="nz")], [("x", x34), ("c", c4)], "s",
+           "node 'ca' (Compress, opset 11): error: Compress's output 'a' has a data-dependent shape and feeds 'nz' "
+           "(NonZero): it cannot read a data-dependent shape itself")
+fail_model("gather_dynamic_axis", [H("Compress", ["x", "c"], ["a"], axis=0, name="ca"),
+                                   H("Gather", ["a", "i"], ["s"], axis=0, name="pick")], [("x", x34), ("c", c4)], "s",
+           "node 'ca' (Compress, opset 11): error: Compress's output 'a' has a data-dependent shape and feeds 'pick' "
+           "(Gather): its indices select along the data-dependent axis", inits=[numpy_helper.from_array(i64(0), "i")])
+fail_model("softmax_dynamic_axis", [H("Compress", ["x", "c"], ["a"], axis=0, name="ca"),
+                                    H("Softmax", ["a"], ["s"], axis=0, name="sm")], [("x", x34), ("c", c4)], "s",
+           "node 'ca' (Compress, opset 13): error: Compress's output 'a' has a data-dependent shape and feeds 'sm' "
+           "(Softmax): nn.softmax works along the data-dependent axis", opset=13)
+fail_model("size_of_nonzero", [H("NonZero", ["x"], ["nz"], name="nz"), H("Size", ["nz"], ["s"], name="size")],
+           [("x", x34)], "s",
+           "NonZero's output 'nz' has a data-dependent shape and feeds 'size' (Size): its result would be computed "
+           "from the static upper bound, not the run's shape")
+
+
 with open(f"{out}/models.txt", "w") as fh:
     fh.write("\n".join(names) + "\n")
+with open(f"{out}/tol.txt", "w") as fh:
+    fh.write("".join(f"{n}\t{t}\n" for n, t in tols))
 with open(f"{out}/fail.txt", "w") as fh:
     fh.write("".join(f"{n}\t{m}\n" for n, m in fails))

@@ -1,10 +1,12 @@
 #!/bin/sh
 # Data-dependent output shapes end to end through the mlc CLI: each model of make_dynamic_models.py
-# (NonMaxSuppression, Unique, NonZero, Compress on run-time inputs) is compiled and run on every data set, and
-# out.npz must equal the numpy / torchvision reference exactly, shapes included (the trimmed arrays); each also
-# compiles for --target cuda (not run: no GPU needed) and, where ptxas is installed, its PTX assembles. The
-# models in fail.txt (a data-dependent output read by another node, a max_output_boxes_per_class only known at
-# run time) must fail to compile with exit code 3 (unsupported) and the message given there.
+# (NonMaxSuppression, Unique, NonZero, Compress on run-time inputs, and readers of their outputs that carry the
+# extent: gathers, masked selects, elementwise ops, MatMul) is compiled and run on every data set, and out.npz
+# must equal the numpy / torch reference exactly (within tol.txt's tolerance for the few computed in float
+# arithmetic), shapes included (the trimmed arrays); each also compiles for --target cuda (not run: no GPU
+# needed) and, where ptxas is installed, its PTX assembles. The models in fail.txt (a reader that cannot carry
+# the data-dependent shape, a max_output_boxes_per_class only known at run time) must fail to compile with exit
+# code 3 (unsupported) and the message given there.
 # usage: test_dynamic.sh MLC BUILD_DIR
 set -eu
 mlc=$1 dir=$2/dynamic
@@ -20,16 +22,20 @@ for m in $(cat "$dir/models.txt"); do
     mkdir -p "$dir/$m.ptx" && (cd "$dir/$m.ptx" && tar xf "../$m.cuda.tar" mod.ptx)
     "$ptxas" -arch=sm_90 "$dir/$m.ptx/mod.ptx" -o "$dir/$m.ptx/mod.cubin" || { echo "FAIL $m: ptxas"; exit 1; }
   fi
+  tol=$(awk -F'\t' -v m="$m" '$1 == m { print $2 }' "$dir/tol.txt")
   for inputs in "$dir/${m}"_inputs*.npz; do
     k=${inputs#"$dir/${m}_inputs"}
     k=${k%.npz}
     "$mlc" run "$dir/$m.tar" --inputs "$inputs" --outputs "$dir/${m}_out$k.npz"
-    /usr/bin/python3 "$here/compare_npz.py" "$dir/${m}_out$k.npz" "$dir/${m}_ref$k.npz" --tol 0
+    /usr/bin/python3 "$here/compare_npz.py" "$dir/${m}_out$k.npz" "$dir/${m}_ref$k.npz" --tol "${tol:-0}"
   done
 done
 # mlc run --json reports the run's shape of a data-dependent output
 "$mlc" run "$dir/nonzero_f32.tar" --inputs "$dir/nonzero_f32_inputs2.npz" --json >"$dir/run.json"
 grep -q '"shape":\[3,0\]' "$dir/run.json" || { echo "FAIL: --json does not give the trimmed shape"; cat "$dir/run.json"; exit 1; }
+# and of one derived from it (x[x > t] with nothing above t)
+"$mlc" run "$dir/masked_index.tar" --inputs "$dir/masked_index_inputs2.npz" --json >"$dir/run2.json"
+grep -q '"shape":\[0\]' "$dir/run2.json" || { echo "FAIL: --json does not give the derived trimmed shape"; cat "$dir/run2.json"; exit 1; }
 tab=$(printf '\t')
 while IFS="$tab" read -r m msg; do
   echo "== $m (must fail)"

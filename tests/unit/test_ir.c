@@ -1,5 +1,6 @@
 /* Unit tests of the graph IR: construction, attributes, type inference with a fake op, the Relay-style
- * printer, the verifier (use-before-def and cycles must fail) and the graph summary (MACs). */
+ * printer, the verifier (use-before-def and cycles must fail), the graph summary (MACs) and the rules that
+ * carry data-dependent extents (dynamic.c: propagated, refused, and a dropped extent caught). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,8 +209,72 @@ static void test_conv_macs(void) {
   arena_free(a);
 }
 
+/* test.source: a data-dependent op (output 0 like its input, bounded along axis 0; output 1 the extent) */
+static mlc_status source_infer(Node *n, Diag *d) {
+  n->outputs[0]->type = n->inputs[0]->type;
+  n->outputs[1]->type = (TensorType){MLC_I64, 1, {1}};
+  n->outputs[0]->dyn_extent = n->outputs[1];
+  n->outputs[0]->dyn_axis = 0;
+  return MLC_OK;
+}
+static const OpDef op_source = {"test.source", PAT_OPAQUE, 1, 1, 2, source_infer, NULL, DYN_SOURCE};
+static const OpDef op_mul = {"test.mul", PAT_BROADCAST, 2, 2, 1, same_infer, NULL, DYN_ELEMWISE};
+/* test.sum: reduces attribute axis away */
+static mlc_status sum_infer(Node *n, Diag *d) {
+  const TensorType *x = &n->inputs[0]->type;
+  int64_t axis = ir_attr_int(n, "axis", 0);
+  TensorType o = {x->dtype, 0, {0}};
+  for (int i = 0; i < x->ndim; i++)
+    if (i != axis) o.dims[o.ndim++] = x->dims[i];
+  n->outputs[0]->type = o;
+  return MLC_OK;
+}
+static const OpDef op_sum = {"test.sum", PAT_COMM_REDUCE, 1, 1, 1, sum_infer, NULL, DYN_REDUCE};
+
+static void test_dynamic(void) {
+  Arena *a = arena_new();
+  Graph *g = ir_graph_new(a, "model.onnx");
+  Value *x = ir_value_new(g, "x", (TensorType){MLC_F32, 2, {4, 8}});
+  x->is_input = true;
+  vec_push(a, &g->inputs, x);
+  float ones[8] = {1, 1, 1, 1, 1, 1, 1, 1}, many[32] = {0};
+  Value *row = ir_const_new(g, "row", (TensorType){MLC_F32, 2, {1, 8}}, ones);
+  Value *full = ir_const_new(g, "full", (TensorType){MLC_F32, 2, {4, 8}}, many);
+  Diag d = {0};
+  Node *src = ir_node_new(g, &op_source, "nz", "NonZero", 13, &x, 1, 2);
+  CHECK(ir_infer_node(g, src, &d) == MLC_OK);
+  Value *y = src->outputs[0], *ext = src->outputs[1];
+  /* a static operand broadcast along the dynamic axis: the output carries the extent */
+  Node *mul = ir_node_new(g, &op_mul, "m", "Mul", 13, (Value *[]){y, row}, 2, 1);
+  CHECK(ir_infer_node(g, mul, &d) == MLC_OK);
+  CHECK(mul->outputs[0]->dyn_extent == ext && mul->outputs[0]->dyn_axis == 0);
+  /* reducing another axis keeps it; reducing the dynamic axis is refused, naming both nodes */
+  Node *s1 = ir_node_new(g, &op_sum, "s1", "ReduceSum", 13, &mul->outputs[0], 1, 1);
+  ir_set_int(g, s1, "axis", 1);
+  CHECK(ir_infer_node(g, s1, &d) == MLC_OK && s1->outputs[0]->dyn_extent == ext);
+  vec_push(a, &g->outputs, s1->outputs[0]);
+  CHECK(ir_check_dynamic(g, &d) == MLC_OK);
+  /* a pass that drops the extent is caught */
+  mul->outputs[0]->dyn_extent = NULL;
+  Diag d1 = {0};
+  CHECK(ir_check_dynamic(g, &d1) == MLC_ERR_INTERNAL && strstr(d1.msg, "lost its data-dependent extent"));
+  mul->outputs[0]->dyn_extent = ext;
+  Node *s0 = ir_node_new(g, &op_sum, "s0", "ReduceSum", 13, &y, 1, 1);
+  ir_set_int(g, s0, "axis", 0);
+  Diag d2 = {0};
+  CHECK(ir_infer_node(g, s0, &d2) == MLC_ERR_UNSUPPORTED &&
+        strstr(d2.msg, "node 'nz' (NonZero, opset 13): error: NonZero's output") &&
+        strstr(d2.msg, "feeds 's0' (ReduceSum): it reduces over the data-dependent axis"));
+  /* a static operand with the bound's size along the axis does not line up with the valid rows */
+  Node *bad = ir_node_new(g, &op_mul, "m2", "Mul", 13, (Value *[]){y, full}, 2, 1);
+  Diag d3 = {0};
+  CHECK(ir_infer_node(g, bad, &d3) == MLC_ERR_UNSUPPORTED && strstr(d3.msg, "static size 4"));
+  arena_free(a);
+}
+
 int main(void) {
   test_types();
+  test_dynamic();
   test_registry();
   test_graph();
   test_conv_macs();
