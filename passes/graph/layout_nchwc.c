@@ -165,12 +165,15 @@ static bool is_packed_conv(const Node *n) {
          !ir_attr(n, "data_block") && !ir_attr(n, "out_block");
 }
 
+/* a packed conv whose last channel block is zero-padded (attribute channels) writes NCHW only */
+static bool padded_block(const Node *n) { return ir_attr(n, "channels") != NULL; }
+
 /* whether nn.conv2d_packed n takes conv2d_x86.c's rows form when it reads and writes NCHW: 1x1 kernel
  * (weight [OC/ocb, IC, 1, 1, ocb]), stride 1, no padding, H x W a multiple of the target's float lanes */
 static bool pointwise_rows(const LayoutCtx *c, const Node *n) {
   const int64_t *w = n->inputs[1]->type.dims, *o = n->outputs[0]->type.dims;
   int64_t v[4] = {0, 0, 0, 0};
-  if (c->lanes < 1 || w[2] != 1 || w[3] != 1 || n->outputs[0]->type.ndim != 4) return false;
+  if (c->lanes < 1 || w[2] != 1 || w[3] != 1 || n->outputs[0]->type.ndim != 4 || padded_block(n)) return false;
   int cnt = ir_attr_ints(n, "strides", v, 4);
   if (cnt && (v[0] != 1 || v[1] != 1)) return false;
   cnt = ir_attr_ints(n, "padding", v, 4);
@@ -211,7 +214,7 @@ static int64_t winograd_output_block(const Node *n) {
 
 /* the block of the NCHWc output an op can write (packed convs, Winograd output transforms), else 0 */
 static int64_t writes_block(const Node *n) {
-  return is_packed_conv(n) ? n->inputs[1]->type.dims[4] : winograd_output_block(n);
+  return is_packed_conv(n) ? (padded_block(n) ? 0 : n->inputs[1]->type.dims[4]) : winograd_output_block(n);
 }
 
 /* a global pool of float32 NCHW data (src/topi/nn.c, data_block): it reads NCHWc and writes NCHW [N, C, 1, 1],

@@ -44,6 +44,7 @@
 
 typedef struct PackedConv {
   int64_t n, c, h, w, occ, ocb, kh, kw, oh, ow;
+  int64_t oc;        /* output channels: occ * ocb, or fewer (attribute channels: the last block zero-padded) */
   int64_t ib;        /* data_block: 0 for NCHW data, else the data's channel block (C = cc * ib) */
   int64_t groups;    /* G: output channel block occ reads input channels [g * c, (g + 1) * c), g = occ / (occ / G) */
   int64_t cin;       /* the data's channels (G * c) */
@@ -96,6 +97,12 @@ static mlc_status packed_conv_of(const Node *n, PackedConv *p, Diag *d) {
     return diag_set(d, MLC_ERR_INVALID, "kernel larger than the padded input");
   p->oh = ah / p->strides[0] + 1;
   p->ow = aw / p->strides[1] + 1;
+  p->oc = ir_attr_int(n, "channels", p->occ * p->ocb);
+  if (p->oc <= (p->occ - 1) * p->ocb || p->oc > p->occ * p->ocb)
+    return diag_set(d, MLC_ERR_INVALID, "nn.conv2d_packed: %lld channels in %lld blocks of %lld", (long long)p->oc,
+                    (long long)p->occ, (long long)p->ocb);
+  if (p->oc != p->occ * p->ocb && (p->out_block || p->groups != 1))
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "nn.conv2d_packed: a padded last block needs NCHW output and groups 1");
   return MLC_OK;
 }
 
@@ -103,7 +110,7 @@ static mlc_status packed_infer(Node *n, Diag *d) {
   PackedConv p;
   mlc_status st = packed_conv_of(n, &p, d);
   if (st) return st;
-  TensorType o = {.dtype = MLC_F32, .ndim = 4, .dims = {p.n, p.occ * p.ocb, p.oh, p.ow}};
+  TensorType o = {.dtype = MLC_F32, .ndim = 4, .dims = {p.n, p.oc, p.oh, p.ow}};
   if (p.out_block) o = (TensorType){.dtype = MLC_F32, .ndim = 5, .dims = {p.n, p.occ, p.oh, p.ow, p.ocb}};
   n->outputs[0]->type = o;
   return MLC_OK;
@@ -217,7 +224,7 @@ static int64_t target_lanes(const Target *t) {
 }
 
 static bool rows_form(const Target *t, const PackedConv *p) {
-  return p->ib == 0 && p->out_block == 0 && p->groups == 1 && p->kh == 1 && p->kw == 1 && p->strides[0] == 1 &&
+  return p->ib == 0 && p->out_block == 0 && p->groups == 1 && p->oc == p->occ * p->ocb && p->kh == 1 && p->kw == 1 && p->strides[0] == 1 &&
          p->strides[1] == 1 && !p->pad[0] && !p->pad[1] && !p->pad[2] && !p->pad[3] &&
          (p->oh * p->ow) % target_lanes(t) == 0;
 }
@@ -268,7 +275,7 @@ static mlc_status packed_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **o
     int64_t os[5] = {p->n, p->occ, p->oh, p->ow, p->ocb};
     outs[0] = te_compute(c, "conv2d_nchwc", "conv2d_packed_output", MLC_F32, 5, os, copy_block_body, k);
   } else {
-    int64_t os[4] = {p->n, p->occ * p->ocb, p->oh, p->ow};
+    int64_t os[4] = {p->n, p->oc, p->oh, p->ow};
     outs[0] = te_compute(c, "conv2d_nchw", "conv2d_packed_unpack", MLC_F32, 4, os, unpack_body, k);
   }
   return MLC_OK;
@@ -532,7 +539,8 @@ void topi_conv2d_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out
   if (nchwc_out)
     tiled_out = tiled_out && out->shape[1] == a->axes[1]->extent && out->shape[4] == ocb;
   else
-    tiled_out = tiled_out && out && out->ndim == 4 && out->shape[1] == a->axes[1]->extent * ocb;
+    tiled_out = tiled_out && out && out->ndim == 4 && out->shape[1] > (a->axes[1]->extent - 1) * ocb &&
+                out->shape[1] <= a->axes[1]->extent * ocb; /* a padded last block: its channels < OC stored */
   int64_t owp;
   int64_t reg_n = topi_config_get(cfg, "tile_ow", fallback_tile(c->target, a->axes[3]->extent, ocb, &owp));
   int64_t tic = topi_config_get(cfg, "tile_ic", a->reduce_axes[0]->extent);

@@ -282,6 +282,37 @@ grouped_blocked("grpm_4x32_s1", 128, 32, 11, 10, 1)
 grouped_blocked("grpm_8x8_s2", 64, 8, 13, 14, 2)
 
 
+def padded_blocks(name, c, cmid, h, w_):
+    """output channels in no block of 8 or 16 (ShuffleNet's 58): c -> cmid 1x1 conv + Relu, a 3x3 depthwise on
+    cmid channels, a 3x3 conv cmid -> cmid (padding 1) + Relu, a 1x1 conv cmid -> 16; the cmid-channel convs
+    zero-pad their last block to 16 channels (attribute channels) and store cmid"""
+    x = rng.standard_normal((1, c, h, w_)).astype(np.float32)
+    w1 = (rng.standard_normal((cmid, c, 1, 1)) / 3).astype(np.float32)
+    b1 = rng.standard_normal(cmid).astype(np.float32)
+    wd = rng.standard_normal((cmid, 1, 3, 3)).astype(np.float32)
+    bd = rng.standard_normal(cmid).astype(np.float32)
+    w3 = (rng.standard_normal((cmid, cmid, 3, 3)) / 8).astype(np.float32)
+    b3 = rng.standard_normal(cmid).astype(np.float32)
+    w4 = (rng.standard_normal((16, cmid, 1, 1)) / 3).astype(np.float32)
+    b4 = rng.standard_normal(16).astype(np.float32)
+    inits = [numpy_helper.from_array(v, nm) for v, nm in
+             [(w1, "W1"), (b1, "B1"), (wd, "WD"), (bd, "BD"), (w3, "W3"), (b3, "B3"), (w4, "W4"), (b4, "B4")]]
+    nodes = [helper.make_node("Conv", ["x", "W1", "B1"], ["c1"], kernel_shape=[1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "WD", "BD"], ["cd"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=cmid),
+             helper.make_node("Conv", ["cd", "W3", "B3"], ["c3"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c3"], ["r3"]),
+             helper.make_node("Conv", ["r3", "W4", "B4"], ["y"], kernel_shape=[1, 1])]
+    r1 = np.maximum(conv_ref(x, w1, b1, 1, 0), 0)
+    cd = depthwise_ref(r1, wd, bd, 1, [1, 1, 1, 1], 1)
+    r3 = np.maximum(conv_ref(cd, w3, b3, 1, 1), 0)
+    save(name, nodes, x, inits, conv_ref(r3, w4, b4, 1, 0))
+
+
+padded_blocks("padc_58_28x28", 24, 58, 28, 28)
+padded_blocks("padc_116_14x14", 32, 116, 14, 14)
+
+
 def global_pool(name, kind, shape, p=2):
     x = (rng.standard_normal(shape) * 2 - 0.5).astype(np.float32)
     axes = tuple(range(2, len(shape)))

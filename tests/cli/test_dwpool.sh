@@ -7,7 +7,8 @@
 # concatenates NCHWc blocks, one with different blocks or the graph input among its inputs (catn_*) stays NCHW;
 # grouped convs (grp_*) are packed, their channel block inside one group, and between packed convs (grpc_*)
 # read and write NCHWc, with groups of 4 or 8 channels merged into groups of 16 (grpm_*: 8 and 4 groups; with
-# AlterOpLayout.merge_groups=1 they stay unmerged, same output); global pools of NCHW rows of at
+# AlterOpLayout.merge_groups=1 they stay unmerged, same output); convs of 58 or 116 output channels pad their
+# last block (padc_*: channels=58, 116); global pools of NCHW rows of at
 # least a vector (gpool_*) take the row form (a gpool_part stage).
 # usage: test_dwpool.sh MLC BUILD_DIR
 set -eu
@@ -25,6 +26,7 @@ for m in $(cat "$dir/models.txt"); do
   grp_*) want="nn.conv2d_packed(.*groups=" file=after_DeadCodeElim.txt ;;
   grpc_*) want="nn.conv2d_packed(.*groups=[23], data_block=[0-9]*, out_block=" file=after_DeadCodeElim.txt ;;
   grpm_*) want="nn.conv2d_packed(.*groups=[48], data_block=16, out_block=16" file=after_DeadCodeElim.txt ;;
+  padc_*) ch=${m#padc_} && want="nn.conv2d_packed(.*channels=${ch%%_*}" file=after_DeadCodeElim.txt ;;
   gpool_short_*) want="global_" file=schedules.txt ;;
   gpool_*) want="gpool_part" file=schedules.txt ;;
   catc_*) want="concatenate(.*ty=Tensor\[([0-9]*, [0-9]*, [0-9]*, [0-9]*, [0-9]*)" file=after_DeadCodeElim.txt ;;
