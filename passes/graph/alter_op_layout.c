@@ -2,7 +2,8 @@
  * every float32 nn.conv2d (groups 1, or grouped but not depthwise: then the block divides a group's output
  * channels, down to 4) with a constant weight and output channels divisible by the channel block
  * (16: one zmm with AVX-512, two ymm with AVX2, which keeps the FMA:load ratio of the register tile high;
- * else the target's float lanes) becomes nn.conv2d_packed (src/topi/conv2d_x86.c), whose weight is laid out
+ * else the target's float lanes; groups 1 with no such block: 16, the weight zero-padded to whole blocks, when
+ * that adds at most a quarter) becomes nn.conv2d_packed (src/topi/conv2d_x86.c), whose weight is laid out
  * [OC/ocb][IC][KH][KW][ocb]: one vector of ocb output channels per (ic, kh, kw) tap. The packing is two graph
  * ops on the weight, reshape [OC/ocb, ocb, IC, KH, KW] then transpose (0, 2, 3, 4, 1), which the FoldConstant
  * run after this pass evaluates at compile time. Activations stay NCHW: the packed conv reads NCHW data and

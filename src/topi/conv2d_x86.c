@@ -8,6 +8,8 @@
  *   data_block ib: data [N, C/ib, H, W, ib],    weight [OC/ocb, C/ib, KH, KW, ib, ocb]
  *   out_block 0:   output [N, OC, OH, OW]
  *   out_block ocb: output [N, OC/ocb, OH, OW, ocb] (NCHWc, the block of the weight)
+ *   channels OC:   the output's channels when the weight's last block is zero-padded (OC not a multiple of
+ *                  ocb; NCHW output, groups 1): the conv computes whole blocks and stores the first OC
  * A 1x1 stride-1 unpadded conv from NCHW to NCHW with H*W a multiple of the float lanes takes the rows form
  * instead (see rows_form below): a matrix product with vectors along the fused H x W.
  * AlterOpLayout (passes/graph/alter_op_layout.c) rewrites nn.conv2d into it, packing the constant weight with
