@@ -63,6 +63,7 @@ typedef struct RnnCfg {
   int cell;
   int64_t T, B, I, H;
   int64_t GH, bn; /* gate rows per direction; the gate block of the recurrent product (a power of two <= 64) */
+  int64_t bt;     /* rows per tile of the recurrent product (4, 2 or 1, dividing B) */
   int D, dir_kind, layout;
   bool projected; /* input 0 is the input projection P (HoistRnnProjection), W absent */
   bool has_clip, lbr, input_forget;
@@ -359,28 +360,36 @@ static Stmt *gate_inputs(RnnBuild *r, Buffer *dst, bool with_x, bool rbias) {
 }
 
 /* dst[b, g] += sum_k src(b, k) * R[dir, g, k] for g in [g0, g1) and every row: src is h, or r * h when gated
- * (GRU without linear_before_reset). Blocks of bn gates accumulate in registers (acc) over k, reading the
- * packed R contiguously: bn-lane vector FMAs with a broadcast state element. */
+ * (GRU without linear_before_reset). A tile of bt rows x bn gates accumulates in registers (acc) over k, reading
+ * the packed R contiguously: per k, one vector load of Rp per bn / lanes, reused by the bt rows' FMAs with
+ * their broadcast state element. */
 static Stmt *recurrent(RnnBuild *r, Buffer *dst, int64_t g0, int64_t g1, bool gated) {
   Arena *A = r->A;
   RnnCfg *k = r->k;
-  int64_t bn = k->bn;
-  Var *ov = loopvar(r, "go"), *bv = loopvar(r, "b"), *kv = loopvar(r, "k");
-  r->b = V(r, bv);
+  int64_t bn = k->bn, bt = k->bt;
+  Var *ov = loopvar(r, "go"), *bo = loopvar(r, "bo"), *kv = loopvar(r, "k");
   Expr *go = tir_add(A, V(r, ov), I(r, g0 / bn)), *kk = V(r, kv);
-  Var *i0 = loopvar(r, "gi"), *i1 = loopvar(r, "gi"), *i2 = loopvar(r, "gi");
-  Expr *g_at0 = tir_add(A, tir_mul(A, go, I(r, bn)), V(r, i0)), *g_at2 = tir_add(A, tir_mul(A, go, I(r, bn)), V(r, i2));
-  Expr *src = ldb(r, r->h, kk);
-  if (gated) src = tir_mul(A, ldb(r, r->rg, kk), src);
-  Expr *ridx[4] = {r->dir, go, kk, V(r, i1)};
-  Expr *prod = tir_mul(A, src, tir_load(A, r->rp, 4, ridx));
-  Expr *a1 = V(r, i1);
-  Stmt *parts[3] = {
-      vloop(r, i0, bn, tir_store(A, r->acc, 1, (Expr *[]){V(r, i0)}, ldb(r, dst, g_at0))),
-      loop(r, kv, k->H, vloop(r, i1, bn, tir_store(A, r->acc, 1, &a1, tir_add(A, tir_load(A, r->acc, 1, &a1), prod)))),
-      vloop(r, i2, bn, stb(r, dst, g_at2, tir_load(A, r->acc, 1, (Expr *[]){V(r, i2)}))),
-  };
-  return loop(r, ov, (g1 - g0) / bn, loop(r, bv, k->B, tir_seq(A, 3, parts)));
+  Stmt *parts[3];
+  for (int p = 0; p < 3; p++) { /* load the tile, accumulate over k, store it */
+    Var *bi = loopvar(r, "bi"), *gi = loopvar(r, "gi");
+    r->b = tir_add(A, tir_mul(A, V(r, bo), I(r, bt)), V(r, bi));
+    Expr *g = tir_add(A, tir_mul(A, go, I(r, bn)), V(r, gi));
+    Expr *aidx[2] = {V(r, bi), V(r, gi)};
+    Stmt *st;
+    if (p == 0) {
+      st = tir_store(A, r->acc, 2, aidx, ldb(r, dst, g));
+    } else if (p == 2) {
+      st = stb(r, dst, g, tir_load(A, r->acc, 2, aidx));
+    } else {
+      Expr *src = ldb(r, r->h, kk);
+      if (gated) src = tir_mul(A, ldb(r, r->rg, kk), src);
+      Expr *ridx[4] = {r->dir, go, kk, V(r, gi)};
+      st = tir_store(A, r->acc, 2, aidx, tir_add(A, tir_load(A, r->acc, 2, aidx), tir_mul(A, src, tir_load(A, r->rp, 4, ridx))));
+    }
+    parts[p] = loop_k(r, bi, bt, bt > 1 ? FOR_UNROLLED : FOR_SERIAL, vloop(r, gi, bn, st));
+  }
+  parts[1] = loop(r, kv, k->H, parts[1]);
+  return loop(r, ov, (g1 - g0) / bn, loop(r, bo, k->B / bt, tir_seq(A, 3, parts)));
 }
 
 /* The cell update of the current row at the current step (time t): h (and c) in place, Y[t] = h. */
@@ -494,7 +503,8 @@ static Stmt *rnn_extern(TeCtx *c, Buffer **ins, Buffer **outs, void *user) {
   r->rg = tir_buffer(A, "rnn_r", k->acc, 2, bh);
   r->gx = tir_buffer(A, "rnn_gx", k->acc, 2, bg);
   r->gh = tir_buffer(A, "rnn_gh", k->acc, 2, bg);
-  r->acc = tir_buffer(A, "rnn_acc", k->acc, 1, &k->bn);
+  int64_t at[2] = {k->bt, k->bn};
+  r->acc = tir_buffer(A, "rnn_acc", k->acc, 2, at);
   Stmt *parts[3] = {pack_r(r)};
   for (int d = 0; d < k->D; d++) {
     r->d = d;
@@ -514,6 +524,11 @@ static mlc_status rnn_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs
   r->k = arena_alloc(c->arena, sizeof *r->k);
   mlc_status st = rnn_config(n, r->k, d);
   if (st) return st;
+  /* the row tile: its bt x bn accumulators in at most 16 vector registers */
+  RnnCfg *k = r->k;
+  int vb = c->target && c->target->vector_bytes > 0 ? c->target->vector_bytes : 16;
+  int64_t regs_elems = 16 * (vb / mlc_dtype_size(k->acc));
+  for (k->bt = 4; k->bt > 1 && (k->B % k->bt || k->bt * k->bn > regs_elems);) k->bt /= 2;
   TeTensor *present[8];
   int np = 0;
   for (int i = 0; i < n->ninputs && i < 8; i++)
