@@ -15,8 +15,9 @@
  * evaluated by the FoldConstant that follows. */
 #include <string.h>
 #include "passes/graph/passes.h"
+#include "topi/topi.h"
 
-enum { MAX_NEW = 8 }; /* nodes added per recurrent node */
+enum { MAX_NEW = 10 }; /* nodes added per recurrent node */
 
 typedef struct Hoist {
   Graph *g;
@@ -86,11 +87,28 @@ static bool hoist(Hoist *h) {
     p = wb ? infer(h, node(h, "add", "input_bias", add_in, 2)) : NULL;
   }
   if (!p) return false;
+  /* R packed [D, GH / bn, H, bn] (rnn.c reads a block of bn gates contiguously per k) */
+  Value *rv = n->inputs[2];
+  int64_t H = rv && rv->type.ndim == 3 ? rv->type.dims[2] : 0; /* R [D, GH, H] */
+  int64_t bn = H > 0 ? topi_rnn_gate_block(n->op->name, H) : 1;
+  bool pack_r = H > 0 && rv->type.dims[0] == D && rv->type.dims[1] == GH && GH % bn == 0;
+  if (pack_r) {
+    int64_t rshape[4] = {D, GH / bn, bn, H}, perm[4] = {0, 1, 3, 2};
+    Value *r4 = reshape(h, rv, 4, rshape, "r_block");
+    if (!r4) return false;
+    Node *t = node(h, "transpose", "r_pack", &r4, 1);
+    ir_set_ints(h->g, t, "axes", perm, 4);
+    if (!(rv = infer(h, t))) return false;
+  }
   TensorType before[3];
   for (int i = 0; i < n->noutputs && i < 3; i++) before[i] = n->outputs[i]->type;
   n->inputs[0] = p;
   n->inputs[1] = NULL;
   ir_set_int(h->g, n, "projected", 1);
+  if (pack_r) {
+    n->inputs[2] = rv;
+    ir_set_int(h->g, n, "r_block", bn);
+  }
   if (ir_infer_node(h->g, n, h->d)) return false;
   for (int i = 0; i < n->noutputs && i < 3; i++)
     if (!tt_equal(&before[i], &n->outputs[i]->type)) {

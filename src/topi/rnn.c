@@ -66,6 +66,7 @@ typedef struct RnnCfg {
   int64_t bt;     /* rows per tile of the recurrent product (4, 2 or 1, dividing B) */
   int D, dir_kind, layout;
   bool projected; /* input 0 is the input projection P (HoistRnnProjection), W absent */
+  bool r_packed;  /* R is given packed [D, GH / bn, H, bn] (attribute r_block = bn) */
   bool has_clip, lbr, input_forget;
   double clip;
   Act act[2][3];
@@ -73,6 +74,14 @@ typedef struct RnnCfg {
   int in_at[8]; /* input slot -> extern input index (-1 absent) */
   mlc_dtype dt, acc;
 } RnnCfg;
+
+/* The gate block of the recurrent product: the largest power of two <= 64 dividing the gate rows (for GRU the
+ * hidden size, so that no block straddles the gates its two products read). */
+int64_t topi_rnn_gate_block(const char *op, int64_t hidden) {
+  int64_t rows = !strcmp(op, "nn.lstm") ? 4 * hidden : hidden, bn = 1;
+  while (bn < 64 && rows > 0 && rows % (2 * bn) == 0) bn *= 2;
+  return bn;
+}
 
 static Value *in_at(const Node *n, int i) { return i < n->ninputs ? n->inputs[i] : NULL; }
 
@@ -105,7 +114,7 @@ static mlc_status rnn_config(const Node *n, RnnCfg *k, Diag *d) {
   k->T = x->dims[k->layout ? 1 : 0];
   k->B = x->dims[k->layout ? 0 : 1];
   k->I = x->dims[2];
-  if (k->H <= 0) k->H = r->ndim == 3 ? r->dims[2] : 0;
+  if (k->H <= 0) k->H = r->ndim == 3 || r->ndim == 4 ? r->dims[2] : 0;
   if (k->H <= 0) return diag_set(d, MLC_ERR_INVALID, "%s: hidden_size must be > 0", name);
   int64_t H = k->H, D = k->D;
   k->GH = G * H;
@@ -116,9 +125,16 @@ static mlc_status rnn_config(const Node *n, RnnCfg *k, Diag *d) {
   if (w && (w->ndim != 3 || w->dims[0] != D || w->dims[1] != G * H || w->dims[2] != k->I))
     return diag_set(d, MLC_ERR_INVALID, "%s: W must be [%lld, %lld, %lld]", name, (long long)D, (long long)(G * H),
                     (long long)k->I);
-  /* gate blocks must not straddle GRU's gate boundaries (multiples of H) */
-  for (k->bn = 1; k->bn < 64 && (k->cell == CELL_GRU ? H : k->GH) % (2 * k->bn) == 0;) k->bn *= 2;
-  if (r->ndim != 3 || r->dims[0] != D || r->dims[1] != G * H || r->dims[2] != H)
+  k->bn = ir_attr_int(n, "r_block", 0);
+  k->r_packed = k->bn > 0;
+  if (!k->r_packed) k->bn = topi_rnn_gate_block(name, H);
+  if ((k->cell == CELL_GRU ? H : k->GH) % k->bn)
+    return diag_set(d, MLC_ERR_INVALID, "%s: r_block %lld does not divide the gates", name, (long long)k->bn);
+  if (k->r_packed && (r->ndim != 4 || r->dims[0] != D || r->dims[1] != k->GH / k->bn || r->dims[2] != H ||
+                      r->dims[3] != k->bn))
+    return diag_set(d, MLC_ERR_INVALID, "%s: packed R must be [%lld, %lld, %lld, %lld]", name, (long long)D,
+                    (long long)(k->GH / k->bn), (long long)H, (long long)k->bn);
+  if (!k->r_packed && (r->ndim != 3 || r->dims[0] != D || r->dims[1] != G * H || r->dims[2] != H))
     return diag_set(d, MLC_ERR_INVALID, "%s: R must be [%lld, %lld, %lld]", name, (long long)D, (long long)(G * H),
                     (long long)H);
   int nslots = k->cell == CELL_LSTM ? 8 : 6;
@@ -384,7 +400,7 @@ static Stmt *recurrent(RnnBuild *r, Buffer *dst, int64_t g0, int64_t g1, bool ga
       Expr *src = ldb(r, r->h, kk);
       if (gated) src = tir_mul(A, ldb(r, r->rg, kk), src);
       Expr *ridx[4] = {r->dir, go, kk, V(r, gi)};
-      st = tir_store(A, r->acc, 2, aidx, tir_add(A, tir_load(A, r->acc, 2, aidx), tir_mul(A, src, tir_load(A, r->rp, 4, ridx))));
+      st = tir_store(A, r->acc, 2, aidx, tir_add(A, tir_load(A, r->acc, 2, aidx), tir_mul(A, src, acc_of(r, tir_load(A, r->rp, 4, ridx)))));
     }
     parts[p] = loop_k(r, bi, bt, bt > 1 ? FOR_UNROLLED : FOR_SERIAL, vloop(r, gi, bn, st));
   }
@@ -497,7 +513,7 @@ static Stmt *rnn_extern(TeCtx *c, Buffer **ins, Buffer **outs, void *user) {
   r->ins = ins;
   r->outs = outs;
   int64_t bh[2] = {k->B, k->H}, bg[2] = {k->B, k->GH}, rs[4] = {k->D, k->GH / k->bn, k->H, k->bn};
-  r->rp = tir_buffer(A, "rnn_rp", k->acc, 4, rs);
+  r->rp = k->r_packed ? ins[k->in_at[2]] : tir_buffer(A, "rnn_rp", k->acc, 4, rs);
   r->h = tir_buffer(A, "rnn_h", k->acc, 2, bh);
   r->cst = tir_buffer(A, "rnn_c", k->acc, 2, bh);
   r->rg = tir_buffer(A, "rnn_r", k->acc, 2, bh);
@@ -505,15 +521,15 @@ static Stmt *rnn_extern(TeCtx *c, Buffer **ins, Buffer **outs, void *user) {
   r->gh = tir_buffer(A, "rnn_gh", k->acc, 2, bg);
   int64_t at[2] = {k->bt, k->bn};
   r->acc = tir_buffer(A, "rnn_acc", k->acc, 2, at);
-  Stmt *parts[3] = {pack_r(r)};
+  Stmt *parts[3] = {k->r_packed ? NULL : pack_r(r)};
   for (int d = 0; d < k->D; d++) {
     r->d = d;
     r->dir = I(r, d);
     parts[1 + d] = direction(r);
   }
   Stmt *body = tir_seq(A, 1 + k->D, parts);
-  Buffer *scratch[7] = {r->rp, r->h, r->cst, r->rg, r->gx, r->gh, r->acc};
-  for (int i = 0; i < 7; i++) body = tir_allocate(A, scratch[i], body);
+  Buffer *scratch[7] = {r->h, r->cst, r->rg, r->gx, r->gh, r->acc, k->r_packed ? NULL : r->rp};
+  for (int i = 0; i < 7 && scratch[i]; i++) body = tir_allocate(A, scratch[i], body);
   return body;
 }
 
