@@ -506,6 +506,9 @@ static Stmt *direction(RnnBuild *r) {
   return tir_seq(A, 3, s);
 }
 
+/* Each direction with its own scratch. On CPUs the two directions of a bidirectional layer are the two
+ * iterations of a parallel loop (each thread then also keeps its direction's R in its own caches); on GPUs the
+ * scratch is top-level (nvptx.c hoists it into device buffers) and the directions run one after the other. */
 static Stmt *rnn_extern(TeCtx *c, Buffer **ins, Buffer **outs, void *user) {
   RnnBuild *r = user;
   Arena *A = c->arena;
@@ -513,23 +516,41 @@ static Stmt *rnn_extern(TeCtx *c, Buffer **ins, Buffer **outs, void *user) {
   r->ins = ins;
   r->outs = outs;
   int64_t bh[2] = {k->B, k->H}, bg[2] = {k->B, k->GH}, rs[4] = {k->D, k->GH / k->bn, k->H, k->bn};
-  r->rp = k->r_packed ? ins[k->in_at[2]] : tir_buffer(A, "rnn_rp", k->acc, 4, rs);
-  r->h = tir_buffer(A, "rnn_h", k->acc, 2, bh);
-  r->cst = tir_buffer(A, "rnn_c", k->acc, 2, bh);
-  r->rg = tir_buffer(A, "rnn_r", k->acc, 2, bh);
-  r->gx = tir_buffer(A, "rnn_gx", k->acc, 2, bg);
-  r->gh = tir_buffer(A, "rnn_gh", k->acc, 2, bg);
   int64_t at[2] = {k->bt, k->bn};
-  r->acc = tir_buffer(A, "rnn_acc", k->acc, 2, at);
-  Stmt *parts[3] = {k->r_packed ? NULL : pack_r(r)};
+  r->rp = k->r_packed ? ins[k->in_at[2]] : tir_buffer(A, "rnn_rp", k->acc, 4, rs);
+  bool par = k->D == 2 && (!c->target || c->target->kind == TARGET_CPU);
+  Stmt *dirs[2] = {0};
+  Buffer *scratch[12];
+  int ns = 0;
   for (int d = 0; d < k->D; d++) {
     r->d = d;
     r->dir = I(r, d);
-    parts[1 + d] = direction(r);
+    r->h = tir_buffer(A, "rnn_h", k->acc, 2, bh);
+    r->cst = tir_buffer(A, "rnn_c", k->acc, 2, bh);
+    r->rg = tir_buffer(A, "rnn_r", k->acc, 2, bh);
+    r->gx = tir_buffer(A, "rnn_gx", k->acc, 2, bg);
+    r->gh = tir_buffer(A, "rnn_gh", k->acc, 2, bg);
+    r->acc = tir_buffer(A, "rnn_acc", k->acc, 2, at);
+    Buffer *mine[6] = {r->h, r->cst, r->rg, r->gx, r->gh, r->acc};
+    dirs[d] = direction(r);
+    for (int i = 0; i < 6; i++) {
+      if (par) dirs[d] = tir_allocate(A, mine[i], dirs[d]);
+      else scratch[ns++] = mine[i];
+    }
   }
-  Stmt *body = tir_seq(A, 1 + k->D, parts);
-  Buffer *scratch[7] = {r->h, r->cst, r->rg, r->gx, r->gh, r->acc, k->r_packed ? NULL : r->rp};
-  for (int i = 0; i < 7 && scratch[i]; i++) body = tir_allocate(A, scratch[i], body);
+  Stmt *body;
+  if (par) {
+    Var *dv = loopvar(r, "dir");
+    Stmt *which = tir_if(A, tir_bin(A, E_EQ, V(r, dv), I(r, 0)), dirs[0], dirs[1]);
+    body = tir_for(A, dv, I(r, 0), I(r, 2), FOR_PARALLEL, which);
+  } else {
+    body = tir_seq(A, k->D, dirs);
+  }
+  if (!k->r_packed) {
+    body = tir_seq(A, 2, (Stmt *[]){pack_r(r), body});
+    scratch[ns++] = r->rp;
+  }
+  for (int i = 0; i < ns; i++) body = tir_allocate(A, scratch[i], body);
   return body;
 }
 
