@@ -43,6 +43,8 @@
 
 enum { CELL_RNN, CELL_GRU, CELL_LSTM };
 
+#define RNN_PARALLEL_MIN_WORK 65536 /* multiply-adds of one step's recurrent product below which it stays serial */
+
 typedef enum Act {
   ACT_RELU, ACT_TANH, ACT_SIGMOID, ACT_AFFINE, ACT_LEAKYRELU, ACT_THRESHOLDEDRELU, ACT_SCALEDTANH,
   ACT_HARDSIGMOID, ACT_ELU, ACT_SOFTSIGN, ACT_SOFTPLUS, ACT_COUNT
@@ -222,9 +224,9 @@ typedef struct RnnBuild {
   Buffer **ins, **outs;
   Buffer *rp;                     /* R packed [D, GH / bn, H, bn] in the accumulation type */
   Buffer *h, *cst, *rg, *gx, *gh; /* scratch [B, ..]: state, GRU reset gate, gate sums (input part, hidden part) */
-  Buffer *acc;                    /* [bn]: the accumulator block of the recurrent product */
   Expr *dir, *b, *step;           /* current direction (constant), batch row, step */
   int d;                          /* direction index (C level) */
+  bool par_gates;                 /* the recurrent product's gate blocks are a parallel loop */
 } RnnBuild;
 
 static Expr *I(RnnBuild *r, int64_t v) { return tir_idx(r->A, v); }
@@ -385,6 +387,8 @@ static Stmt *recurrent(RnnBuild *r, Buffer *dst, int64_t g0, int64_t g1, bool ga
   int64_t bn = k->bn, bt = k->bt;
   Var *ov = loopvar(r, "go"), *bo = loopvar(r, "bo"), *kv = loopvar(r, "k");
   Expr *go = tir_add(A, V(r, ov), I(r, g0 / bn)), *kk = V(r, kv);
+  int64_t at[2] = {bt, bn};
+  Buffer *acc = tir_buffer(A, "rnn_acc", k->acc, 2, at); /* per gate block: private to a parallel iteration */
   Stmt *parts[3];
   for (int p = 0; p < 3; p++) { /* load the tile, accumulate over k, store it */
     Var *bi = loopvar(r, "bi"), *gi = loopvar(r, "gi");
@@ -393,19 +397,20 @@ static Stmt *recurrent(RnnBuild *r, Buffer *dst, int64_t g0, int64_t g1, bool ga
     Expr *aidx[2] = {V(r, bi), V(r, gi)};
     Stmt *st;
     if (p == 0) {
-      st = tir_store(A, r->acc, 2, aidx, ldb(r, dst, g));
+      st = tir_store(A, acc, 2, aidx, ldb(r, dst, g));
     } else if (p == 2) {
-      st = stb(r, dst, g, tir_load(A, r->acc, 2, aidx));
+      st = stb(r, dst, g, tir_load(A, acc, 2, aidx));
     } else {
       Expr *src = ldb(r, r->h, kk);
       if (gated) src = tir_mul(A, ldb(r, r->rg, kk), src);
       Expr *ridx[4] = {r->dir, go, kk, V(r, gi)};
-      st = tir_store(A, r->acc, 2, aidx, tir_add(A, tir_load(A, r->acc, 2, aidx), tir_mul(A, src, acc_of(r, tir_load(A, r->rp, 4, ridx)))));
+      st = tir_store(A, acc, 2, aidx, tir_add(A, tir_load(A, acc, 2, aidx), tir_mul(A, src, acc_of(r, tir_load(A, r->rp, 4, ridx)))));
     }
     parts[p] = loop_k(r, bi, bt, bt > 1 ? FOR_UNROLLED : FOR_SERIAL, vloop(r, gi, bn, st));
   }
   parts[1] = loop(r, kv, k->H, parts[1]);
-  return loop(r, ov, (g1 - g0) / bn, loop(r, bo, k->B / bt, tir_seq(A, 3, parts)));
+  Stmt *block = tir_allocate(A, acc, loop(r, bo, k->B / bt, tir_seq(A, 3, parts)));
+  return loop_k(r, ov, (g1 - g0) / bn, r->par_gates ? FOR_PARALLEL : FOR_SERIAL, block);
 }
 
 /* The cell update of the current row at the current step (time t): h (and c) in place, Y[t] = h. */
@@ -507,8 +512,9 @@ static Stmt *direction(RnnBuild *r) {
 }
 
 /* Each direction with its own scratch. On CPUs the two directions of a bidirectional layer are the two
- * iterations of a parallel loop (each thread then also keeps its direction's R in its own caches); on GPUs the
- * scratch is top-level (nvptx.c hoists it into device buffers) and the directions run one after the other. */
+ * iterations of a parallel loop (each thread then also keeps its direction's R in its own caches), and a
+ * single direction shares out its gate blocks at every step instead; on GPUs the scratch is top-level (nvptx.c
+ * hoists it into device buffers) and everything runs in order. */
 static Stmt *rnn_extern(TeCtx *c, Buffer **ins, Buffer **outs, void *user) {
   RnnBuild *r = user;
   Arena *A = c->arena;
@@ -516,9 +522,12 @@ static Stmt *rnn_extern(TeCtx *c, Buffer **ins, Buffer **outs, void *user) {
   r->ins = ins;
   r->outs = outs;
   int64_t bh[2] = {k->B, k->H}, bg[2] = {k->B, k->GH}, rs[4] = {k->D, k->GH / k->bn, k->H, k->bn};
-  int64_t at[2] = {k->bt, k->bn};
   r->rp = k->r_packed ? ins[k->in_at[2]] : tir_buffer(A, "rnn_rp", k->acc, 4, rs);
-  bool par = k->D == 2 && (!c->target || c->target->kind == TARGET_CPU);
+  bool cpu = !c->target || c->target->kind == TARGET_CPU;
+  bool par = k->D == 2 && cpu;
+  /* one direction: its gate blocks shared out at each step, when the step's product is worth a launch (the
+   * thread pool spins between launches; each thread keeps its blocks of R in its own cache) */
+  r->par_gates = !par && cpu && k->B * k->GH * k->H >= RNN_PARALLEL_MIN_WORK && k->GH / k->bn > 1;
   Stmt *dirs[2] = {0};
   Buffer *scratch[12];
   int ns = 0;
@@ -530,10 +539,9 @@ static Stmt *rnn_extern(TeCtx *c, Buffer **ins, Buffer **outs, void *user) {
     r->rg = tir_buffer(A, "rnn_r", k->acc, 2, bh);
     r->gx = tir_buffer(A, "rnn_gx", k->acc, 2, bg);
     r->gh = tir_buffer(A, "rnn_gh", k->acc, 2, bg);
-    r->acc = tir_buffer(A, "rnn_acc", k->acc, 2, at);
-    Buffer *mine[6] = {r->h, r->cst, r->rg, r->gx, r->gh, r->acc};
+    Buffer *mine[5] = {r->h, r->cst, r->rg, r->gx, r->gh};
     dirs[d] = direction(r);
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < 5; i++) {
       if (par) dirs[d] = tir_allocate(A, mine[i], dirs[d]);
       else scratch[ns++] = mine[i];
     }
