@@ -2,7 +2,7 @@
 """RNN / GRU / LSTM variants the backend node tests do not cover, with a numpy reference written from the ONNX
 operator spec: every direction, both layouts, sequence_lens (reverse reads len - 1 - s), initial states,
 peepholes, clip, input_forget, linear_before_reset 0 and 1, other activations with alpha / beta, hidden and
-input sizes that are not multiples of a vector, batch > 1, float16 and float64, and W / B as graph inputs
+input sizes that are not multiples of a vector, batch > 1, float16 and float64, and W / R / B as graph inputs
 (not constants).
 
 usage: make_rnn_models.py OUT_DIR    writes NAME.onnx, NAME_inputs.npz, NAME_ref.npz and models.txt (NAME tol)"""
@@ -133,7 +133,7 @@ def make(out, name, cell, T=5, B=2, I=6, H=5, direction="forward", layout=0, bia
 
     arg("X", x, True)
     arg("W", w, wb_inputs)
-    arg("R", r, False)
+    arg("R", r, wb_inputs)
     arg("B", b, wb_inputs)
     arg("sequence_lens", sl, True, TensorProto.INT32, np.int32)
     arg("initial_h", h0, True)
@@ -194,6 +194,10 @@ def main():
     m.append(make(out, "lstm_input_forget", "LSTM", input_forget=1, peep=True, layout=1, init=True))
     m.append(make(out, "lstm_acts", "LSTM", acts=["HardSigmoid", "ScaledTanh", "Affine"], alphas=[0.2, 0.9, 0.5],
                   betas=[0.5, 1.1, 0.1]))
+    # one direction with >= 65536 multiply-adds per step: the gate blocks run on the thread pool
+    m.append(make(out, "lstm_par_gates", "LSTM", H=64, B=4, I=16, T=4, seq=True, direction="reverse", peep=True,
+                  tol=5e-5))
+    m.append(make(out, "gru_par_gates", "GRU", H=128, B=2, I=8, T=3, init=True, tol=5e-5))
     with open(os.path.join(out, "models.txt"), "w") as f:
         f.write("\n".join(m) + "\n")
 

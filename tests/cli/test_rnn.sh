@@ -1,7 +1,7 @@
 #!/bin/sh
 # RNN / GRU / LSTM variants against a numpy reference of the ONNX spec (make_rnn_models.py): directions,
 # layouts, sequence_lens, initial states, peepholes, clip, input_forget, linear_before_reset, activations with
-# alpha / beta, odd sizes, batch > 1, float16 / float64, W and B as graph inputs. Each model is compiled twice:
+# alpha / beta, odd sizes, batch > 1, float16 / float64, W, R and B as graph inputs. Each model is compiled twice:
 # at the default opt level (HoistRnnProjection: the input product as one GEMM, the loop reads it) and at
 # --opt-level 0 (the loop computes the input product itself), so both forms of the recurrent kernel are checked.
 # usage: test_rnn.sh MLC BUILD_DIR
