@@ -13,8 +13,8 @@ while read -r m t1 t2; do
   /usr/bin/python3 "$here/../tests/cli/compare_npz.py" "$dir/${m}_out.npz" "$dir/${m}_ref.npz" --tol 1e-4 --l2 \
     >/dev/null || echo "$m: differs from torch"
   ms1=$("$mlc" run "$dir/$m.tar" --inputs "$dir/${m}_inputs.npz" --repeat 10 --threads 1 --print-time 2>&1 |
-        tail -1 | awk '{printf "%.2f/%.2f", $2, $5}')
+        tail -1 | awk '{printf "%.2f/%.2f", $2, $4}')
   ms2=$("$mlc" run "$dir/$m.tar" --inputs "$dir/${m}_inputs.npz" --repeat 10 --threads 2 --print-time 2>&1 |
-        tail -1 | awk '{printf "%.2f/%.2f", $2, $5}')
+        tail -1 | awk '{printf "%.2f/%.2f", $2, $4}')
   printf '%-14s %15s %15s %9.2f %9.2f\n' "$m" "$ms1" "$ms2" "$t1" "$t2"
 done < "$dir/layers.txt"

@@ -9,10 +9,13 @@
  * gates' input part from P: its input 0 becomes P, input 1 (W) becomes absent and attribute `projected` is set
  * (rnn.c checks P's shape against R). Everything else stays in the loop: R and Rb (GRU's Rbn sits inside the
  * reset gate product with linear_before_reset), peepholes, clip (applied to the sum, as before),
- * sequence_lens (the padded steps are projected too, and never read). float16/bfloat16 layers project in
- * float32 (X and W cast first), as the loop computes them; P is float32 for them, float64 for float64.
- * The new nodes go right before the recurrent node; the reshapes, slice and casts of the constant W and B are
- * evaluated by the FoldConstant that follows. */
+ * sequence_lens (the padded steps are projected too; their values are never used). float16/bfloat16 layers
+ * project in float32 (X and W cast first), as the loop computes them; P is float32 for them, float64 for
+ * float64. R is packed too, [D, G * H / bn, H, bn] = transpose(reshape(R, [D, G * H / bn, bn, H]), 0 1 3 2)
+ * with bn = topi_rnn_gate_block (attribute r_block), so that the loop reads each block of bn gates
+ * contiguously along k without repacking R at every call. The new nodes go right before the recurrent node;
+ * the reshapes, slice, transpose and casts of the constant W, R and B are evaluated by the FoldConstant that
+ * follows. */
 #include <string.h>
 #include "passes/graph/passes.h"
 #include "topi/topi.h"
@@ -63,7 +66,8 @@ static bool hoist(Hoist *h) {
   if (n->ninputs < 3 || !n->inputs[0] || !n->inputs[1] || ir_attr_int(n, "projected", 0)) return false;
   Value *x = n->inputs[0], *w = n->inputs[1], *b = n->ninputs > 3 ? n->inputs[3] : NULL;
   mlc_dtype dt = x->type.dtype;
-  if ((dt != MLC_F32 && dt != MLC_F64 && dt != MLC_F16 && dt != MLC_BF16) || w->type.dtype != dt || x->type.ndim != 3 || w->type.ndim != 3) return false;
+  bool flt = dt == MLC_F32 || dt == MLC_F64 || dt == MLC_F16 || dt == MLC_BF16;
+  if (!flt || w->type.dtype != dt || x->type.ndim != 3 || w->type.ndim != 3) return false;
   int64_t D = w->type.dims[0], GH = w->type.dims[1], I = w->type.dims[2];
   if (x->type.dims[2] != I || (b && (b->type.ndim != 2 || b->type.dims[0] != D || b->type.dims[1] != 2 * GH)))
     return false;

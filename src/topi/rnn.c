@@ -4,21 +4,27 @@
  * TIR statement is the whole loop nest, written here directly (TVM writes scans the same way with
  * te.extern / ir_builder). The input product X . W^T + Wb does not depend on the recurrence: the graph pass
  * HoistRnnProjection (passes/graph/rnn_projection.c) computes it for all steps and rows as one packed GEMM
- * and hands the extern the result P instead of X and W (attribute `projected`); without that pass (opt level
- * 0, unit tests) the loop computes it per step. For each direction:
+ * and hands the extern the result P instead of X and W (attribute `projected`), and R already packed
+ * (attribute r_block); without that pass (opt level 0, unit tests) the loop computes the product per step and
+ * packs R itself at the start of every call. For each direction:
  *
- *   Rp <- R packed [D, GH / bn, H, bn] (once per call)
- *   h, c <- initial_h, initial_c (or 0)                      [B, H] each
- *   for s in [0, T):                                          t_b = forward ? s : len_b - 1 - s, len_b = sequence_lens[b] (or T)
- *     gates[b, g] = P[t_b, b, dir * GH + g] (or Wb[g] + sum_i X[t_b, b, i] * W[g, i]) + Rb[g]   for every row b
- *     gates[b, g] += sum_k h[b, k] * R[g, k]    blocks of bn gates accumulated in registers over k: bn-lane FMAs
- *                                               of a broadcast h[b, k] with a contiguous row of Rp
+ *   Rp = R packed [D, GH / bn, H, bn]   (r_block, or packed here)
+ *   h, c <- initial_h, initial_c (or 0)       [B, H] each
+ *   for s in [0, T):                           t_b = forward ? s : len_b - 1 - s, len_b = sequence_lens[b] (or T)
+ *     gates[b, g] = P[t_b, b, dir * GH + g] (or Wb[g] + sum_i X[t_b, b, i] * W[g, i]) + Rb[g]    for every row b
+ *     gates[b, g] += sum_k h[b, k] * R[g, k]   the recurrent product (below)
  *     for each row b: if s < len_b: the cell update (below) -> h[b] (and c[b]) in place; Y[t_b, dir, b, :] = h[b]
  *                     else:         Y[s, dir, b, :] = 0
  *   Y_h[dir, b, :] = h[b];  Y_c[dir, b, :] = c[b]
- * Loops over hidden units and gates are FOR_VECTORIZED (straight-line bodies; the activations are lowered to
- * vectorizable arithmetic by LowerIntrinsics). bn is the largest power of two <= 64 dividing GH (GRU: H, so
- * that no block straddles the gates its two products read).
+ * The recurrent product is a small GEMM per step: for each block of bn gates (bn the largest power of two
+ * <= 64 dividing GH; GRU: H, so that no block straddles the gates its two products read) and each tile of bt
+ * rows (4, 2 or 1 dividing B, bt x bn accumulators in at most 16 vector registers), a bt x bn accumulator
+ * tile is held in registers over k: per k, bn / lanes vector loads of the contiguous Rp row, each feeding bt
+ * FMAs with a broadcast h[b, k]. Loops over hidden units and gates are FOR_VECTORIZED (straight-line bodies;
+ * LowerIntrinsics makes the activations vectorizable arithmetic). On CPUs, a bidirectional layer runs its two
+ * directions as a parallel loop; a single direction shares its gate blocks out at every step when the step's
+ * product has at least RNN_PARALLEL_MIN_WORK multiply-adds (the pool's threads spin between steps, and each
+ * keeps its part of R in its own L2).
  *
  * Cells (gate order as ONNX stores W / R / B; f, g, h are the direction's activations, clip bounds every
  * activation input to [-clip, clip]):
@@ -27,7 +33,8 @@
  *         h = (1 - z) * n + z * h
  *   LSTM: i = f(gi + Pi*c), f = f(gf + Pf*c) (or 1 - i with input_forget), c' = f*c + i*g(gc),
  *         o = f(go + Po*c'), h = o * h(c')
- * float16/bfloat16 are computed in float32. Scratch (Rp, state, gate sums) lives in S_ALLOCATE buffers.
+ * float16/bfloat16 are computed in float32 (a packed float16 R converts in the inner loop). Scratch (state, gate
+ * sums, the accumulator tile, Rp when packed here) lives in S_ALLOCATE buffers.
  *
  * Graph ops nn.rnn / nn.gru / nn.lstm, inputs (X, W, R, B?, sequence_lens?, initial_h?[, initial_c?, P?]),
  * outputs (Y, Y_h[, Y_c]), attributes as the importer normalises them: hidden_size, direction (0 forward,
@@ -35,7 +42,8 @@
  * linear_before_reset, input_forget, activations (num_directions x per-cell count, lower case), and
  * activation_alpha / activation_beta aligned with activations. With projected = 1 (HoistRnnProjection), input
  * 0 is the projection [T, B, D * GH] (layout 1: [B, T, D * GH]) in the accumulation type (float32, float64 for
- * float64 layers) and W is absent; B's Wb half is already in it (Rb is still read). */
+ * float64 layers) and W is absent; B's Wb half is already in it (Rb is still read). With r_block = bn > 0, R is
+ * packed [D, GH / bn, H, bn] in the layer's dtype. */
 #include <math.h>
 #include <string.h>
 #include <strings.h>
@@ -404,7 +412,8 @@ static Stmt *recurrent(RnnBuild *r, Buffer *dst, int64_t g0, int64_t g1, bool ga
       Expr *src = ldb(r, r->h, kk);
       if (gated) src = tir_mul(A, ldb(r, r->rg, kk), src);
       Expr *ridx[4] = {r->dir, go, kk, V(r, gi)};
-      st = tir_store(A, acc, 2, aidx, tir_add(A, tir_load(A, acc, 2, aidx), tir_mul(A, src, acc_of(r, tir_load(A, r->rp, 4, ridx)))));
+      Expr *rk = acc_of(r, tir_load(A, r->rp, 4, ridx));
+      st = tir_store(A, acc, 2, aidx, tir_add(A, tir_load(A, acc, 2, aidx), tir_mul(A, src, rk)));
     }
     parts[p] = loop_k(r, bi, bt, bt > 1 ? FOR_UNROLLED : FOR_SERIAL, vloop(r, gi, bn, st));
   }
