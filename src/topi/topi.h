@@ -102,6 +102,9 @@ void topi_layer_norm_schedule(TeCtx *c, TeSchedule *s, TeOp *anchor, TeTensor *o
 void topi_depthwise_x86_space(const Target *t, const TeOp *anchor, TopiConfigSpace *space);
 void topi_depthwise_x86_fallback(const Target *t, const TeOp *anchor, TopiConfig *cfg);
 void topi_depthwise_x86_schedule(TeCtx *c, TeSchedule *s, TeOp *anchor, TeTensor *out, const TopiConfig *cfg);
+/* ---- rnn.c: the gate block bn of nn.rnn / nn.gru / nn.lstm's recurrent product (HoistRnnProjection packs R
+ * [D, G * H / bn, H, bn] with it) ---- */
+int64_t topi_rnn_gate_block(const char *op, int64_t hidden);
 /* ---- helpers shared by op families (common.c) ---- */
 /* numpy broadcasting of input shapes -> output type (dtype of a) */
 mlc_status topi_broadcast_shape(const TensorType *a, const TensorType *b, TensorType *out);

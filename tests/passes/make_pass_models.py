@@ -167,3 +167,8 @@ save("convert_layout_nchwc_concat", [
     helper.make_node("GlobalAveragePool", ["d"], ["y"], name="gap")], [xc],
     [helper.make_tensor_value_info("y", F, [1, 16, 1, 1])],
     [const("w1", [16, 8, 1, 1]), const("w3", [16, 8, 3, 3]), const("w2", [16, 32, 3, 3])])
+xr = helper.make_tensor_value_info("x", F, [3, 2, 4])
+save("hoist_rnn_projection", [
+    helper.make_node("LSTM", ["x", "w", "r", "b"], ["y"], name="lstm", hidden_size=4, direction="bidirectional")],
+    [xr], [helper.make_tensor_value_info("y", F, [3, 2, 2, 4])],
+    [const("w", [2, 16, 4]), const("r", [2, 16, 4]), const("b", [2, 32])])
