@@ -109,6 +109,12 @@ static bool read_small_file(const char *path, char *buf, size_t cap) {
   return n > 0;
 }
 
+static void default_caches(Target *t) {
+  t->l1_bytes = 32 * 1024;
+  t->l2_bytes = 1024 * 1024;
+  t->l3_bytes = 32 * 1024 * 1024;
+}
+
 static void host_caches(Target *t) {
   for (int i = 0; i < 16; i++) {
     char path[128], level[16], type[32], size[32];
@@ -132,6 +138,38 @@ static bool copy_field(char *dst, size_t cap, const char *src, size_t len) {
   memcpy(dst, src, len);
   dst[len] = 0;
   return true;
+}
+
+/* The host's cpu name, enabled features and data caches, read once per process: LLVM's host queries run
+ * CPUID and build long strings, host_caches reads sysfs, and one compile parses a target several times
+ * (constant folding compiles once per folded shape value: Swin-T's importer folds 2092). */
+static struct {
+  char cpu[64];
+  char features[512]; /* "+avx2,+fma,...": only the enabled ones when the full list does not fit */
+  Target caches;      /* l1_bytes, l2_bytes, l3_bytes */
+} host_info;
+static pthread_once_t host_once = PTHREAD_ONCE_INIT;
+
+static void read_host_once(void) {
+  char *hcpu = LLVMGetHostCPUName();
+  copy_field(host_info.cpu, sizeof host_info.cpu, hcpu, strlen(hcpu));
+  LLVMDisposeMessage(hcpu);
+  char *hf = LLVMGetHostCPUFeatures();
+  if (!copy_field(host_info.features, sizeof host_info.features, hf, strlen(hf))) {
+    /* Keep only the enabled features: LLVM lists every known one with +/-; the disabled ones are implied. */
+    size_t n = 0;
+    for (char *tok = strtok(hf, ","); tok; tok = strtok(NULL, ",")) {
+      size_t l = strlen(tok);
+      if (tok[0] != '+' || n + l + 2 > sizeof host_info.features) continue;
+      if (n) host_info.features[n++] = ',';
+      memcpy(host_info.features + n, tok, l);
+      n += l;
+    }
+    host_info.features[n] = 0;
+  }
+  LLVMDisposeMessage(hf);
+  default_caches(&host_info.caches); /* what sysfs does not say */
+  host_caches(&host_info.caches);
 }
 
 /* Runs LLVMCreateTargetMachine with stderr redirected to a memory file and returns what LLVM wrote there. */
@@ -289,9 +327,7 @@ mlc_status cg_target_parse(const char *str, Target *t, Diag *d) {
   if (!kind[0]) return diag_set(d, MLC_ERR_USAGE, "empty target string (expected e.g. \"llvm\" or \"llvm -mcpu=znver4\")");
 
   t->opt_level = opt_level;
-  t->l1_bytes = 32 * 1024;
-  t->l2_bytes = 1024 * 1024;
-  t->l3_bytes = 32 * 1024 * 1024;
+  default_caches(t);
   long nproc = sysconf(_SC_NPROCESSORS_ONLN);
   t->num_cores = num_cores ? num_cores : (nproc > 0 ? (int)nproc : 1);
 
@@ -337,44 +373,42 @@ mlc_status cg_target_parse(const char *str, Target *t, Diag *d) {
                       "target '%s': triple '%s' is not supported (mlc generates code for x86_64, aarch64 and nvptx64)",
                       str, t->triple);
     }
-    char *hcpu = LLVMGetHostCPUName();
-    bool host_cpu = is_host && (!have_cpu || !strcmp(cpu, hcpu) || !strcmp(cpu, "native"));
+    pthread_once(&host_once, read_host_once);
+    bool host_cpu = is_host && (!have_cpu || !strcmp(cpu, host_info.cpu) || !strcmp(cpu, "native"));
     if (have_cpu && strcmp(cpu, "native")) strcpy(t->cpu, cpu);
-    else if (is_host) copy_field(t->cpu, sizeof t->cpu, hcpu, strlen(hcpu));
+    else if (is_host) strcpy(t->cpu, host_info.cpu);
     else strcpy(t->cpu, "generic");
-    LLVMDisposeMessage(hcpu);
     if (have_attr) strcpy(t->features, attr);
-    else if (host_cpu) {
-      char *hf = LLVMGetHostCPUFeatures();
-      bool fits = copy_field(t->features, sizeof t->features, hf, strlen(hf));
-      LLVMDisposeMessage(hf);
-      if (!fits) {
-        /* Keep only the enabled features: LLVM lists every known one with +/-; the disabled ones are implied. */
-        hf = LLVMGetHostCPUFeatures();
-        size_t n = 0;
-        for (char *tok = strtok(hf, ","); tok; tok = strtok(NULL, ",")) {
-          size_t l = strlen(tok);
-          if (tok[0] != '+' || n + l + 2 > sizeof t->features) continue;
-          if (n) t->features[n++] = ',';
-          memcpy(t->features + n, tok, l);
-          n += l;
-        }
-        t->features[n] = 0;
-        LLVMDisposeMessage(hf);
-      }
-    } else if (t->arch == ARCH_AARCH64)
+    else if (host_cpu) strcpy(t->features, host_info.features);
+    else if (t->arch == ARCH_AARCH64)
       strcpy(t->features, "+neon");
-    if (host_cpu) host_caches(t);
+    if (host_cpu) {
+      t->l1_bytes = host_info.caches.l1_bytes;
+      t->l2_bytes = host_info.caches.l2_bytes;
+      t->l3_bytes = host_info.caches.l3_bytes;
+    }
     t->kind = TARGET_CPU;
     t->vector_bytes = vector_bytes_for(t);
   } else
     return diag_set(d, MLC_ERR_USAGE, "target '%s': unknown target kind '%s' (expected llvm, cuda or nvptx)", str,
                     kind);
 
-  /* Reject what LLVM does not know: triple, cpu, features. */
+  /* Reject what LLVM does not know: triple, cpu, features. The last accepted triple/cpu/features is
+   * remembered: building a target machine to check them costs as much as a small kernel's compile. */
+  static pthread_mutex_t ok_lock = PTHREAD_MUTEX_INITIALIZER;
+  static char ok_key[sizeof t->triple + sizeof t->cpu + sizeof t->features + 3];
+  char key[sizeof ok_key];
+  snprintf(key, sizeof key, "%s|%s|%s", t->triple, t->cpu, t->features);
+  pthread_mutex_lock(&ok_lock);
+  bool known = !strcmp(key, ok_key);
+  pthread_mutex_unlock(&ok_lock);
+  if (known) return MLC_OK;
   Diag tmp = {0};
   LLVMTargetMachineRef tm = create_tm(t, false, true, &tmp);
   if (!tm) return diag_set(d, tmp.status, "%s", tmp.msg);
   LLVMDisposeTargetMachine(tm);
+  pthread_mutex_lock(&ok_lock);
+  strcpy(ok_key, key);
+  pthread_mutex_unlock(&ok_lock);
   return MLC_OK;
 }
