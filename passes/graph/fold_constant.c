@@ -88,7 +88,11 @@ mlc_status pass_evaluate(Graph *g, Value *v, void **data, Diag *d) {
       need[in->id] = true;
     }
   }
-  return evaluate(g, use, 1, &v, data, "llvm", d);
+  /* A small computation, once: LLVM at -O0 for the host, and for integer results (the importer's shape
+   * arithmetic) its generic CPU, whose short feature list is much cheaper to set up than the host's. */
+  bool integer = v->type.dtype != MLC_F32 && v->type.dtype != MLC_F64 && v->type.dtype != MLC_F16 &&
+                 v->type.dtype != MLC_BF16;
+  return evaluate(g, use, 1, &v, data, integer ? "llvm -mcpu=generic -opt-level=0" : "llvm -opt-level=0", d);
 }
 
 mlc_status pass_fold_constant(Graph *g, const PassOptions *opt, Diag *d) {
