@@ -9,6 +9,7 @@ static const GraphPass passes[] = {
     /* name                     min opt level  function */
     {"SimplifyInference",       0, pass_simplify_inference},
     {"HoistRnnProjection",      1, pass_hoist_rnn_projection}, /* RNN input products: one GEMM over all steps */
+    {"LowerEinsum",             1, pass_lower_einsum}, /* einsum products -> nn.batch_matmul */
     {"EliminateCommonSubexpr",  2, pass_eliminate_common_subexpr},
     {"FoldConstant",            2, pass_fold_constant},
     {"SimplifyExpr",            1, pass_simplify_expr}, /* pow(x, 2) -> x * x */

@@ -467,8 +467,8 @@ static mlc_status attn_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **out
 
 /* ---------------------------------------------------------------- einsum */
 
-#define EIN_MAX_OPS 8
-#define EIN_LABELS 128 /* letters are their ASCII codes (>= 65); ellipsis dims are 1 + position (right-aligned) */
+#define EIN_MAX_OPS TOPI_EINSUM_MAX_OPS
+#define EIN_LABELS TOPI_EINSUM_LABELS /* letters are their ASCII codes (>= 65); ellipsis dims are 1 + position */
 #define EIN_ELL 1
 
 typedef struct EinCtx {
@@ -590,6 +590,20 @@ static mlc_status ein_parse(const Node *n, EinCtx *k, Diag *d) {
     if (!in_out) k->red[k->nred++] = l;
   }
   k->acc = k->dtype == MLC_F16 || k->dtype == MLC_BF16 ? MLC_F32 : k->dtype;
+  return MLC_OK;
+}
+
+mlc_status topi_einsum_parse(const Node *n, TopiEinsum *e, Diag *d) {
+  EinCtx k;
+  mlc_status st = ein_parse(n, &k, d);
+  if (st != MLC_OK) return st;
+  memset(e, 0, sizeof *e);
+  e->nops = k.nops;
+  memcpy(e->rank, k.rank, sizeof e->rank);
+  memcpy(e->lab, k.lab, sizeof e->lab);
+  e->nout = k.nout;
+  memcpy(e->out, k.out, sizeof e->out);
+  memcpy(e->size, k.size, sizeof e->size);
   return MLC_OK;
 }
 

@@ -105,6 +105,19 @@ void topi_depthwise_x86_schedule(TeCtx *c, TeSchedule *s, TeOp *anchor, TeTensor
 /* ---- rnn.c: the gate block bn of nn.rnn / nn.gru / nn.lstm's recurrent product (HoistRnnProjection packs R
  * [D, G * H / bn, H, bn] with it) ---- */
 int64_t topi_rnn_gate_block(const char *op, int64_t hidden);
+/* ---- attention.c: einsum's equation parsed against its operands' ranks (LowerEinsum rewrites the products
+ * it can into nn.batch_matmul). Labels are letters by ASCII code; ellipsis dims are 1 + their right-aligned
+ * position. The output labels come from "->" or numpy's implicit rule. ---- */
+#define TOPI_EINSUM_MAX_OPS 8
+#define TOPI_EINSUM_LABELS 128
+typedef struct TopiEinsum {
+  int nops;
+  int rank[TOPI_EINSUM_MAX_OPS];
+  int lab[TOPI_EINSUM_MAX_OPS][MLC_MAX_DIMS]; /* the label of each operand dim */
+  int nout, out[MLC_MAX_DIMS];                /* the output's labels */
+  int64_t size[TOPI_EINSUM_LABELS];           /* each label's extent (the broadcast one) */
+} TopiEinsum;
+mlc_status topi_einsum_parse(const Node *n, TopiEinsum *e, Diag *d);
 /* ---- helpers shared by op families (common.c) ---- */
 /* numpy broadcasting of input shapes -> output type (dtype of a) */
 mlc_status topi_broadcast_shape(const TensorType *a, const TensorType *b, TensorType *out);

@@ -6,7 +6,8 @@ block (16) and not (10, 19, 37: zero-padded blocks), M = 1 (matrix-vector) and M
 rows: a prime, padded to 200 in the accumulator, and inputs with two or three row axes, NHWC-like: the tile
 spans rows of the last), Gemm with transB = 0 and 1, MatMul with a [K, N] weight, and fused epilogues
 (bias + relu, bias + residual add, an add broadcasting to more rows); products of two run-time operands
-(bmm_*: nn.batch_matmul with guarded row / column tiles); then softmax rows."""
+(bmm_*: nn.batch_matmul with guarded row / column tiles); Einsum products (ein_*, einx_*: see below); then
+softmax rows."""
 import os
 import sys
 
@@ -80,6 +81,36 @@ for name, a, b in [("bmm_qk_197", (3, 197, 64), (3, 64, 197)), ("bmm_av_197", (3
     x, w = f32(*a), f32(*b)
     save(name, [helper.make_node("MatMul", ["x", "w"], ["y"], name="matmul")], {"x": x, "w": w}, {},
          x.astype(np.float64) @ w.astype(np.float64))
+
+# Einsum: LowerEinsum makes the two-operand products nn.batch_matmul / nn.matmul (ein_*), with transposes where
+# the labels are out of order, several labels merged into one GEMM axis, a batch label broadcast from extent 1,
+# a constant operand (packed into nn.dense_packed), and an outer product (no contracted label); the others keep
+# the generic einsum (einx_*: a diagonal, a label summed out of one operand, three operands). The test checks
+# which form each got and compiles each with LowerEinsum disabled too.
+def ein(name, eq, shapes, const=False):
+    xs = {f"x{i}": f32(*s) for i, s in enumerate(shapes)}
+    inits = {}
+    if const:
+        inits["x1"] = xs.pop("x1")
+    ops = [xs.get(f"x{i}", inits.get(f"x{i}")) for i in range(len(shapes))]
+    ref = np.einsum(eq, *[o.astype(np.float64) for o in ops])
+    save(name, [helper.make_node("Einsum", [f"x{i}" for i in range(len(shapes))], ["y"], name="einsum", equation=eq)],
+         xs, inits, np.asarray(ref))
+
+
+ein("ein_maxvit_qk", "BGHID,BGHJD->BGHIJ", [(1, 4, 2, 49, 32), (1, 4, 2, 49, 32)])
+ein("ein_maxvit_av", "BGHIJ,BGHJD->BGHID", [(1, 4, 2, 49, 49), (1, 4, 2, 49, 32)])
+ein("ein_bhqd_out_of_order", "bqhd,bkhd->bhqk", [(2, 10, 3, 16), (2, 12, 3, 16)])
+ein("ein_merge_groups", "abij,jkbc->aikc", [(3, 2, 5, 4), (4, 6, 2, 7)])
+ein("ein_a_transposed", "bki,bkj->bij", [(2, 20, 9), (2, 20, 17)])
+ein("ein_broadcast_batch", "bij,bjk->bik", [(1, 6, 8), (5, 8, 3)])
+ein("ein_const_weight", "bsd,de->bse", [(2, 7, 24), (24, 40)], const=True)
+ein("ein_outer", "i,j->ij", [(13,), (9,)])
+ein("ein_inner", "i,i", [(33,), (33,)])
+ein("ein_ellipsis", "...ij,...jk->...ik", [(2, 3, 4, 5), (2, 3, 5, 6)])
+ein("einx_diagonal", "bii,bij->bj", [(2, 6, 6), (2, 6, 5)])
+ein("einx_sum_out", "ij,jk->k", [(4, 5), (5, 6)])
+ein("einx_three", "ij,jk,kl->il", [(3, 4), (4, 5), (5, 2)])
 
 # Softmax / LogSoftmax over a last axis of at least the vector lanes (the row form of nn.softmax: partial
 # max/sum vectorized per row, exp once, then the elements after the last whole vector: 20, 49 as in a Swin

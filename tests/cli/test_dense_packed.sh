@@ -1,7 +1,8 @@
 #!/bin/sh
 # nn.dense_packed and the row form of nn.softmax end to end: every model of make_dense_models.py (Gemm transB
 # 0/1, MatMul [K, N], M = 1 and M > 1, N a multiple of the weight block or not, bias/relu/residual epilogues;
-# softmax / log-softmax rows; bmm_*: batch matmuls of run-time operands) must compile (the products all into nn.dense_packed), and `mlc run` must match
+# softmax / log-softmax rows; bmm_*: batch matmuls of run-time operands; ein_*: einsums LowerEinsum makes
+# matmuls, einx_*: ones it leaves generic, each also compiled without the pass) must compile (the products all into nn.dense_packed), and `mlc run` must match
 # the numpy reference (relative 1e-4) at 1 and 2 threads.
 # usage: test_dense_packed.sh MLC BUILD_DIR
 set -eu
@@ -16,6 +17,17 @@ for c in $cases; do
   softmax_*x9) ;; # shorter than a vector: the generic form
   softmax_*) grep -q "softmax_sum_part" "$dir/$c.d/"*_schedules.txt || { echo "FAIL $c: not the row form"; exit 1; } ;;
   bmm_*) ;;
+  ein_*|einx_*)
+  if [ "${c#einx_}" = "$c" ]; then
+    grep -Eq "nn\.(batch_matmul|matmul|dense_packed) " "$dir/$c.d/"*_fused_groups.txt || { echo "FAIL $c: not lowered to a matmul"; exit 1; }
+    ! grep -Eq "^ +einsum " "$dir/$c.d/"*_fused_groups.txt || { echo "FAIL $c: an einsum is left"; exit 1; }
+  else
+    grep -Eq "^ +einsum " "$dir/$c.d/"*_fused_groups.txt || { echo "FAIL $c: should stay a generic einsum"; exit 1; }
+  fi
+  # the generic op must give the same result
+  "$mlc" compile "$dir/$c.onnx" --target llvm --output "$dir/${c}_generic.tar" --disable-pass LowerEinsum >/dev/null
+  "$mlc" run "$dir/${c}_generic.tar" --inputs "$dir/${c}_inputs.npz" --outputs "$dir/${c}_generic.npz" >/dev/null
+  /usr/bin/python3 "$here/compare_npz.py" "$dir/${c}_generic.npz" "$dir/${c}_ref.npz" --tol 1e-4 ;;
   *)
   grep -q "nn.dense_packed" "$dir/$c.d/"*_fused_groups.txt || { echo "FAIL $c: no nn.dense_packed"; exit 1; }
   if grep -Eq "nn\.(dense|matmul|batch_matmul) " "$dir/$c.d/"*_fused_groups.txt; then
