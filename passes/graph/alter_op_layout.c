@@ -7,8 +7,9 @@
  * [OC/ocb][IC][KH][KW][ocb]: one vector of ocb output channels per (ic, kh, kw) tap. The packing is two graph
  * ops on the weight, reshape [OC/ocb, ocb, IC, KH, KW] then transpose (0, 2, 3, 4, 1), which the FoldConstant
  * run after this pass evaluates at compile time. Activations stay NCHW: the packed conv reads NCHW data and
- * writes NCHW output, so nothing else in the graph changes. Runs only for CPU targets (the pass options'
- * target string does not start with "cuda"/"nvptx").
+ * writes NCHW output, so nothing else in the graph changes. A float32 nn.conv3d (groups 1) becomes
+ * nn.conv3d_packed (src/topi/conv3d_x86.c) the same way, its weight [OC/ocb][IC][KD][KH][KW][ocb], NCDHW in and
+ * out. Runs only for CPU targets (the pass options' target string does not start with "cuda"/"nvptx").
  *
  * Before that, rewrite_winograd turns the float32 3x3 convolutions with stride 1, dilation 1, groups 1, a
  * constant weight and output channels divisible by 8 into Winograd F(4x4 or 2x2, 3x3) (src/topi/winograd_x86.c:
@@ -304,9 +305,9 @@ mlc_status pass_alter_op_layout(Graph *g, const PassOptions *opt, Diag *d) {
   int lanes = t.vector_bytes >= 16 ? t.vector_bytes / 4 : 4;
   mlc_status dst = pack_dense_weights(g, lanes, d);
   if (dst) return dst;
-  const OpDef *packed = ir_op_find("nn.conv2d_packed"), *reshape = ir_op_find("reshape"),
-              *transpose = ir_op_find("transpose");
-  if (!packed || !reshape || !transpose) return MLC_OK;
+  const OpDef *packed = ir_op_find("nn.conv2d_packed"), *packed3 = ir_op_find("nn.conv3d_packed"),
+              *reshape = ir_op_find("reshape"), *transpose = ir_op_find("transpose");
+  if (!packed || !packed3 || !reshape || !transpose) return MLC_OK;
   const OpDef *pad = ir_op_find("nn.pad");
   int n0 = g->nodes.n;
   /* new nodes are appended to g->nodes; pre[3 i ..] lists the (up to three) that must come right before node i */
@@ -315,14 +316,17 @@ mlc_status pass_alter_op_layout(Graph *g, const PassOptions *opt, Diag *d) {
   bool changed = false;
   for (int i = 0; i < n0; i++) {
     Node *n = g->nodes.v[i];
-    if (strcmp(n->op->name, "nn.conv2d") || n->ninputs != 2 || !n->inputs[0] || !n->inputs[1]) continue;
+    bool conv3 = !strcmp(n->op->name, "nn.conv3d"); /* groups 1: nn.conv3d_packed, NCDHW in and out */
+    if ((strcmp(n->op->name, "nn.conv2d") && !conv3) || n->ninputs != 2 || !n->inputs[0] || !n->inputs[1]) continue;
     Value *x = n->inputs[0], *w = n->inputs[1];
-    if (x->type.dtype != MLC_F32 || w->type.dtype != MLC_F32 || x->type.ndim != 4 || w->type.ndim != 4) continue;
+    int rank = conv3 ? 5 : 4;
+    if (x->type.dtype != MLC_F32 || w->type.dtype != MLC_F32 || x->type.ndim != rank || w->type.ndim != rank) continue;
     int64_t groups = ir_attr_int(n, "groups", 1);
+    if (conv3 && groups != 1) continue;
     if (!w->data || groups < 1 || w->type.dims[0] % groups || x->type.dims[1] != groups * w->type.dims[1]) continue;
     /* grouped: a block within one group's output channels (4 when a group has only 4: ResNeXt's 32x4d) */
     int64_t ocb = groups > 1 ? grouped_block(w->type.dims[0] / groups, lanes) : pick_block(w->type.dims[0], lanes);
-    if (opt->conv_block && groups == 1) { /* a tuned block (tile_oc of the conv's tuning record) */
+    if (opt->conv_block && groups == 1 && !conv3) { /* a tuned block (tile_oc of the conv's tuning record) */
       int64_t tb = opt->conv_block(opt->conv_block_user, n);
       if (tb > 0 && w->type.dims[0] % tb == 0) ocb = tb;
     }
@@ -335,8 +339,9 @@ mlc_status pass_alter_op_layout(Graph *g, const PassOptions *opt, Diag *d) {
     int np = 0;
     if (oc % ocb) {
       Node *p = ir_node_new(g, pad, arena_printf(g->arena, "%s_weight_pad", n->name), n->op_type, n->opset, &wv, 1, 1);
-      int64_t pw[8] = {0, 0, 0, 0, ocp - oc, 0, 0, 0}; /* befores, then afters */
-      ir_set_ints(g, p, "pad_width", pw, 8);
+      int64_t pw[10] = {0}; /* befores, then afters */
+      pw[rank] = ocp - oc;
+      ir_set_ints(g, p, "pad_width", pw, 2 * rank);
       if (ir_infer_node(g, p, d)) return d->status;
       wv = p->outputs[0];
       pre[3 * i + np++] = p;
@@ -345,17 +350,17 @@ mlc_status pass_alter_op_layout(Graph *g, const PassOptions *opt, Diag *d) {
     const int64_t *wd = wv->type.dims;
     Node *r = ir_node_new(g, reshape, arena_printf(g->arena, "%s_weight_block", n->name), n->op_type, n->opset, &wv,
                           1, 1);
-    int64_t shp[5] = {wd[0] / ocb, ocb, wd[1], wd[2], wd[3]};
-    ir_set_ints(g, r, "newshape", shp, 5);
+    int64_t shp[6] = {wd[0] / ocb, ocb, wd[1], wd[2], wd[3], conv3 ? wd[4] : 0};
+    ir_set_ints(g, r, "newshape", shp, rank + 1);
     if (ir_infer_node(g, r, d)) return d->status;
     Value *rv = r->outputs[0];
     Node *t = ir_node_new(g, transpose, arena_printf(g->arena, "%s_weight_pack", n->name), n->op_type, n->opset,
                           &rv, 1, 1);
-    int64_t perm[5] = {0, 2, 3, 4, 1};
-    ir_set_ints(g, t, "axes", perm, 5);
+    int64_t perm[6] = {0, 2, 3, 4, rank == 5 ? 5 : 1, 1};
+    ir_set_ints(g, t, "axes", perm, rank + 1);
     if (ir_infer_node(g, t, d)) return d->status;
     TensorType before = n->outputs[0]->type;
-    n->op = packed;
+    n->op = conv3 ? packed3 : packed;
     n->inputs[1] = t->outputs[0];
     if (ir_infer_node(g, n, d)) return d->status;
     if (!tt_equal(&before, &n->outputs[0]->type))

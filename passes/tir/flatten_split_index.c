@@ -18,7 +18,8 @@ static int count_divmod(const Expr *e) {
   switch (e->kind) {
   case E_INT: case E_FLOAT: case E_VAR: return 0;
   case E_FLOORDIV: case E_FLOORMOD: return 1 + count_divmod(e->op.a) + count_divmod(e->op.b);
-  case E_ADD: case E_SUB: case E_MUL: return count_divmod(e->op.a) + count_divmod(e->op.b);
+  case E_ADD: case E_SUB: case E_MUL: case E_MIN: case E_MAX: /* min/max: a clamped index (padding reads) */
+    return count_divmod(e->op.a) + count_divmod(e->op.b);
   default: return 1000; /* anything else: never worth flattening */
   }
 }

@@ -31,7 +31,8 @@ static int64_t node_macs(const Node *n) {
     return w->ndim >= 2 ? sat_mul(tt_numel(out), prod_from(w, 1)) : 0;
   if (!strcmp(op, "nn.depthwise_conv2d")) /* weight [C*M, 1, KH, KW] (nn.conv2d, groups = C) or [C/b, 1, KH, KW, b] */
     return w->ndim == 4 || w->ndim == 5 ? sat_mul(tt_numel(out), w->dims[2] * w->dims[3]) : 0;
-  if (!strcmp(op, "nn.conv2d_packed")) /* weight [OC/ocb, IC, KH, KW, ocb] or [OC/ocb, IC/ib, KH, KW, ib, ocb] */
+  /* weight [OC/ocb, IC, KH, KW, ocb] or [OC/ocb, IC/ib, KH, KW, ib, ocb]; 3-D: [OC/ocb, IC, KD, KH, KW, ocb] */
+  if (!strcmp(op, "nn.conv2d_packed") || !strcmp(op, "nn.conv3d_packed"))
     return w->ndim >= 5 && w->dims[w->ndim - 1] > 0 ? sat_mul(tt_numel(out), prod_from(w, 1) / w->dims[w->ndim - 1])
                                                    : 0;
   if (!strcmp(op, "nn.winograd_gemm")) /* V[a, a, PP, C] x U[a*a, K/kb, C, kb] -> [a*a, K/kb, PP, kb] */

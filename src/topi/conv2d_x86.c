@@ -149,6 +149,12 @@ static int64_t fallback_tile(const Target *t, int64_t ow, int64_t ocb, int64_t *
   return best_r;
 }
 
+int64_t topi_conv_packed_tile(const Target *t, int64_t ow, int64_t ocb, int64_t *owp) {
+  return fallback_tile(t, ow, ocb, owp);
+}
+
+int64_t topi_conv_packed_reg_max(const Target *t, int64_t ocb) { return reg_n_max(t, ocb); }
+
 static int64_t padded_width(const Target *t, int64_t ow, int64_t ocb) {
   int64_t owp;
   fallback_tile(t, ow, ocb, &owp);

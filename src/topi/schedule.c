@@ -595,6 +595,7 @@ static const TopiTemplate templates[] = {
     {"winograd_input.x86", topi_winograd_input_space, topi_winograd_input_fallback, topi_winograd_input_schedule},
     {"winograd_output.x86", topi_winograd_output_space, topi_winograd_output_fallback, topi_winograd_output_schedule},
     {"conv3d_ncdhw.x86", conv_space, conv_fallback, conv_schedule},
+    {"conv3d_packed.x86", topi_conv3d_packed_space, topi_conv3d_packed_fallback, topi_conv3d_packed_schedule},
     {"depthwise_conv2d.x86", topi_depthwise_x86_space, topi_depthwise_x86_fallback, topi_depthwise_x86_schedule},
     {"dense.x86", topi_dense_x86_space, topi_dense_x86_fallback, topi_dense_x86_schedule},
     {"batch_matmul.x86", topi_dense_x86_space, topi_dense_x86_fallback, topi_dense_x86_schedule},

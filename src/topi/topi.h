@@ -98,6 +98,14 @@ void topi_dense_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *anchor, TeTensor 
 void topi_layer_norm_space(const Target *t, const TeOp *anchor, TopiConfigSpace *space);
 void topi_layer_norm_fallback(const Target *t, const TeOp *anchor, TopiConfig *cfg);
 void topi_layer_norm_schedule(TeCtx *c, TeSchedule *s, TeOp *anchor, TeTensor *out, const TopiConfig *cfg);
+/* ---- conv2d_x86.c's register tile of a packed conv, shared with conv3d_x86.c: reg_n output columns (the
+ * fallback tile_ow) over the width *owp it pads OW up to, and the most columns the register file holds ---- */
+int64_t topi_conv_packed_tile(const Target *t, int64_t ow, int64_t ocb, int64_t *owp);
+int64_t topi_conv_packed_reg_max(const Target *t, int64_t ocb);
+/* ---- conv3d_x86.c: the template of nn.conv3d_packed (tag "conv3d_packed", knobs tile_ow, tile_ic) ---- */
+void topi_conv3d_packed_space(const Target *t, const TeOp *anchor, TopiConfigSpace *space);
+void topi_conv3d_packed_fallback(const Target *t, const TeOp *anchor, TopiConfig *cfg);
+void topi_conv3d_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *anchor, TeTensor *out, const TopiConfig *cfg);
 /* ---- depthwise_x86.c: the template of nn.depthwise_conv2d (tag "depthwise_conv2d") ---- */
 void topi_depthwise_x86_space(const Target *t, const TeOp *anchor, TopiConfigSpace *space);
 void topi_depthwise_x86_fallback(const Target *t, const TeOp *anchor, TopiConfig *cfg);

@@ -332,5 +332,47 @@ global_pool("gpool_max_1d", "GlobalMaxPool", (2, 5, 37))
 global_pool("gpool_lp1_4x4", "GlobalLpPool", (1, 4, 4, 4), p=1)
 global_pool("gpool_lp3_1d", "GlobalLpPool", (1, 6, 33), p=3)
 global_pool("gpool_short_3x3", "GlobalAveragePool", (1, 2, 3, 3))
+
+# 3-D convolutions (AlterOpLayout -> nn.conv3d_packed, NCDHW in and out): a 3x3x3 "same" conv, an R3D/MC3-style
+# stem (3 channels, 3x7x7, strides 1x2x2), R(2+1)D's (1, 3, 3) spatial and (3, 1, 1) temporal halves (the
+# temporal one at 8x8 = 64 positions per frame takes the temporal form, at 7x7 the direct form), S3D's temporal
+# stride 2 with 7 taps, a dilation, 24 output channels (a block of 8), 46 (padded to 48: channels=46); with bias,
+# a Relu, and a residual add
+def conv3d_ref(x, w, b, strides, pads, dil):
+    """cross-correlation, weight [OC, C, KD, KH, KW], pads [front, top, left, back, bottom, right]"""
+    x = np.pad(x.astype(np.float64), ((0, 0), (0, 0)) + tuple((pads[i], pads[3 + i]) for i in range(3)))
+    oc, _, kd, kh, kw = w.shape
+    k = (kd, kh, kw)
+    o = [(x.shape[2 + i] - (k[i] - 1) * dil[i] - 1) // strides[i] + 1 for i in range(3)]
+    y = np.zeros((x.shape[0], oc) + tuple(o))
+    for t in np.ndindex(*k):
+        sl = tuple(slice(t[i] * dil[i], t[i] * dil[i] + (o[i] - 1) * strides[i] + 1, strides[i]) for i in range(3))
+        y += np.einsum("ncdhw,oc->nodhw", x[(slice(None), slice(None)) + sl], w[:, :, t[0], t[1], t[2]].astype(np.float64))
+    return y + b.reshape(1, -1, 1, 1, 1)
+
+
+def conv3d(name, c, oc, dhw, k, strides=(1, 1, 1), pads=(0, 0, 0, 0, 0, 0), dil=(1, 1, 1), residual=False):
+    x = rng.standard_normal((1, c) + dhw).astype(np.float32)
+    w = (rng.standard_normal((oc, c) + k) / np.sqrt(c * np.prod(k))).astype(np.float32)
+    b = rng.standard_normal(oc).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "W", "B"], ["c"], kernel_shape=list(k), strides=list(strides),
+                              pads=list(pads), dilations=list(dil)),
+             helper.make_node("Relu", ["c"], ["r" if residual else "y"])]
+    ref = np.maximum(conv3d_ref(x, w, b, strides, pads, dil), 0)
+    if residual:
+        nodes.append(helper.make_node("Add", ["r", "x"], ["y"]))
+        ref = ref + x
+    save(name, nodes, x, [numpy_helper.from_array(w, "W"), numpy_helper.from_array(b, "B")], ref)
+
+
+conv3d("c3d_333_same", 16, 16, (5, 9, 11), (3, 3, 3), pads=(1, 1, 1, 1, 1, 1), residual=True)
+conv3d("c3d_stem", 3, 32, (4, 20, 22), (3, 7, 7), strides=(1, 2, 2), pads=(1, 3, 3, 1, 3, 3))
+conv3d("c3d_spatial", 32, 48, (3, 10, 10), (1, 3, 3), pads=(0, 1, 1, 0, 1, 1))
+conv3d("c3d_temporal_form", 48, 32, (6, 8, 8), (3, 1, 1), pads=(1, 0, 0, 1, 0, 0))
+conv3d("c3d_temporal_direct", 48, 32, (6, 7, 7), (3, 1, 1), pads=(1, 0, 0, 1, 0, 0))
+conv3d("c3d_temporal_s2", 16, 32, (9, 4, 8), (7, 1, 1), strides=(2, 1, 1), pads=(3, 0, 0, 3, 0, 0))
+conv3d("c3d_dilated", 8, 24, (7, 9, 9), (3, 3, 3), pads=(2, 2, 2, 2, 2, 2), dil=(2, 2, 2))
+conv3d("c3d_padc_46", 16, 46, (3, 6, 6), (3, 3, 3), pads=(1, 1, 1, 1, 1, 1))
+
 with open(f"{out}/models.txt", "w") as f:
     f.write("\n".join(names) + "\n")
