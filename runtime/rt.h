@@ -194,6 +194,15 @@ void rt_arrays_free(int narrays, rt_array *arrays);
 uint16_t rt_f32_to_f16(float f);
 uint16_t rt_f32_to_bf16(float f);
 float rt_bf16_to_f32(uint16_t h);
+/* the low-precision types (one byte per element, see mlc_dtype): */
+bool rt_dtype_is_lowbit(mlc_dtype t);    /* float8 / float4 / int4 / uint4 / int2 / uint2 */
+bool rt_dtype_is_lowfloat(mlc_dtype t);  /* float8 / float4 (the bit-pattern kinds) */
+int rt_dtype_bits(mlc_dtype t);          /* 8 * size, or 4 / 2 for the sub-byte types */
+float rt_lowfloat_to_f32(mlc_dtype t, uint8_t bits); /* exact; NaN keeps its sign */
+/* Rounds to nearest even. saturate: out-of-range values and infinities become the largest finite value of
+ * that sign (ONNX Cast saturate=1); otherwise E4M3FN gives NaN, E5M2 inf, the FNUZ types their NaN (0x80).
+ * float4 has neither, so it always saturates; NaN becomes 0x8 as in ONNX's reference. */
+uint8_t rt_f32_to_lowfloat(mlc_dtype t, float f, bool saturate);
 
 /* error state behind mlc_rt_last_error */
 void rt_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

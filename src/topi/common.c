@@ -32,6 +32,26 @@ static Expr *cast_body(TeCtx *c, Expr **idx, void *user) {
   return tir_cast(c->arena, k->to, te_read(c, k->src, k->src->ndim, idx));
 }
 
+/* float8 / float4 largest finite values */
+static double lowfloat_max(mlc_dtype t) {
+  switch (t) {
+  case MLC_F8E4M3FN: return 448;
+  case MLC_F8E4M3FNUZ: return 240;
+  case MLC_F8E5M2: case MLC_F8E5M2FNUZ: return 57344;
+  default: return 6; /* float4 e2m1 */
+  }
+}
+
+Expr *topi_to_lowfloat(TeCtx *c, Expr *x, mlc_dtype to, bool saturate) {
+  Arena *A = c->arena;
+  if (x->dtype != MLC_F32) x = tir_cast(A, MLC_F32, x); /* f16/bf16/ints exact or rounded once; f64 as ONNX */
+  if (saturate) { /* NaN compares false and stays NaN; +-inf and out-of-range values clamp */
+    Expr *hi = tir_float(A, MLC_F32, lowfloat_max(to)), *lo = tir_float(A, MLC_F32, -lowfloat_max(to));
+    x = tir_select(A, tir_bin(A, E_GT, x, hi), hi, tir_select(A, tir_bin(A, E_LT, x, lo), lo, x));
+  }
+  return tir_cast(A, to, x);
+}
+
 TeTensor *topi_cast_stage(TeCtx *c, TeTensor *t, mlc_dtype to) {
   if (t->dtype == to) return t;
   CastCtx *k = arena_alloc(c->arena, sizeof *k);
