@@ -4,6 +4,7 @@
  * emits the same rounding as rt_f32_to_lowfloat in IR): every value is first widened to double, where scaling by
  * a power of two is exact, and rounded once with rint (the default rounding mode: nearest, ties to even). */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 #include "mlc/runtime.h"
 #include "runtime/rt.h"
@@ -145,4 +146,49 @@ uint8_t rt_f32_to_lowfloat(mlc_dtype t, float x, bool saturate) {
   if (mag > f.maxmag) return (uint8_t)overflow;
   if (mag == 0 && f.fnuz) return 0;
   return (uint8_t)(sign | mag);
+}
+
+mlc_dtype rt_lowbit_npz_dtype(mlc_dtype t) {
+  if (rt_dtype_is_lowfloat(t)) return MLC_F32;
+  if (t == MLC_I4 || t == MLC_I2) return MLC_I8;
+  if (t == MLC_U4 || t == MLC_U2) return MLC_U8;
+  return t;
+}
+
+bool rt_lowbit_from_npz(mlc_dtype t, mlc_dtype src, const void *data, int64_t n, uint8_t *dst, char *err) {
+  int bits = rt_dtype_bits(t);
+  if (rt_dtype_is_lowfloat(t) && src == MLC_F32) {
+    for (int64_t i = 0; i < n; i++) dst[i] = rt_f32_to_lowfloat(t, ((const float *)data)[i], false);
+    return true;
+  }
+  if (rt_dtype_is_lowfloat(t) && src == MLC_U8) { /* bit patterns */
+    for (int64_t i = 0; i < n; i++) {
+      uint8_t v = ((const uint8_t *)data)[i];
+      if (bits < 8 && v >> bits) {
+        snprintf(err, RT_ERRLEN, "%s bit pattern 0x%02x at element %lld does not fit in %d bits", mlc_dtype_name(t),
+                 v, (long long)i, bits);
+        return false;
+      }
+      dst[i] = v;
+    }
+    return true;
+  }
+  bool sgn = t == MLC_I4 || t == MLC_I2;
+  if (!rt_dtype_is_lowfloat(t) && src == (sgn ? MLC_I8 : MLC_U8)) {
+    int lo = sgn ? -(1 << (bits - 1)) : 0, hi = sgn ? (1 << (bits - 1)) - 1 : (1 << bits) - 1;
+    for (int64_t i = 0; i < n; i++) {
+      int v = sgn ? ((const int8_t *)data)[i] : ((const uint8_t *)data)[i];
+      if (v < lo || v > hi) {
+        snprintf(err, RT_ERRLEN, "value %d at element %lld is out of the range of %s [%d, %d]", v, (long long)i,
+                 mlc_dtype_name(t), lo, hi);
+        return false;
+      }
+      dst[i] = (uint8_t)v;
+    }
+    return true;
+  }
+  snprintf(err, RT_ERRLEN, "a %s value is given as %s (numpy has no %s; give %s)", mlc_dtype_name(t),
+           mlc_dtype_name(src), mlc_dtype_name(t),
+           rt_dtype_is_lowfloat(t) ? "float32 values or uint8 bit patterns" : sgn ? "int8 values" : "uint8 values");
+  return false;
 }

@@ -203,6 +203,16 @@ float rt_lowfloat_to_f32(mlc_dtype t, uint8_t bits); /* exact; NaN keeps its sig
  * that sign (ONNX Cast saturate=1); otherwise E4M3FN gives NaN, E5M2 inf, the FNUZ types their NaN (0x80).
  * float4 has neither, so it always saturates; NaN becomes 0x8 as in ONNX's reference. */
 uint8_t rt_f32_to_lowfloat(mlc_dtype t, float f, bool saturate);
+/* numpy has none of the low-precision types. Their .npz form: float8 / float4 values as float32 (outputs are
+ * written so, exactly; inputs are rounded to nearest even without saturation, so every value the type holds,
+ * E5M2's infinities included, is kept exactly, and one beyond its range becomes inf or NaN as Cast with
+ * saturate=0 gives) or as uint8 bit patterns (inputs), int4 / int2 as int8 and uint4 / uint2 as uint8 (the
+ * value, range-checked on input).
+ * rt_lowbit_npz_dtype: the dtype an output of type t is written as (t itself for the other types).
+ * rt_lowbit_from_npz: n elements of an array of dtype src for an input of type t, one byte each to dst;
+ * returns false with a message in err (RT_ERRLEN) when src is not an accepted form or a value is out of range. */
+mlc_dtype rt_lowbit_npz_dtype(mlc_dtype t);
+bool rt_lowbit_from_npz(mlc_dtype t, mlc_dtype src, const void *data, int64_t n, uint8_t *dst, char *err);
 
 /* error state behind mlc_rt_last_error */
 void rt_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

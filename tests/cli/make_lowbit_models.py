@@ -1,0 +1,252 @@
+#!/usr/bin/env python3
+"""make_lowbit_models.py DIR: small ONNX models with the low-precision types (int4, uint4, float8, float4) and
+their numpy references, for tests/cli/test_lowbit.sh.
+
+onnx 1.12 has no helpers for these types, so the TensorProto fields are written here: int4/uint4 packed two
+per byte, the first element in the low nibble, in raw_data or in int32_data (one packed byte per int32, the
+last byte padded); float8 one byte per element. The float8 rounding of the references is computed
+independently of mlc: every finite float8 value is enumerated from its bit fields, x is clamped to the largest
+finite value (saturate=1) and the nearest value is taken, ties to the code with the even mantissa.
+
+Models (each NAME has NAME_inputs.npz and NAME_ref.npz, listed in DIR/models.txt; DIR/tol.txt gives
+NAME<TAB>tolerance for float results, the rest must be exact):
+  int4_block_matmul   x[3,48] @ DequantizeLinear-21(W int4[48,5], scale[2,5], zp int4[2,5], axis 0,
+                      block_size 32: the last block partial), the weight-only quantized LLM pattern
+  uint4_axis_matmul   x[2,16] @ DequantizeLinear(W uint4[16,7] in int32_data, per-axis scale[7], zp uint4[7]
+                      in int32_data: an odd count, so a padded byte)
+  fp8_qdq             QuantizeLinear(x, scale, zp float8e4m3fn 0) -> DequantizeLinear -> MatMul with a
+                      float8e4m3fn weight per-axis dequantized (axis 1): a float8 QDQ model
+  fp8_io              float8e5m2 input -> Cast float32 -> Mul 2 -> Cast float8e5m2 (saturate 0: overflow to
+                      inf) output; inputs given as uint8 bit patterns (NAME_inputs.npz) and as float32
+                      values (NAME_inputs_f32.npz); the output is written as float32
+  int4_io             int4 input[2,3] -> Transpose -> int4 output, and DequantizeLinear of it (int4 I/O as
+                      int8 in .npz), uint4 input -> Cast int32
+  fp4_cast            float32 -> Cast float4e2m1 -> output (written as float32), and back to float32
+DIR/fail.txt lists models that must fail to compile, NAME<TAB>exit code<TAB>expected message part.
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+rng = np.random.default_rng(7)
+names, tols, fails = [], [], []
+
+FLOAT8E4M3FN, FLOAT8E5M2, UINT4, INT4, FLOAT4E2M1 = 17, 19, 21, 22, 23
+
+
+# ---------------------------------------------------------------- independent float8 / float4 references
+def lowfloat_values(ebits, mbits, bias, fn_nan=False, inf=False, nbits=8):
+    """code -> value for every code of a small float format"""
+    vals = {}
+    for code in range(1 << nbits):
+        s = code >> (nbits - 1)
+        e = (code >> mbits) & ((1 << ebits) - 1)
+        m = code & ((1 << mbits) - 1)
+        mag = code & ((1 << (nbits - 1)) - 1)
+        if fn_nan and mag == (1 << (nbits - 1)) - 1:
+            v = np.nan
+        elif inf and e == (1 << ebits) - 1:
+            v = np.inf if m == 0 else np.nan
+        elif e == 0:
+            v = m * 2.0 ** (1 - bias - mbits)
+        else:
+            v = (1 + m / 2.0 ** mbits) * 2.0 ** (e - bias)
+        vals[code] = -v if s else v
+    return vals
+
+
+E4M3FN = lowfloat_values(4, 3, 7, fn_nan=True)
+E5M2 = lowfloat_values(5, 2, 15, inf=True)
+E2M1 = lowfloat_values(2, 1, 1, nbits=4)
+
+
+def round_to(table, x, saturate=True, overflow_code=None):
+    """nearest finite value (ties: even mantissa, i.e. even code); saturate clamps first"""
+    finite = sorted((c, v) for c, v in table.items() if np.isfinite(v))
+    vmax = max(v for _, v in finite)
+    res = []
+    for xv in np.asarray(x, np.float64).ravel():
+        if np.isnan(xv):
+            res.append(next(c for c, v in table.items() if np.isnan(v) and c < (1 << 7)))
+            continue
+        if saturate:
+            xv = min(max(xv, -vmax), vmax)
+        best = None
+        for c, v in finite:
+            if v == 0 and (np.signbit(v) != np.signbit(xv)):
+                continue  # keep the sign of zero
+            d = abs(v - xv)
+            if best is None or d < best[0] or (d == best[0] and c % 2 == 0 and best[1] % 2 == 1):
+                best = (d, c)
+        if not saturate and abs(xv) > vmax:
+            # beyond the largest finite: does it round to it (within half an ulp of the next power)?
+            c_max = max(c for c, v in finite if v == vmax)
+            ulp = vmax - table[c_max - 1]
+            if abs(xv) >= vmax + ulp / 2:
+                best = (0, overflow_code | (0x80 if xv < 0 else 0))
+        res.append(best[1])
+    return np.array(res, np.uint8).reshape(np.shape(x))
+
+
+def decode(table, codes):
+    return np.array([table[int(c)] for c in np.asarray(codes).ravel()], np.float32).reshape(np.shape(codes))
+
+
+# ---------------------------------------------------------------- TensorProto writers
+def pack4(vals):
+    """int4 / uint4 values -> packed bytes, first element in the low nibble"""
+    v = (np.asarray(vals).ravel().astype(np.int64) & 15).astype(np.uint8)
+    if v.size % 2:
+        v = np.append(v, np.uint8(0))
+    return (v[0::2] | (v[1::2] << 4)).astype(np.uint8)
+
+
+def tensor(name, elem_type, dims, raw=None, int32=None):
+    t = TensorProto()
+    t.name = name
+    t.data_type = elem_type
+    t.dims.extend(dims)
+    if raw is not None:
+        t.raw_data = bytes(raw)
+    else:
+        t.int32_data.extend(int(b) for b in int32)
+    return t
+
+
+def vi(name, elem_type, shape):
+    return helper.make_tensor_value_info(name, elem_type, shape)
+
+
+def save(name, nodes, inputs, outputs, inits, ins, refs, opset=21, extra_inputs=None):
+    g = helper.make_graph(nodes, name, inputs, outputs, initializer=list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 10
+    onnx.save(m, f"{out}/{name}.onnx")
+    np.savez(f"{out}/{name}_inputs.npz", **ins)
+    np.savez(f"{out}/{name}_ref.npz", **refs)
+    for sfx, extra in (extra_inputs or {}).items():
+        np.savez(f"{out}/{name}_inputs_{sfx}.npz", **extra)
+    names.append(name)
+
+
+# ---------------------------------------------------------------- int4 blocked weight-only quantized MatMul
+K, N, B = 48, 5, 32
+nb = (K + B - 1) // B
+W = rng.integers(-8, 8, size=(K, N))
+zp = rng.integers(-8, 8, size=(nb, N))
+sc = (rng.random((nb, N)) * 0.1 + 0.01).astype(np.float32)
+x = rng.standard_normal((3, K)).astype(np.float32)
+rows = np.arange(K) // B
+Wf = ((W - zp[rows]).astype(np.float32) * sc[rows]).astype(np.float32)
+save("int4_block_matmul",
+     [helper.make_node("DequantizeLinear", ["W", "scale", "zp"], ["Wf"], axis=0, block_size=B),
+      helper.make_node("MatMul", ["x", "Wf"], ["y"])],
+     [vi("x", TensorProto.FLOAT, [3, K])], [vi("y", TensorProto.FLOAT, [3, N])],
+     [tensor("W", INT4, [K, N], raw=pack4(W)), helper.make_tensor("scale", TensorProto.FLOAT, [nb, N], sc.ravel()),
+      tensor("zp", INT4, [nb, N], raw=pack4(zp))],
+     {"x": x}, {"y": (x.astype(np.float64) @ Wf.astype(np.float64)).astype(np.float32)})
+tols.append(("int4_block_matmul", 1e-5))
+
+# ---------------------------------------------------------------- uint4 per-axis, int32_data
+K2, N2 = 16, 7
+W2 = rng.integers(0, 16, size=(K2, N2))
+zp2 = rng.integers(0, 16, size=(N2,))
+sc2 = (rng.random(N2) * 0.2 + 0.05).astype(np.float32)
+x2 = rng.standard_normal((2, K2)).astype(np.float32)
+W2f = ((W2 - zp2[None, :]).astype(np.float32) * sc2[None, :]).astype(np.float32)
+save("uint4_axis_matmul",
+     [helper.make_node("DequantizeLinear", ["W", "scale", "zp"], ["Wf"], axis=1),
+      helper.make_node("MatMul", ["x", "Wf"], ["y"])],
+     [vi("x", TensorProto.FLOAT, [2, K2])], [vi("y", TensorProto.FLOAT, [2, N2])],
+     [tensor("W", UINT4, [K2, N2], int32=pack4(W2)), helper.make_tensor("scale", TensorProto.FLOAT, [N2], sc2),
+      tensor("zp", UINT4, [N2], int32=pack4(zp2))],
+     {"x": x2}, {"y": (x2.astype(np.float64) @ W2f.astype(np.float64)).astype(np.float32)})
+tols.append(("uint4_axis_matmul", 1e-5))
+
+# ---------------------------------------------------------------- float8 QDQ
+x3 = (rng.standard_normal((4, 16)) * 3).astype(np.float32)
+x3[0, :4] = [1000.0, -1000.0, 0.0, -0.0]  # saturates to +-448 * scale
+s3 = np.float32(0.5)
+W3codes = round_to(E4M3FN, rng.standard_normal((16, 8)) * 100)
+ws3 = (rng.random(8) * 0.01 + 0.001).astype(np.float32)
+q3 = round_to(E4M3FN, (x3 / s3).astype(np.float32))
+xd3 = (decode(E4M3FN, q3) * s3).astype(np.float32)
+W3f = (decode(E4M3FN, W3codes) * ws3[None, :]).astype(np.float32)
+save("fp8_qdq",
+     [helper.make_node("QuantizeLinear", ["x", "s", "zp"], ["q"]),
+      helper.make_node("DequantizeLinear", ["q", "s", "zp"], ["xd"]),
+      helper.make_node("DequantizeLinear", ["W", "ws"], ["Wf"], axis=1),
+      helper.make_node("MatMul", ["xd", "Wf"], ["y"])],
+     [vi("x", TensorProto.FLOAT, [4, 16])], [vi("y", TensorProto.FLOAT, [4, 8]), vi("xd", TensorProto.FLOAT, [4, 16])],
+     [helper.make_tensor("s", TensorProto.FLOAT, [], [float(s3)]), tensor("zp", FLOAT8E4M3FN, [], raw=[0]),
+      tensor("W", FLOAT8E4M3FN, [16, 8], raw=W3codes.ravel()), helper.make_tensor("ws", TensorProto.FLOAT, [8], ws3)],
+     {"x": x3}, {"xd": xd3, "y": (xd3.astype(np.float64) @ W3f.astype(np.float64)).astype(np.float32)})
+tols.append(("fp8_qdq", 1e-5))
+
+# ---------------------------------------------------------------- float8 inputs and outputs
+x4 = np.array([0.0, -0.0, 1.5, -3.25, 20000.0, 40000.0, -60000.0, 1e-5, np.inf, np.nan], np.float32)
+c4 = round_to(E5M2, x4, saturate=False, overflow_code=0x7c)
+c4[8] = 0x7c  # inf is a value of E5M2
+doubled = decode(E5M2, c4).astype(np.float32) * np.float32(2)
+y4 = decode(E5M2, round_to(E5M2, doubled, saturate=False, overflow_code=0x7c))
+save("fp8_io",
+     [helper.make_node("Cast", ["x"], ["xf"], to=TensorProto.FLOAT),
+      helper.make_node("Mul", ["xf", "two"], ["yf"]),
+      helper.make_node("Cast", ["yf"], ["y"], to=FLOAT8E5M2, saturate=0)],
+     [vi("x", FLOAT8E5M2, [10])], [vi("y", FLOAT8E5M2, [10]), vi("xf", TensorProto.FLOAT, [10])],
+     [helper.make_tensor("two", TensorProto.FLOAT, [], [2.0])],
+     {"x": c4}, {"y": y4, "xf": decode(E5M2, c4)}, opset=19,
+     extra_inputs={"f32": {"x": decode(E5M2, c4)}})
+
+# ---------------------------------------------------------------- int4 / uint4 inputs and outputs
+x5 = np.array([[-8, -1, 0], [1, 5, 7]], np.int8)
+u5 = np.array([0, 3, 15, 9], np.uint8)
+save("int4_io",
+     [helper.make_node("Transpose", ["x"], ["xt"]),
+      helper.make_node("DequantizeLinear", ["xt", "s"], ["xd"]),
+      helper.make_node("Cast", ["u"], ["ui"], to=TensorProto.INT32)],
+     [vi("x", INT4, [2, 3]), vi("u", UINT4, [4])],
+     [vi("xt", INT4, [3, 2]), vi("xd", TensorProto.FLOAT, [3, 2]), vi("ui", TensorProto.INT32, [4])],
+     [helper.make_tensor("s", TensorProto.FLOAT, [], [0.25])],
+     {"x": x5, "u": u5}, {"xt": x5.T.copy(), "xd": (x5.T.astype(np.float32) * np.float32(0.25)), "ui": u5.astype(np.int32)})
+
+# ---------------------------------------------------------------- float4
+x6 = np.array([0.25, 0.75, 1.25, 2.5, 5.0, 7.0, -100.0, -0.1, -1.75], np.float32)
+c6 = round_to(E2M1, x6)
+save("fp4_cast",
+     [helper.make_node("Cast", ["x"], ["y"], to=FLOAT4E2M1),
+      helper.make_node("Cast", ["y"], ["back"], to=TensorProto.FLOAT)],
+     [vi("x", TensorProto.FLOAT, [9])], [vi("y", FLOAT4E2M1, [9]), vi("back", TensorProto.FLOAT, [9])], [],
+     {"x": x6}, {"y": decode(E2M1, c6), "back": decode(E2M1, c6)}, opset=23)
+
+# ---------------------------------------------------------------- must fail
+g = helper.make_graph([helper.make_node("Add", ["a", "b"], ["y"])], "fp8_add",
+                      [vi("a", FLOAT8E4M3FN, [4]), vi("b", FLOAT8E4M3FN, [4])], [vi("y", FLOAT8E4M3FN, [4])])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)])
+m.ir_version = 10
+onnx.save(m, f"{out}/fp8_add.onnx")
+fails.append(("fp8_add", 3, "node 'Add_0'" if False else "add: dtype float8_e4m3fn is not supported"))
+g = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["y"])], "int4_matmul",
+                      [vi("a", INT4, [2, 2]), vi("b", INT4, [2, 2])], [vi("y", INT4, [2, 2])])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)])
+m.ir_version = 10
+onnx.save(m, f"{out}/int4_matmul.onnx")
+fails.append(("int4_matmul", 3, "nn.matmul of int4 is not supported"))
+g = helper.make_graph([helper.make_node("Cast", ["a"], ["y"], to=24)], "cast_e8m0",
+                      [vi("a", TensorProto.FLOAT, [4])], [vi("y", 24, [4])])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 24)])
+m.ir_version = 11
+onnx.save(m, f"{out}/cast_e8m0.onnx")
+fails.append(("cast_e8m0", 3, "(Cast, opset 24): error: cast to ONNX data type 24"))
+
+with open(f"{out}/models.txt", "w") as f:
+    f.write("\n".join(names) + "\n")
+with open(f"{out}/tol.txt", "w") as f:
+    f.write("".join(f"{n}\t{t}\n" for n, t in tols))
+with open(f"{out}/fail.txt", "w") as f:
+    f.write("".join(f"{n}\t{c}\t{msg}\n" for n, c, msg in fails))

@@ -1,0 +1,53 @@
+#!/bin/sh
+# The low-precision types end to end through the mlc CLI: each model of make_lowbit_models.py (an int4
+# block-quantized MatMul, a uint4 per-axis one with int32_data weights, a float8 QDQ MatMul, float8 / int4 /
+# uint4 / float4 graph inputs and outputs) is compiled and run, and out.npz must equal the numpy reference
+# (exactly, or within tol.txt's tolerance for the MatMuls). Inputs and outputs take the .npz forms of
+# rt_lowbit_from_npz: float8 given as uint8 bit patterns or as float32 values, written as float32; int4 as
+# int8, uint4 as uint8. An int4 input out of range and a float8 input given as int32 must be refused (exit 2),
+# and the models of fail.txt (arithmetic on float8 / int4, a cast to float8e8m0) must fail to compile with
+# the exit code and message given there.
+# usage: test_lowbit.sh MLC BUILD_DIR
+set -eu
+mlc=$1 dir=$2/lowbit
+here=$(cd "$(dirname "$0")" && pwd)
+rm -rf "$dir" && mkdir -p "$dir"
+/usr/bin/python3 "$here/make_lowbit_models.py" "$dir"
+for m in $(cat "$dir/models.txt"); do
+  echo "== $m"
+  "$mlc" compile "$dir/$m.onnx" --output "$dir/$m.tar"
+  tol=$(awk -F'\t' -v m="$m" '$1 == m { print $2 }' "$dir/tol.txt")
+  for inputs in "$dir/${m}"_inputs*.npz; do
+    "$mlc" run "$dir/$m.tar" --inputs "$inputs" --outputs "$dir/${m}_out.npz"
+    /usr/bin/python3 "$here/compare_npz.py" "$dir/${m}_out.npz" "$dir/${m}_ref.npz" --tol "${tol:-0}"
+  done
+done
+# bad inputs: an int4 value out of range, a float8 input given as int32
+/usr/bin/python3 - "$dir" <<'PY'
+import sys
+import numpy as np
+d = sys.argv[1]
+np.savez(f"{d}/bad_int4.npz", x=np.array([[-9, 0, 0], [0, 0, 0]], np.int8), u=np.zeros(4, np.uint8))
+np.savez(f"{d}/bad_fp8.npz", x=np.zeros(10, np.int32))
+PY
+for case in "int4_io bad_int4 out of the range of int4" "fp8_io bad_fp8 numpy has no float8_e5m2"; do
+  set -- $case
+  m=$1 npz=$2
+  shift 2
+  rc=0
+  "$mlc" run "$dir/$m.tar" --inputs "$dir/$npz.npz" 2>"$dir/$npz.err" || rc=$?
+  cat "$dir/$npz.err"
+  if [ "$rc" != 2 ]; then echo "FAIL $m with $npz: exit code $rc, want 2"; exit 1; fi
+  if ! grep -qF "$*" "$dir/$npz.err"; then echo "FAIL $m with $npz: the message lacks: $*"; exit 1; fi
+done
+tab=$(printf '\t')
+while IFS="$tab" read -r m code msg; do
+  echo "== $m (must fail)"
+  rc=0
+  "$mlc" compile "$dir/$m.onnx" --output "$dir/$m.tar" 2>"$dir/$m.err" || rc=$?
+  cat "$dir/$m.err"
+  if [ "$rc" != "$code" ]; then echo "FAIL $m: exit code $rc, want $code"; exit 1; fi
+  if ! grep -qF "$msg" "$dir/$m.err"; then echo "FAIL $m: the message lacks: $msg"; exit 1; fi
+  if [ -e "$dir/$m.tar" ]; then echo "FAIL $m: a package was written"; exit 1; fi
+done <"$dir/fail.txt"
+echo "lowbit: all passed"
