@@ -22,6 +22,9 @@ NAME<TAB>tolerance for float results, the rest must be exact):
   int4_io             int4 input[2,3] -> Transpose -> int4 output, and DequantizeLinear of it (int4 I/O as
                       int8 in .npz), uint4 input -> Cast int32
   fp4_cast            float32 -> Cast float4e2m1 -> output (written as float32), and back to float32
+  fp8_sweep           Cast float32 -> each float8 type, saturate 1 and 0, BitCast to uint8: bit for bit on
+                      values around every rounding and overflow boundary; every bit pattern decoded
+  fp8_host            float8 graph inputs given as float32 in .npz (the host's conversion), BitCast to uint8
 DIR/fail.txt lists models that must fail to compile, NAME<TAB>exit code<TAB>expected message part.
 """
 import os
@@ -223,6 +226,85 @@ save("fp4_cast",
       helper.make_node("Cast", ["y"], ["back"], to=TensorProto.FLOAT)],
      [vi("x", TensorProto.FLOAT, [9])], [vi("y", FLOAT4E2M1, [9]), vi("back", TensorProto.FLOAT, [9])], [],
      {"x": x6}, {"y": decode(E2M1, c6), "back": decode(E2M1, c6)}, opset=23)
+
+# ---------------------------------------------------------------- conversion sweep, bit for bit
+# Every float8 format, saturate 1 and 0, on values around every boundary: each format's values and the
+# midpoints between neighbours (exact ties) and the float32 values either side of them, subnormals, the
+# largest finite and beyond, infinities, NaN, signed zeros, random values over the whole float32 range. The
+# float8 results go out through BitCast to uint8, so signs of zero and NaN patterns are compared too. Also
+# every float8 bit pattern decoded (BitCast from uint8, Cast to float32).
+FORMATS = {  # ONNX type: (values by code, NaN code, no-saturate overflow code (or None: inf), fnuz)
+    17: (E4M3FN, 0x7f, 0x7f, False),
+    18: (lowfloat_values(4, 3, 8), 0x80, 0x80, True),
+    19: (E5M2, 0x7e, 0x7c, False),
+    20: (lowfloat_values(5, 2, 16), 0x80, 0x80, True),
+}
+for t in (18, 20):  # FNUZ: 0x80 is NaN, not -0
+    FORMATS[t][0][0x80] = np.nan
+
+
+def round_vec(table, nan_code, ovf_code, fnuz, x, saturate):
+    codes = np.array([c for c in range(256) if np.isfinite(table[c])])
+    vals = np.array([table[c] for c in codes])
+    vmax = vals.max()
+    xs = np.asarray(x, np.float64)
+    xc = np.clip(xs, -vmax, vmax) if saturate else xs
+    d = np.abs(xc[:, None] - vals[None, :])
+    zero_sign_bad = (vals[None, :] == 0) & (np.signbit(vals)[None, :] != np.signbit(xc)[:, None])
+    if not fnuz:  # a zero keeps its sign (FNUZ has no -0)
+        d[zero_sign_bad] = np.inf
+    with np.errstate(invalid="ignore"):
+        best = d.min(axis=1)
+        cand = d == best[:, None]
+    even = cand & (codes[None, :] % 2 == 0)
+    pick = np.where(even.any(axis=1), even.argmax(axis=1), cand.argmax(axis=1))
+    res = codes[pick].astype(np.int64)
+    sign = np.where(np.signbit(xs), 0x80, 0)
+    over = np.zeros(xs.shape, bool)
+    if not saturate:  # beyond the largest finite by more than half an ulp, or by half when its code is odd
+        top = np.sort(vals[vals > 0])
+        limit = top[-1] + (top[-1] - top[-2]) / 2
+        odd = int(codes[vals == top[-1]][0]) % 2 == 1
+        over = (np.abs(xs) > limit) | ((np.abs(xs) == limit) & odd)
+        res = np.where(over, ovf_code | (0 if fnuz else sign), res)
+    res = np.where(np.isnan(xs), nan_code | (0 if fnuz else sign), res)
+    return res.astype(np.uint8)
+
+
+sweep = [np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e30, -1e30, 1e-30, -1e-30, 3.4e38, 1e-45], np.float32)]
+for t, (table, *_r) in FORMATS.items():
+    v = np.unique(np.array([table[c] for c in range(256) if np.isfinite(table[c])], np.float32))
+    mid = ((v[:-1].astype(np.float64) + v[1:]) / 2).astype(np.float32)
+    top = v[-1] + (v[-1] - v[-2]) / 2  # the overflow boundary and beyond
+    extra = np.array([top, -top, top * 2, v[-1] * 1.01], np.float32)
+    sweep += [v, mid, np.nextafter(mid, np.float32(np.inf)), np.nextafter(mid, np.float32(-np.inf)), extra,
+              np.nextafter(extra, np.float32(0))]
+sweep.append((rng.standard_normal(500) * np.exp2(rng.integers(-30, 30, 500))).astype(np.float32))
+sx = np.concatenate(sweep).astype(np.float32)
+nodes, outs, refs = [], [], {}
+for t, (table, nan_code, ovf, fnuz) in FORMATS.items():
+    for sat in (1, 0):
+        nm = f"t{t}_s{sat}"
+        nodes += [helper.make_node("Cast", ["x"], [nm + "_f8"], to=t, saturate=sat),
+                  helper.make_node("BitCast", [nm + "_f8"], [nm], to=TensorProto.UINT8)]
+        outs.append(vi(nm, TensorProto.UINT8, [sx.size]))
+        refs[nm] = round_vec(table, nan_code, ovf, fnuz, sx, sat)
+    nm = f"t{t}_decode"
+    nodes += [helper.make_node("BitCast", ["codes"], [nm + "_f8"], to=t),
+              helper.make_node("Cast", [nm + "_f8"], [nm], to=TensorProto.FLOAT)]
+    outs.append(vi(nm, TensorProto.FLOAT, [256]))
+    refs[nm] = np.array([table[c] for c in range(256)], np.float32)
+save("fp8_sweep", nodes, [vi("x", TensorProto.FLOAT, [sx.size]), vi("codes", TensorProto.UINT8, [256])], outs, [],
+     {"x": sx, "codes": np.arange(256, dtype=np.uint8)}, refs, opset=19)
+
+# the host's conversion of float32 .npz values for a float8 input (rt_lowbit_from_npz: no saturation), bit for bit
+nodes, ins_, outs, refs = [], [], [], {}
+for t, (table, nan_code, ovf, fnuz) in FORMATS.items():
+    nodes.append(helper.make_node("BitCast", [f"x{t}"], [f"b{t}"], to=TensorProto.UINT8))
+    ins_.append(vi(f"x{t}", t, [sx.size]))
+    outs.append(vi(f"b{t}", TensorProto.UINT8, [sx.size]))
+    refs[f"b{t}"] = round_vec(table, nan_code, ovf, fnuz, sx, False)
+save("fp8_host", nodes, ins_, outs, [], {f"x{t}": sx for t in FORMATS}, refs, opset=19)
 
 # ---------------------------------------------------------------- must fail
 g = helper.make_graph([helper.make_node("Add", ["a", "b"], ["y"])], "fp8_add",
