@@ -22,7 +22,7 @@ static const struct {
     [MLC_F8E4M3FN] = {1, "float8_e4m3fn"}, [MLC_F8E4M3FNUZ] = {1, "float8_e4m3fnuz"},
     [MLC_F8E5M2] = {1, "float8_e5m2"},     [MLC_F8E5M2FNUZ] = {1, "float8_e5m2fnuz"},
     [MLC_U4] = {1, "uint4"},               [MLC_I4] = {1, "int4"},
-    [MLC_F4E2M1] = {1, "float4_e2m1fn"},   [MLC_F8E8M0] = {0, "float8_e8m0fnu"},
+    [MLC_F4E2M1] = {1, "float4_e2m1fn"},   [MLC_F8E8M0] = {1, "float8_e8m0fnu"},
     [MLC_U2] = {1, "uint2"},               [MLC_I2] = {1, "int2"},
 };
 
@@ -74,9 +74,11 @@ float rt_bf16_to_f32(uint16_t h) {
 
 /* ---- low-precision types ---- */
 
-bool rt_dtype_is_lowbit(mlc_dtype t) { return t >= MLC_F8E4M3FN && t <= MLC_I2 && t != MLC_F8E8M0; }
+bool rt_dtype_is_lowbit(mlc_dtype t) { return t >= MLC_F8E4M3FN && t <= MLC_I2; }
 
-bool rt_dtype_is_lowfloat(mlc_dtype t) { return (t >= MLC_F8E4M3FN && t <= MLC_F8E5M2FNUZ) || t == MLC_F4E2M1; }
+bool rt_dtype_is_lowfloat(mlc_dtype t) {
+  return (t >= MLC_F8E4M3FN && t <= MLC_F8E5M2FNUZ) || t == MLC_F4E2M1 || t == MLC_F8E8M0;
+}
 
 int rt_dtype_bits(mlc_dtype t) {
   switch (t) {
@@ -104,6 +106,7 @@ static LowFloat lowfloat(mlc_dtype t) {
 }
 
 float rt_lowfloat_to_f32(mlc_dtype t, uint8_t bits) {
+  if (t == MLC_F8E8M0) return bits == 0xff ? NAN : ldexpf(1.0f, (int)bits - 127);
   LowFloat f = lowfloat(t);
   unsigned sbit = 1u << (f.nbits - 1), mag = bits & (sbit - 1);
   bool neg = (bits & sbit) != 0;
@@ -117,6 +120,14 @@ float rt_lowfloat_to_f32(mlc_dtype t, uint8_t bits) {
 }
 
 uint8_t rt_f32_to_lowfloat(mlc_dtype t, float x, bool saturate) {
+  if (t == MLC_F8E8M0) { /* the exponent of |x|, rounded up when x is not a power of two (Cast's default) */
+    uint32_t b;
+    memcpy(&b, &x, 4);
+    unsigned e = (b >> 23) & 0xff;
+    if (e == 0xff) return 0xff; /* inf and NaN: NaN */
+    bool up = (b & 0x7fffff) != 0 && !(saturate && e == 0xfe);
+    return (uint8_t)(e + up);
+  }
   LowFloat f = lowfloat(t);
   unsigned sbit = 1u << (f.nbits - 1);
   if (t == MLC_F4E2M1) saturate = true;

@@ -195,13 +195,15 @@ uint16_t rt_f32_to_f16(float f);
 uint16_t rt_f32_to_bf16(float f);
 float rt_bf16_to_f32(uint16_t h);
 /* the low-precision types (one byte per element, see mlc_dtype): */
-bool rt_dtype_is_lowbit(mlc_dtype t);    /* float8 / float4 / int4 / uint4 / int2 / uint2 */
-bool rt_dtype_is_lowfloat(mlc_dtype t);  /* float8 / float4 (the bit-pattern kinds) */
+bool rt_dtype_is_lowbit(mlc_dtype t);    /* float8 (e8m0 too) / float4 / int4 / uint4 / int2 / uint2 */
+bool rt_dtype_is_lowfloat(mlc_dtype t);  /* float8 (e8m0 too) / float4 (the bit-pattern kinds) */
 int rt_dtype_bits(mlc_dtype t);          /* 8 * size, or 4 / 2 for the sub-byte types */
 float rt_lowfloat_to_f32(mlc_dtype t, uint8_t bits); /* exact; NaN keeps its sign */
 /* Rounds to nearest even. saturate: out-of-range values and infinities become the largest finite value of
  * that sign (ONNX Cast saturate=1); otherwise E4M3FN gives NaN, E5M2 inf, the FNUZ types their NaN (0x80).
- * float4 has neither, so it always saturates; NaN becomes 0x8 as in ONNX's reference. */
+ * float4 has neither, so it always saturates; NaN becomes 0x8 as in ONNX's reference. float8e8m0 takes the
+ * exponent of |x| rounded up (Cast's default round_mode), inf and NaN give NaN (0xff), and saturate keeps
+ * values above 2^127 at 2^127 instead of NaN. */
 uint8_t rt_f32_to_lowfloat(mlc_dtype t, float f, bool saturate);
 /* numpy has none of the low-precision types. Their .npz form: float8 / float4 values as float32 (outputs are
  * written so, exactly; inputs are rounded to nearest even without saturation, so every value the type holds,

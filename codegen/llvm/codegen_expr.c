@@ -49,7 +49,7 @@ LLVMTypeRef cg_reg_type(CgModule *m, mlc_dtype t, int lanes) {
   switch (t) {
   case MLC_BOOL: base = m->t_i1; break;
   case MLC_I8: case MLC_U8: base = m->t_i8; break;
-  case MLC_F8E4M3FN: case MLC_F8E4M3FNUZ: case MLC_F8E5M2: case MLC_F8E5M2FNUZ: case MLC_F4E2M1:
+  case MLC_F8E4M3FN: case MLC_F8E4M3FNUZ: case MLC_F8E5M2: case MLC_F8E5M2FNUZ: case MLC_F4E2M1: case MLC_F8E8M0:
   case MLC_I4: case MLC_U4: case MLC_I2: case MLC_U2: base = m->t_i8; break; /* bits / extended value */
   case MLC_I16: case MLC_U16: base = m->t_i16; break;
   case MLC_I32: case MLC_U32: base = m->t_i32; break;
@@ -188,7 +188,8 @@ LLVMValueRef cg_call_intrinsic(CgModule *m, const char *name, LLVMTypeRef overlo
  * two (exact) and use roundeven. Out-of-range values and infinities become inf (E5M2) or NaN (E4M3FN, FNUZ):
  * the non-saturating conversion; Cast with saturate=1 clamps to the largest finite value before it
  * (topi_lowfloat_saturate). float4 has no inf or NaN and always saturates (NaN gives 0x8, as ONNX's
- * reference). Casting to int4/uint4/int2/uint2 wraps to the width, as ONNX's Cast does. Other sources go
+ * reference). float8e8m0 takes the exponent of |x|, rounded up and saturating (Cast's defaults; topi adjusts x
+ * for the other round modes). Casting to int4/uint4/int2/uint2 wraps to the width, as ONNX's Cast does. Other sources go
  * through f32 (f64 through f32 too: one more rounding, as ONNX's reference does) or through i8. */
 typedef struct LowFmt {
   int nbits, mbits, bias;
@@ -244,6 +245,13 @@ static LLVMValueRef encode_lowfloat(CgModule *m, LLVMValueRef x, mlc_dtype t) {
   LLVMTypeRef it = with_lanes(m->t_i32, lanes), ft = with_lanes(m->t_f32, lanes);
 #define K(v) const_int(m->t_i32, lanes, m, (uint64_t)(v))
   LLVMValueRef bits = LLVMBuildBitCast(m->b, x, it, "");
+  if (t == MLC_F8E8M0) { /* the exponent of |x|, up when a mantissa bit is set and below 2^127 (saturating) */
+    LLVMValueRef e = LLVMBuildAnd(m->b, LLVMBuildLShr(m->b, bits, K(23), ""), K(0xff), "");
+    LLVMValueRef frac = LLVMBuildICmp(m->b, LLVMIntNE, LLVMBuildAnd(m->b, bits, K(0x7fffff), ""), K(0), "");
+    LLVMValueRef up = LLVMBuildAnd(m->b, frac, LLVMBuildICmp(m->b, LLVMIntULT, e, K(0xfe), ""), "");
+    LLVMValueRef r = LLVMBuildAdd(m->b, e, LLVMBuildZExt(m->b, up, it, ""), "");
+    return LLVMBuildTrunc(m->b, r, with_lanes(m->t_i8, lanes), ""); /* e = 0xff (inf, NaN) stays NaN */
+  }
   LLVMValueRef sign = LLVMBuildShl(m->b, LLVMBuildLShr(m->b, bits, K(31), ""), K(f.nbits - 1), "");
   LLVMValueRef a = LLVMBuildAnd(m->b, bits, K(0x7fffffffu), "");
   LLVMValueRef isnan = LLVMBuildICmp(m->b, LLVMIntUGT, a, K(0x7f800000u), "");

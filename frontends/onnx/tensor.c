@@ -38,7 +38,7 @@ mlc_dtype onnx_dtype(int32_t t) {
   case MLC_F32: case MLC_U8: case MLC_I8: case MLC_U16: case MLC_I16: case MLC_I32: case MLC_I64:
   case MLC_BOOL: case MLC_F16: case MLC_F64: case MLC_U32: case MLC_U64: case MLC_BF16:
   case MLC_F8E4M3FN: case MLC_F8E4M3FNUZ: case MLC_F8E5M2: case MLC_F8E5M2FNUZ: case MLC_U4: case MLC_I4:
-  case MLC_F4E2M1: case MLC_U2: case MLC_I2:
+  case MLC_F4E2M1: case MLC_F8E8M0: case MLC_U2: case MLC_I2:
     return (mlc_dtype)t; /* mlc_dtype uses ONNX's numbers */
   default:
     return MLC_UNDEF;
@@ -239,7 +239,7 @@ mlc_status onnx_tensor_data(const Onnx__TensorProto *t, const TensorType *type, 
     }
     return MLC_OK;
   case MLC_I32: case MLC_I16: case MLC_I8: case MLC_U16: case MLC_U8: case MLC_BOOL: case MLC_F16: case MLC_BF16:
-  case MLC_F8E4M3FN: case MLC_F8E4M3FNUZ: case MLC_F8E5M2: case MLC_F8E5M2FNUZ:
+  case MLC_F8E4M3FN: case MLC_F8E4M3FNUZ: case MLC_F8E5M2: case MLC_F8E5M2FNUZ: case MLC_F8E8M0:
     if ((int64_t)t->n_int32_data != n) return count_error(file, what, "int32_data", t->n_int32_data, n, d);
     for (int64_t i = 0; i < n; i++) {
       int32_t v = t->int32_data[i];

@@ -52,7 +52,7 @@ typedef enum mlc_dtype {
   MLC_U4 = 21,
   MLC_I4 = 22,
   MLC_F4E2M1 = 23,     /* 1-2-1, bias 1, max 6, no inf or NaN */
-  MLC_F8E8M0 = 24,     /* exponent only (2^(e-127)), NaN 0xff: named here, not supported by the compiler */
+  MLC_F8E8M0 = 24,     /* exponent only: 2^(e-127), NaN 0xff, no sign, zero, inf (MX scales) */
   MLC_U2 = 25,
   MLC_I2 = 26,
   MLC_DTYPE_COUNT = 27,

@@ -97,7 +97,7 @@ static void fill_random(void *data, mlc_dtype dt, int64_t n, uint64_t *state) {
     case MLC_I32: ((int32_t *)data)[i] = (int32_t)small; break;
     case MLC_U64: ((uint64_t *)data)[i] = (uint64_t)small; break;
     case MLC_I64: ((int64_t *)data)[i] = small; break;
-    case MLC_F8E4M3FN: case MLC_F8E4M3FNUZ: case MLC_F8E5M2: case MLC_F8E5M2FNUZ: case MLC_F4E2M1:
+    case MLC_F8E4M3FN: case MLC_F8E4M3FNUZ: case MLC_F8E5M2: case MLC_F8E5M2FNUZ: case MLC_F4E2M1: case MLC_F8E8M0:
       ((uint8_t *)data)[i] = rt_f32_to_lowfloat(dt, f, true);
       break;
     case MLC_I4: case MLC_U4: ((uint8_t *)data)[i] = (uint8_t)(r % 8); break;

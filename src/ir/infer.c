@@ -45,7 +45,7 @@ static mlc_status check_lowbit(Node *n, const char *where, Diag *d) {
     for (int i = 0; i < cnt; i++) {
       Value *v = k ? n->outputs[i] : n->inputs[i];
       mlc_dtype t = v ? v->type.dtype : MLC_UNDEF;
-      if (t >= MLC_F8E4M3FN && t <= MLC_I2 && t != MLC_F8E8M0)
+      if (t >= MLC_F8E4M3FN && t <= MLC_I2)
         return diag_set(d, MLC_ERR_UNSUPPORTED,
                         "%serror: %s of %s is not supported (the low-precision types take part in casts, "
                         "QuantizeLinear/DequantizeLinear and data movement only)",

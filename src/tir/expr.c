@@ -24,9 +24,11 @@ bool dtype_is_int(mlc_dtype t) {
   }
 }
 
-bool dtype_is_lowbit(mlc_dtype t) { return (t >= MLC_F8E4M3FN && t <= MLC_F4E2M1) || t == MLC_U2 || t == MLC_I2; }
+bool dtype_is_lowbit(mlc_dtype t) { return t >= MLC_F8E4M3FN && t <= MLC_I2; }
 
-bool dtype_is_lowfloat(mlc_dtype t) { return (t >= MLC_F8E4M3FN && t <= MLC_F8E5M2FNUZ) || t == MLC_F4E2M1; }
+bool dtype_is_lowfloat(mlc_dtype t) {
+  return (t >= MLC_F8E4M3FN && t <= MLC_F8E5M2FNUZ) || t == MLC_F4E2M1 || t == MLC_F8E8M0;
+}
 
 bool dtype_is_signed(mlc_dtype t) {
   return t == MLC_I8 || t == MLC_I16 || t == MLC_I32 || t == MLC_I64 || dtype_is_float(t);
@@ -46,7 +48,8 @@ static int64_t wrap_int(mlc_dtype t, int64_t v) {
   case MLC_U4: return v & 15;
   case MLC_I2: return (int64_t)((uint64_t)v << 62) >> 62;
   case MLC_U2: return v & 3;
-  case MLC_F8E4M3FN: case MLC_F8E4M3FNUZ: case MLC_F8E5M2: case MLC_F8E5M2FNUZ: return v & 0xff; /* bits */
+  case MLC_F8E4M3FN: case MLC_F8E4M3FNUZ: case MLC_F8E5M2: case MLC_F8E5M2FNUZ: case MLC_F8E8M0:
+    return v & 0xff; /* bits */
   case MLC_F4E2M1: return v & 15;
   default: return v;
   }

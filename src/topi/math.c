@@ -424,6 +424,10 @@ static Expr *math_body(TeCtx *c, const MathArgs *m, Expr **xin) {
       break;
     }
     case M_CAST:
+      if (m->out == MLC_F8E8M0) { /* round_mode (opset 25, default up) */
+        r = topi_to_e8m0(c, x[0], ir_attr_string(n, "round_mode", "up"), ir_attr_int(n, "saturate", 1) != 0);
+        break;
+      }
       if (dtype_is_lowfloat(m->out)) { /* ONNX's saturate (opset 19+, default 1) clamps to the largest finite */
         r = topi_to_lowfloat(c, x[0], m->out, ir_attr_int(n, "saturate", 1) != 0);
         break;

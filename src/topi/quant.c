@@ -26,7 +26,8 @@
 /* ---------------------------------------------------------------- helpers */
 
 static bool quant_dtype_ok(mlc_dtype t) {
-  return t == MLC_I8 || t == MLC_U8 || t == MLC_I16 || t == MLC_U16 || t == MLC_I32 || dtype_is_lowbit(t);
+  return t == MLC_I8 || t == MLC_U8 || t == MLC_I16 || t == MLC_U16 || t == MLC_I32 ||
+         (dtype_is_lowbit(t) && t != MLC_F8E8M0);
 }
 
 static double dtype_lo(mlc_dtype t) {
@@ -121,6 +122,8 @@ static mlc_status qparams_infer(Node *n, bool quant, Diag *d) {
   int64_t axis = ir_attr_int(n, "axis", 1), block = ir_attr_int(n, "block_size", 0);
   mlc_dtype out = (mlc_dtype)ir_attr_int(n, "out_dtype", quant ? (zp ? zp->dtype : MLC_U8) : s->dtype);
   mlc_dtype q = quant ? out : x->dtype;
+  if (dtype_is_lowbit(s->dtype)) /* float8e8m0 scales (MX formats) and the like */
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "a scale of type %s is not supported", mlc_dtype_name(s->dtype));
   if (!dtype_is_float(s->dtype))
     return diag_set(d, MLC_ERR_INVALID, "scale must be a float tensor, got %s", mlc_dtype_name(s->dtype));
   if (!quant_dtype_ok(q))

@@ -25,6 +25,8 @@ NAME<TAB>tolerance for float results, the rest must be exact):
   fp8_sweep           Cast float32 -> each float8 type, saturate 1 and 0, BitCast to uint8: bit for bit on
                       values around every rounding and overflow boundary; every bit pattern decoded
   fp8_host            float8 graph inputs given as float32 in .npz (the host's conversion), BitCast to uint8
+  e8m0_sweep          Cast float32 -> float8e8m0 in each round_mode, saturate 1 and 0, BitCast to uint8; every
+                      bit pattern decoded
 DIR/fail.txt lists models that must fail to compile, NAME<TAB>exit code<TAB>expected message part.
 """
 import os
@@ -306,6 +308,57 @@ for t, (table, nan_code, ovf, fnuz) in FORMATS.items():
     refs[f"b{t}"] = round_vec(table, nan_code, ovf, fnuz, sx, False)
 save("fp8_host", nodes, ins_, outs, [], {f"x{t}": sx for t in FORMATS}, refs, opset=19)
 
+# float8e8m0 (Cast-25 round_mode up / down / nearest, saturate 1 / 0), bit for bit, on powers of two, values
+# just above and below them, the midpoints 1.5 * 2^e (ties) and either side, the top of the range, zeros,
+# infinities and NaN: normal values from log2 in float64 (up: ceil, down: floor, nearest: up from 1.5 * 2^e);
+# zero and float32 subnormals keep ONNX's reference's reading of the exponent field (0, or 1 rounding up a
+# nonzero mantissa). No sign: -x converts as x. Every bit pattern decoded too.
+def e8m0_ref(x, mode, sat):
+    x = np.asarray(x, np.float32)
+    res = []
+    for v in x.astype(np.float64):
+        a = abs(v)
+        if not np.isfinite(a):
+            res.append(0xFF)
+            continue
+        if a < 2.0 ** -126:  # zero / subnormal: exponent field 0
+            up = a != 0 and (mode == "up" or (mode == "nearest" and a > 2.0 ** -127))
+            res.append(int(up))
+            continue
+        k = int(np.floor(np.log2(a)))
+        while 2.0 ** k > a:
+            k -= 1
+        while 2.0 ** (k + 1) <= a:
+            k += 1
+        inc = (a > 2.0 ** k) if mode == "up" else (a >= 1.5 * 2.0 ** k) if mode == "nearest" else False
+        code = k + 127 + int(inc)
+        if code > 0xFE:
+            code = 0xFE if sat else 0xFF
+        res.append(code)
+    return np.array(res, np.uint8)
+
+
+p2 = np.exp2(np.arange(-126, 128, dtype=np.float64)).astype(np.float32)
+ex = np.concatenate([p2, np.nextafter(p2, np.float32(np.inf)), np.nextafter(p2, np.float32(0)),
+                     (p2[:-1] * 1.5).astype(np.float32), np.nextafter((p2[:-1] * 1.5).astype(np.float32), np.float32(0)),
+                     np.nextafter((p2[:-1] * 1.5).astype(np.float32), np.float32(np.inf)),
+                     np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 3.4e38, -3.4e38, 1e-40, 0.124, -0.3, 1.1], np.float32)])
+ex = np.concatenate([ex, -ex[:50]]).astype(np.float32)
+nodes, outs, refs = [], [], {}
+for mode in ("up", "down", "nearest"):
+    for sat in (1, 0):
+        nm = f"{mode}_s{sat}"
+        nodes += [helper.make_node("Cast", ["x"], [nm + "_f8"], to=24, saturate=sat, round_mode=mode),
+                  helper.make_node("BitCast", [nm + "_f8"], [nm], to=TensorProto.UINT8)]
+        outs.append(vi(nm, TensorProto.UINT8, [ex.size]))
+        refs[nm] = e8m0_ref(ex, mode, sat)
+nodes += [helper.make_node("BitCast", ["codes"], ["c_f8"], to=24),
+          helper.make_node("Cast", ["c_f8"], ["decoded"], to=TensorProto.FLOAT)]
+outs.append(vi("decoded", TensorProto.FLOAT, [256]))
+refs["decoded"] = np.array([np.nan if c == 255 else 2.0 ** (c - 127) for c in range(256)], np.float32)
+save("e8m0_sweep", nodes, [vi("x", TensorProto.FLOAT, [ex.size]), vi("codes", TensorProto.UINT8, [256])], outs, [],
+     {"x": ex, "codes": np.arange(256, dtype=np.uint8)}, refs, opset=25)
+
 # ---------------------------------------------------------------- must fail
 g = helper.make_graph([helper.make_node("Add", ["a", "b"], ["y"])], "fp8_add",
                       [vi("a", FLOAT8E4M3FN, [4]), vi("b", FLOAT8E4M3FN, [4])], [vi("y", FLOAT8E4M3FN, [4])])
@@ -319,12 +372,19 @@ m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)])
 m.ir_version = 10
 onnx.save(m, f"{out}/int4_matmul.onnx")
 fails.append(("int4_matmul", 3, "nn.matmul of int4 is not supported"))
-g = helper.make_graph([helper.make_node("Cast", ["a"], ["y"], to=24)], "cast_e8m0",
+g = helper.make_graph([helper.make_node("Cast", ["a"], ["y"], to=24, round_mode="sideways")], "cast_e8m0_mode",
                       [vi("a", TensorProto.FLOAT, [4])], [vi("y", 24, [4])])
-m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 24)])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 25)])
 m.ir_version = 11
-onnx.save(m, f"{out}/cast_e8m0.onnx")
-fails.append(("cast_e8m0", 3, "(Cast, opset 24): error: cast to ONNX data type 24"))
+onnx.save(m, f"{out}/cast_e8m0_mode.onnx")
+fails.append(("cast_e8m0_mode", 2, "(Cast, opset 25): error: round_mode 'sideways' is not one of up, down, nearest"))
+g = helper.make_graph([helper.make_node("QuantizeLinear", ["a", "s", "z"], ["y"])], "quant_e8m0",
+                      [vi("a", TensorProto.FLOAT, [4])], [vi("y", 24, [4])],
+                      initializer=[helper.make_tensor("s", TensorProto.FLOAT, [], [1.0]), tensor("z", 24, [], raw=[127])])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 25)])
+m.ir_version = 11
+onnx.save(m, f"{out}/quant_e8m0.onnx")
+fails.append(("quant_e8m0", 3, "quantized type float8_e8m0fnu is not supported"))
 
 with open(f"{out}/models.txt", "w") as f:
     f.write("\n".join(names) + "\n")

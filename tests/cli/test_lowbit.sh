@@ -1,12 +1,13 @@
 #!/bin/sh
 # The low-precision types end to end through the mlc CLI: each model of make_lowbit_models.py (an int4
 # block-quantized MatMul, a uint4 per-axis one with int32_data weights, a float8 QDQ MatMul, float8 / int4 /
-# uint4 / float4 graph inputs and outputs) is compiled and run, and out.npz must equal the numpy reference
+# uint4 / float4 graph inputs and outputs, bit-exact conversion sweeps of every float8 type and of float8e8m0's
+# round modes) is compiled and run, and out.npz must equal the numpy reference
 # (exactly, or within tol.txt's tolerance for the MatMuls). Inputs and outputs take the .npz forms of
 # rt_lowbit_from_npz: float8 given as uint8 bit patterns or as float32 values, written as float32; int4 as
 # int8, uint4 as uint8. An int4 input out of range and a float8 input given as int32 must be refused (exit 2),
-# and the models of fail.txt (arithmetic on float8 / int4, a cast to float8e8m0) must fail to compile with
-# the exit code and message given there.
+# and the models of fail.txt (arithmetic on float8 / int4, a bad round_mode, float8e8m0 as a quantized type)
+# must fail to compile with the exit code and message given there.
 # usage: test_lowbit.sh MLC BUILD_DIR
 set -eu
 mlc=$1 dir=$2/lowbit
