@@ -206,10 +206,10 @@ float rt_lowfloat_to_f32(mlc_dtype t, uint8_t bits); /* exact; NaN keeps its sig
  * values above 2^127 at 2^127 instead of NaN. */
 uint8_t rt_f32_to_lowfloat(mlc_dtype t, float f, bool saturate);
 /* numpy has none of the low-precision types. Their .npz form: float8 / float4 values as float32 (outputs are
- * written so, exactly; inputs are rounded to nearest even without saturation, so every value the type holds,
- * E5M2's infinities included, is kept exactly, and one beyond its range becomes inf or NaN as Cast with
- * saturate=0 gives) or as uint8 bit patterns (inputs), int4 / int2 as int8 and uint4 / uint2 as uint8 (the
- * value, range-checked on input).
+ * written so, exactly; inputs are rounded as Cast does by default (to nearest even; float8e8m0 up) but without
+ * saturation, so every value the type holds, E5M2's infinities included, is kept exactly, and one beyond its
+ * range becomes inf or NaN as Cast with saturate=0 gives) or as uint8 bit patterns (inputs), int4 / int2 as int8
+ * and uint4 / uint2 as uint8 (the value, range-checked on input).
  * rt_lowbit_npz_dtype: the dtype an output of type t is written as (t itself for the other types).
  * rt_lowbit_from_npz: n elements of an array of dtype src for an input of type t, one byte each to dst;
  * returns false with a message in err (RT_ERRLEN) when src is not an accepted form or a value is out of range. */

@@ -21,6 +21,8 @@ NAME<TAB>tolerance for float results, the rest must be exact):
                       values (NAME_inputs_f32.npz); the output is written as float32
   int4_io             int4 input[2,3] -> Transpose -> int4 output, and DequantizeLinear of it (int4 I/O as
                       int8 in .npz), uint4 input -> Cast int32
+  lowbit_shape_ops    Reshape, Unsqueeze, Squeeze, Flatten, Expand, Slice, Concat, Pad, Gather, ConstantOfShape on
+                      int4 and Identity, Reshape, Transpose on float8 (its bytes, NaN patterns included)
   fp4_cast            float32 -> Cast float4e2m1 -> output (written as float32), and back to float32
   fp8_sweep           Cast float32 -> each float8 type, saturate 1 and 0, BitCast to uint8: bit for bit on
                       values around every rounding and overflow boundary; every bit pattern decoded
@@ -219,6 +221,40 @@ save("int4_io",
      [vi("xt", INT4, [3, 2]), vi("xd", TensorProto.FLOAT, [3, 2]), vi("ui", TensorProto.INT32, [4])],
      [helper.make_tensor("s", TensorProto.FLOAT, [], [0.25])],
      {"x": x5, "u": u5}, {"xt": x5.T.copy(), "xd": (x5.T.astype(np.float32) * np.float32(0.25)), "ui": u5.astype(np.int32)})
+
+# ---------------------------------------------------------------- the shape ops on int4 / float8 values
+# Reshape, Unsqueeze, Squeeze, Flatten, Expand, Slice, Concat, Pad (with a constant int4 pad value), Gather,
+# Identity and ConstantOfShape (an int4 value): ONNX allows the low-precision types there, and their bytes move
+# unchanged (a float8 NaN pattern included).
+x7 = np.array([[-8, -3, 0, 7], [1, 2, -1, 5]], np.int8)
+f7 = np.array([0x00, 0x80, 0x7f, 0xff, 0x38, 0xb8], np.uint8)  # e4m3fn: 0, -0, NaN, -NaN, 1, -1
+i64 = lambda name, v: helper.make_tensor(name, TensorProto.INT64, [len(v)], v)
+save("lowbit_shape_ops",
+     [helper.make_node("Reshape", ["x", "shp"], ["r"]),
+      helper.make_node("Unsqueeze", ["r", "ax0"], ["u"]),
+      helper.make_node("Squeeze", ["u", "ax0"], ["sq"]),
+      helper.make_node("Flatten", ["x"], ["fl"], axis=0),
+      helper.make_node("Expand", ["x", "eshp"], ["ex"]),
+      helper.make_node("Slice", ["x", "st", "en", "axs"], ["sl"]),
+      helper.make_node("Concat", ["x", "x"], ["cc"], axis=0),
+      helper.make_node("Pad", ["x", "pads", "padv"], ["pd"]),
+      helper.make_node("Gather", ["x", "gi"], ["ga"], axis=1),
+      helper.make_node("ConstantOfShape", ["cshp"], ["co"], value=tensor("v", INT4, [1], raw=pack4([-5]))),
+      helper.make_node("Identity", ["f"], ["fi"]),
+      helper.make_node("Reshape", ["f", "fshp"], ["fr"]),
+      helper.make_node("Transpose", ["fr"], ["ft"]),
+      helper.make_node("BitCast", ["ft"], ["fb"], to=TensorProto.UINT8)],
+     [vi("x", INT4, [2, 4]), vi("f", FLOAT8E4M3FN, [6])],
+     [vi("sq", INT4, [4, 2]), vi("fl", INT4, [1, 8]), vi("ex", INT4, [3, 2, 4]), vi("sl", INT4, [2, 2]),
+      vi("cc", INT4, [4, 4]), vi("pd", INT4, [2, 6]), vi("ga", INT4, [2, 2]), vi("co", INT4, [2, 3]),
+      vi("fi", FLOAT8E4M3FN, [6]), vi("fb", TensorProto.UINT8, [3, 2])],
+     [i64("shp", [4, 2]), i64("ax0", [0]), i64("eshp", [3, 2, 4]), i64("st", [1]), i64("en", [3]), i64("axs", [1]),
+      i64("pads", [0, 1, 0, 1]), tensor("padv", INT4, [], raw=pack4([-7])), i64("gi", [3, 0]), i64("cshp", [2, 3]),
+      i64("fshp", [2, 3])],
+     {"x": x7, "f": f7},
+     {"sq": x7.reshape(4, 2), "fl": x7.reshape(1, 8), "ex": np.broadcast_to(x7, (3, 2, 4)).copy(), "sl": x7[:, 1:3].copy(),
+      "cc": np.concatenate([x7, x7]), "pd": np.pad(x7, ((0, 0), (1, 1)), constant_values=-7), "ga": x7[:, [3, 0]].copy(),
+      "co": np.full((2, 3), -5, np.int8), "fi": decode(E4M3FN, f7), "fb": f7.reshape(2, 3).T.copy()})
 
 # ---------------------------------------------------------------- float4
 x6 = np.array([0.25, 0.75, 1.25, 2.5, 5.0, 7.0, -100.0, -0.1, -1.75], np.float32)
