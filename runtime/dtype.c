@@ -203,3 +203,24 @@ bool rt_lowbit_from_npz(mlc_dtype t, mlc_dtype src, const void *data, int64_t n,
            rt_dtype_is_lowfloat(t) ? "float32 values or uint8 bit patterns" : sgn ? "int8 values" : "uint8 values");
   return false;
 }
+
+/* ---- sub-byte packing (ONNX TensorProto data, mod.params): `bits`-wide elements, the first in the low bits ---- */
+
+int64_t rt_packed_nbytes(int64_t n, int bits) { return (n * bits + 7) / 8; }
+
+void rt_pack_bits(uint8_t *dst, const uint8_t *src, int64_t n, int bits) {
+  int per = 8 / bits;
+  unsigned mask = (1u << bits) - 1;
+  memset(dst, 0, (size_t)rt_packed_nbytes(n, bits));
+  for (int64_t i = 0; i < n; i++) dst[i / per] |= (uint8_t)((src[i] & mask) << (bits * (int)(i % per)));
+}
+
+void rt_unpack_bits(uint8_t *dst, const uint8_t *src, int64_t n, int bits, bool sign_extend) {
+  int per = 8 / bits;
+  unsigned mask = (1u << bits) - 1;
+  for (int64_t i = n - 1; i >= 0; i--) { /* backwards: dst may be the buffer src lies at the start of */
+    unsigned v = (src[i / per] >> (bits * (int)(i % per))) & mask;
+    if (sign_extend && (v >> (bits - 1))) v |= ~mask;
+    dst[i] = (uint8_t)v;
+  }
+}

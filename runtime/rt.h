@@ -214,6 +214,12 @@ uint8_t rt_f32_to_lowfloat(mlc_dtype t, float f, bool saturate);
  * rt_lowbit_from_npz: n elements of an array of dtype src for an input of type t, one byte each to dst;
  * returns false with a message in err (RT_ERRLEN) when src is not an accepted form or a value is out of range. */
 mlc_dtype rt_lowbit_npz_dtype(mlc_dtype t);
+/* Sub-byte packing, as ONNX TensorProto data and mod.params hold int4 / uint4 / float4 (bits 4) and int2 /
+ * uint2 (bits 2): n elements, the first in the low bits of the first byte, the last byte zero-padded.
+ * rt_unpack_bits sign-extends when asked (int4, int2) and may unpack in place (dst == src). */
+int64_t rt_packed_nbytes(int64_t n, int bits);
+void rt_pack_bits(uint8_t *dst, const uint8_t *src, int64_t n, int bits);
+void rt_unpack_bits(uint8_t *dst, const uint8_t *src, int64_t n, int bits, bool sign_extend);
 bool rt_lowbit_from_npz(mlc_dtype t, mlc_dtype src, const void *data, int64_t n, uint8_t *dst, char *err);
 
 /* error state behind mlc_rt_last_error */

@@ -164,22 +164,11 @@ static mlc_status count_error(const char *file, const char *what, const char *fi
                   (long long)want);
 }
 
-/* Unpacks n sub-byte elements of `bits` bits each (little end first) from packed[] to one byte each. */
-static void unpack_bits(uint8_t *dst, const uint8_t *packed, int64_t n, int bits, bool is_signed) {
-  int per = 8 / bits;
-  unsigned mask = (1u << bits) - 1;
-  for (int64_t i = n - 1; i >= 0; i--) { /* backwards: dst may be the buffer packed[] lies at the start of */
-    unsigned v = (packed[i / per] >> (bits * (int)(i % per))) & mask;
-    if (is_signed && (v >> (bits - 1))) v |= ~mask;
-    dst[i] = (uint8_t)v;
-  }
-}
-
 /* The packed sub-byte types: raw_data / external data / int32_data hold ceil(n * bits / 8) bytes. */
 static mlc_status packed_data(const Onnx__TensorProto *t, const TensorType *type, const char *file, const char *dir,
                               const char *what, void *dst, Diag *d) {
   int bits = rt_dtype_bits(type->dtype);
-  int64_t n = tt_numel(type), per = 8 / bits, nbytes = (n + per - 1) / per;
+  int64_t n = tt_numel(type), nbytes = rt_packed_nbytes(n, bits);
   bool sgn = type->dtype == MLC_I4 || type->dtype == MLC_I2;
   mlc_status st = MLC_OK;
   if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
@@ -193,7 +182,7 @@ static mlc_status packed_data(const Onnx__TensorProto *t, const TensorType *type
     if ((int64_t)t->n_int32_data != nbytes) return count_error(file, what, "int32_data (packed)", t->n_int32_data, nbytes, d);
     for (int64_t i = 0; i < nbytes; i++) ((uint8_t *)dst)[i] = (uint8_t)t->int32_data[i];
   }
-  if (st == MLC_OK) unpack_bits(dst, dst, n, bits, sgn);
+  if (st == MLC_OK) rt_unpack_bits(dst, dst, n, bits, sgn);
   return st;
 }
 

@@ -7,7 +7,8 @@
 # rt_lowbit_from_npz: float8 given as uint8 bit patterns or as float32 values, written as float32; int4 as
 # int8, uint4 as uint8. An int4 input out of range and a float8 input given as int32 must be refused (exit 2),
 # and the models of fail.txt (arithmetic on float8 / int4, a bad round_mode, float8e8m0 as a quantized type)
-# must fail to compile with the exit code and message given there.
+# must fail to compile with the exit code and message given there. With FoldConstant off, the int4 / uint4
+# weights stay parameters, stored packed in mod.params (its size is checked) and unpacked at load.
 # usage: test_lowbit.sh MLC BUILD_DIR
 set -eu
 mlc=$1 dir=$2/lowbit
@@ -23,6 +24,22 @@ for m in $(cat "$dir/models.txt"); do
     /usr/bin/python3 "$here/compare_npz.py" "$dir/${m}_out.npz" "$dir/${m}_ref.npz" --tol "${tol:-0}"
   done
 done
+# int4 / uint4 weights kept as parameters (FoldConstant off: DequantizeLinear runs in the package), which
+# mod.params stores packed two per byte (an odd count included); the int4 MatMul as a shared library too
+for m in int4_block_matmul uint4_axis_matmul lowbit_shape_ops; do
+  echo "== $m (params packed)"
+  "$mlc" compile "$dir/$m.onnx" --disable-pass FoldConstant --output "$dir/$m.nofold.tar"
+  tol=$(awk -F'\t' -v m="$m" '$1 == m { print $2 }' "$dir/tol.txt")
+  "$mlc" run "$dir/$m.nofold.tar" --inputs "$dir/${m}_inputs.npz" --outputs "$dir/${m}_nofold_out.npz"
+  /usr/bin/python3 "$here/compare_npz.py" "$dir/${m}_nofold_out.npz" "$dir/${m}_ref.npz" --tol "${tol:-0}"
+done
+size=$(tar tvf "$dir/int4_block_matmul.nofold.tar" mod.params | awk '{ print $3 }')
+# W 48x5 int4 (120 bytes packed, 240 not), scale 2x5 float32 (40), zp 2x5 int4 (5, 10 not), each after a
+# 12-byte header aligned to 64: at most 360 bytes packed in any order, at least 394 unpacked
+if [ "$size" -ge 394 ]; then echo "FAIL: mod.params is $size bytes: the int4 parameters are not packed"; exit 1; fi
+"$mlc" compile "$dir/int4_block_matmul.onnx" --disable-pass FoldConstant --output-format so --output "$dir/i4.so"
+"$mlc" run "$dir/i4.so" --inputs "$dir/int4_block_matmul_inputs.npz" --outputs "$dir/i4_so_out.npz"
+/usr/bin/python3 "$here/compare_npz.py" "$dir/i4_so_out.npz" "$dir/int4_block_matmul_ref.npz" --tol 1e-5
 # bad inputs: an int4 value out of range, a float8 input given as int32
 /usr/bin/python3 - "$dir" <<'PY'
 import sys
