@@ -6,7 +6,9 @@
  * bounds checked), requires every field with the right type and range, then rt_plan_validate checks the
  * cross-references. mod.params (little-endian): "MLCPARAM", u32 count, then per param u32 tensor id, u64
  * nbytes, zero padding to the next multiple of 64 bytes of the file, the data. Every RT_PARAM tensor must
- * appear exactly once with exactly its size; the loader copies each into a 64-byte-aligned buffer. */
+ * appear exactly once with exactly its size; the loader copies each into a 64-byte-aligned buffer. The
+ * sub-byte types (int4, uint4, float4e2m1, int2, uint2), one byte per element in memory, are stored packed
+ * (rt_pack_bits: two or four per byte, nbytes the packed size) and unpacked by the loader. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -243,12 +245,19 @@ static uint64_t get_u64(const unsigned char *b) {
 
 #define ALIGN64(x) (((x) + 63) & ~(size_t)63)
 
+/* bytes of a param in mod.params: packed for the sub-byte types (one byte per element in memory) */
+static int64_t file_nbytes(const rt_tensor *t) {
+  int64_t nb = rt_tensor_nbytes(t);
+  int bits = rt_dtype_bits(t->dtype);
+  return nb > 0 && bits < 8 ? rt_packed_nbytes(nb, bits) : nb;
+}
+
 int rt_params_serialize(const rt_plan *p, void **data, size_t *size) {
   size_t total = 12;
   uint32_t count = 0;
   for (int i = 0; i < p->ntensors; i++) {
     if (p->tensors[i].kind != RT_PARAM) continue;
-    int64_t nb = rt_tensor_nbytes(&p->tensors[i]);
+    int64_t nb = file_nbytes(&p->tensors[i]);
     if (nb < 0 || (nb > 0 && (!p->param_data || !p->param_data[i]))) return MLC_ERR_INVALID;
     total = ALIGN64(total + 12) + (size_t)nb;
     count++;
@@ -260,11 +269,15 @@ int rt_params_serialize(const rt_plan *p, void **data, size_t *size) {
   size_t pos = 12;
   for (int i = 0; i < p->ntensors; i++) {
     if (p->tensors[i].kind != RT_PARAM) continue;
-    int64_t nb = rt_tensor_nbytes(&p->tensors[i]);
+    const rt_tensor *t = &p->tensors[i];
+    int64_t nb = file_nbytes(t);
     put_u32(buf + pos, (uint32_t)i);
     put_u64(buf + pos + 4, (uint64_t)nb);
     pos = ALIGN64(pos + 12);
-    if (nb > 0) memcpy(buf + pos, p->param_data[i], (size_t)nb);
+    if (nb > 0 && rt_dtype_bits(t->dtype) < 8)
+      rt_pack_bits(buf + pos, p->param_data[i], rt_tensor_nbytes(t), rt_dtype_bits(t->dtype));
+    else if (nb > 0)
+      memcpy(buf + pos, p->param_data[i], (size_t)nb);
     pos += (size_t)nb;
   }
   *data = buf;
@@ -300,14 +313,18 @@ int rt_params_load(const void *data, size_t size, rt_plan *p, bool drop_source, 
     rt_tensor *t = &p->tensors[id];
     if (t->kind != RT_PARAM) BADP("parameter %u: tensor '%s' is not a parameter", k, t->name);
     if (p->param_data[id]) BADP("parameter '%s' appears twice", t->name);
-    int64_t want = rt_tensor_nbytes(t);
+    int64_t want = file_nbytes(t), mem = rt_tensor_nbytes(t);
     if (want < 0 || nb != (uint64_t)want)
       BADP("parameter '%s': %llu bytes, expected %lld", t->name, (unsigned long long)nb, (long long)want);
     pos = ALIGN64(pos + 12);
     if (pos > size || size - pos < nb) BADP("parameter '%s': data truncated", t->name);
     void *copy = NULL;
-    if (posix_memalign(&copy, 64, nb ? (size_t)nb : 64) != 0) BADP("out of memory for parameter '%s'", t->name);
-    if (nb) memcpy(copy, b + pos, (size_t)nb);
+    if (posix_memalign(&copy, 64, mem ? (size_t)mem : 64) != 0) BADP("out of memory for parameter '%s'", t->name);
+    int bits = rt_dtype_bits(t->dtype);
+    if (nb && bits < 8) /* packed sub-byte elements, one byte each in memory */
+      rt_unpack_bits(copy, b + pos, mem, bits, t->dtype == MLC_I4 || t->dtype == MLC_I2);
+    else if (nb)
+      memcpy(copy, b + pos, (size_t)nb);
     if (drop_source) drop_pages(b + pos, b + pos + nb);
     p->param_data[id] = copy;
     pos += (size_t)nb;

@@ -194,6 +194,33 @@ void rt_arrays_free(int narrays, rt_array *arrays);
 uint16_t rt_f32_to_f16(float f);
 uint16_t rt_f32_to_bf16(float f);
 float rt_bf16_to_f32(uint16_t h);
+/* the low-precision types (one byte per element, see mlc_dtype): */
+bool rt_dtype_is_lowbit(mlc_dtype t);    /* float8 (e8m0 too) / float4 / int4 / uint4 / int2 / uint2 */
+bool rt_dtype_is_lowfloat(mlc_dtype t);  /* float8 (e8m0 too) / float4 (the bit-pattern kinds) */
+int rt_dtype_bits(mlc_dtype t);          /* 8 * size, or 4 / 2 for the sub-byte types */
+float rt_lowfloat_to_f32(mlc_dtype t, uint8_t bits); /* exact; NaN keeps its sign */
+/* Rounds to nearest even. saturate: out-of-range values and infinities become the largest finite value of
+ * that sign (ONNX Cast saturate=1); otherwise E4M3FN gives NaN, E5M2 inf, the FNUZ types their NaN (0x80).
+ * float4 has neither, so it always saturates; NaN becomes 0x8 as in ONNX's reference. float8e8m0 takes the
+ * exponent of |x| rounded up (Cast's default round_mode), inf and NaN give NaN (0xff), and saturate keeps
+ * values above 2^127 at 2^127 instead of NaN. */
+uint8_t rt_f32_to_lowfloat(mlc_dtype t, float f, bool saturate);
+/* numpy has none of the low-precision types. Their .npz form: float8 / float4 values as float32 (outputs are
+ * written so, exactly; inputs are rounded as Cast does by default (to nearest even; float8e8m0 up) but without
+ * saturation, so every value the type holds, E5M2's infinities included, is kept exactly, and one beyond its
+ * range becomes inf or NaN as Cast with saturate=0 gives) or as uint8 bit patterns (inputs), int4 / int2 as int8
+ * and uint4 / uint2 as uint8 (the value, range-checked on input).
+ * rt_lowbit_npz_dtype: the dtype an output of type t is written as (t itself for the other types).
+ * rt_lowbit_from_npz: n elements of an array of dtype src for an input of type t, one byte each to dst;
+ * returns false with a message in err (RT_ERRLEN) when src is not an accepted form or a value is out of range. */
+mlc_dtype rt_lowbit_npz_dtype(mlc_dtype t);
+/* Sub-byte packing, as ONNX TensorProto data and mod.params hold int4 / uint4 / float4 (bits 4) and int2 /
+ * uint2 (bits 2): n elements, the first in the low bits of the first byte, the last byte zero-padded.
+ * rt_unpack_bits sign-extends when asked (int4, int2) and may unpack in place (dst == src). */
+int64_t rt_packed_nbytes(int64_t n, int bits);
+void rt_pack_bits(uint8_t *dst, const uint8_t *src, int64_t n, int bits);
+void rt_unpack_bits(uint8_t *dst, const uint8_t *src, int64_t n, int bits, bool sign_extend);
+bool rt_lowbit_from_npz(mlc_dtype t, mlc_dtype src, const void *data, int64_t n, uint8_t *dst, char *err);
 
 /* error state behind mlc_rt_last_error */
 void rt_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

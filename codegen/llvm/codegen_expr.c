@@ -12,12 +12,14 @@
 #include <stdio.h>
 #include <string.h>
 #include "codegen/llvm/cg_internal.h"
+#include "runtime/rt.h"
 
 static bool is_float(mlc_dtype t) { return t == MLC_F16 || t == MLC_BF16 || t == MLC_F32 || t == MLC_F64; }
 static bool is_signed(mlc_dtype t) {
-  return t == MLC_I8 || t == MLC_I16 || t == MLC_I32 || t == MLC_I64;
+  return t == MLC_I8 || t == MLC_I16 || t == MLC_I32 || t == MLC_I64 || t == MLC_I4 || t == MLC_I2;
 }
 static int int_bits(mlc_dtype t) {
+  if (dtype_is_lowbit(t)) return 8; /* the register width */
   switch (t) {
   case MLC_BOOL: return 1;
   case MLC_I8: case MLC_U8: return 8;
@@ -47,6 +49,8 @@ LLVMTypeRef cg_reg_type(CgModule *m, mlc_dtype t, int lanes) {
   switch (t) {
   case MLC_BOOL: base = m->t_i1; break;
   case MLC_I8: case MLC_U8: base = m->t_i8; break;
+  case MLC_F8E4M3FN: case MLC_F8E4M3FNUZ: case MLC_F8E5M2: case MLC_F8E5M2FNUZ: case MLC_F4E2M1: case MLC_F8E8M0:
+  case MLC_I4: case MLC_U4: case MLC_I2: case MLC_U2: base = m->t_i8; break; /* bits / extended value */
   case MLC_I16: case MLC_U16: base = m->t_i16; break;
   case MLC_I32: case MLC_U32: base = m->t_i32; break;
   case MLC_I64: case MLC_U64: base = m->t_i64; break;
@@ -175,8 +179,130 @@ LLVMValueRef cg_call_intrinsic(CgModule *m, const char *name, LLVMTypeRef overlo
 
 /* ---- conversions ---- */
 
+/* The low-precision types (see mlc_dtype) are storage types: a float8 / float4 register holds the bit pattern
+ * (i8), an int4 / int2 its value sign-extended to i8, a uint4 / uint2 its value. Loads and stores move the
+ * byte unchanged, so data movement keeps every pattern (NaN payloads included); only a cast converts.
+ * Decoding a float8 / float4 is a lookup in a 256 (16) entry float table built from rt_lowfloat_to_f32.
+ * Encoding from f32 rounds to nearest even on the bit pattern, the same arithmetic as rt_f32_to_lowfloat:
+ * normal results add half an ulp minus one plus the kept lsb and shift, subnormal results scale by a power of
+ * two (exact) and use roundeven. Out-of-range values and infinities become inf (E5M2) or NaN (E4M3FN, FNUZ):
+ * the non-saturating conversion; Cast with saturate=1 clamps to the largest finite value before it
+ * (topi_lowfloat_saturate). float4 has no inf or NaN and always saturates (NaN gives 0x8, as ONNX's
+ * reference). float8e8m0 takes the exponent of |x|, rounded up and saturating (Cast's defaults; topi adjusts x
+ * for the other round modes). Casting to int4/uint4/int2/uint2 wraps to the width, as ONNX's Cast does. Other sources go
+ * through f32 (f64 through f32 too: one more rounding, as ONNX's reference does) or through i8. */
+typedef struct LowFmt {
+  int nbits, mbits, bias;
+  unsigned maxmag;
+  bool fnuz, inf;
+} LowFmt;
+
+static LowFmt low_fmt(mlc_dtype t) {
+  switch (t) {
+  case MLC_F8E4M3FN: return (LowFmt){8, 3, 7, 0x7e, false, false};
+  case MLC_F8E4M3FNUZ: return (LowFmt){8, 3, 8, 0x7f, true, false};
+  case MLC_F8E5M2: return (LowFmt){8, 2, 15, 0x7b, false, true};
+  case MLC_F8E5M2FNUZ: return (LowFmt){8, 2, 16, 0x7f, true, false};
+  default: return (LowFmt){4, 1, 1, 0x7, false, false}; /* float4 e2m1 */
+  }
+}
+
+static LLVMValueRef decode_lowfloat(CgModule *m, LLVMValueRef v, mlc_dtype t) {
+  int n = t == MLC_F4E2M1 ? 16 : 256, lanes = lanes_of(v);
+  char name[64];
+  snprintf(name, sizeof name, "mlc.%s.to.f32", mlc_dtype_name(t));
+  LLVMTypeRef at = LLVMArrayType(m->t_f32, (unsigned)n);
+  LLVMValueRef g = LLVMGetNamedGlobal(m->mod, name);
+  if (!g) {
+    LLVMValueRef vals[256];
+    for (int i = 0; i < n; i++) vals[i] = LLVMConstReal(m->t_f32, (double)rt_lowfloat_to_f32(t, (uint8_t)i));
+    g = LLVMAddGlobal(m->mod, at, name);
+    LLVMSetInitializer(g, LLVMConstArray(m->t_f32, vals, (unsigned)n));
+    LLVMSetGlobalConstant(g, 1);
+    LLVMSetLinkage(g, LLVMPrivateLinkage);
+    LLVMSetUnnamedAddress(g, LLVMGlobalUnnamedAddr);
+  }
+  LLVMValueRef idx = LLVMBuildZExt(m->b, v, with_lanes(m->t_i32, lanes), "");
+  idx = LLVMBuildAnd(m->b, idx, const_int(m->t_i32, lanes, m, (uint64_t)(n - 1)), "");
+  LLVMValueRef zero = LLVMConstInt(m->t_i32, 0, 0);
+  if (lanes == 1) {
+    LLVMValueRef ix[2] = {zero, idx};
+    return LLVMBuildLoad2(m->b, m->t_f32, LLVMBuildInBoundsGEP2(m->b, at, g, ix, 2, ""), "");
+  }
+  LLVMValueRef out = LLVMGetPoison(with_lanes(m->t_f32, lanes));
+  for (int l = 0; l < lanes; l++) {
+    LLVMValueRef li = LLVMConstInt(m->t_i32, (unsigned)l, 0);
+    LLVMValueRef ix[2] = {zero, LLVMBuildExtractElement(m->b, idx, li, "")};
+    LLVMValueRef x = LLVMBuildLoad2(m->b, m->t_f32, LLVMBuildInBoundsGEP2(m->b, at, g, ix, 2, ""), "");
+    out = LLVMBuildInsertElement(m->b, out, x, li, "");
+  }
+  return out;
+}
+
+static LLVMValueRef encode_lowfloat(CgModule *m, LLVMValueRef x, mlc_dtype t) {
+  LowFmt f = low_fmt(t);
+  int lanes = lanes_of(x), emin = 1 - f.bias, sh = 23 - f.mbits;
+  LLVMTypeRef it = with_lanes(m->t_i32, lanes), ft = with_lanes(m->t_f32, lanes);
+#define K(v) const_int(m->t_i32, lanes, m, (uint64_t)(v))
+  LLVMValueRef bits = LLVMBuildBitCast(m->b, x, it, "");
+  if (t == MLC_F8E8M0) { /* the exponent of |x|, up when a mantissa bit is set and below 2^127 (saturating) */
+    LLVMValueRef e = LLVMBuildAnd(m->b, LLVMBuildLShr(m->b, bits, K(23), ""), K(0xff), "");
+    LLVMValueRef frac = LLVMBuildICmp(m->b, LLVMIntNE, LLVMBuildAnd(m->b, bits, K(0x7fffff), ""), K(0), "");
+    LLVMValueRef up = LLVMBuildAnd(m->b, frac, LLVMBuildICmp(m->b, LLVMIntULT, e, K(0xfe), ""), "");
+    LLVMValueRef r = LLVMBuildAdd(m->b, e, LLVMBuildZExt(m->b, up, it, ""), "");
+    return LLVMBuildTrunc(m->b, r, with_lanes(m->t_i8, lanes), ""); /* e = 0xff (inf, NaN) stays NaN */
+  }
+  LLVMValueRef sign = LLVMBuildShl(m->b, LLVMBuildLShr(m->b, bits, K(31), ""), K(f.nbits - 1), "");
+  LLVMValueRef a = LLVMBuildAnd(m->b, bits, K(0x7fffffffu), "");
+  LLVMValueRef isnan = LLVMBuildICmp(m->b, LLVMIntUGT, a, K(0x7f800000u), "");
+  /* normal in the target: round the f32 pattern to mbits mantissa bits, then rebias the exponent */
+  LLVMValueRef lsb = LLVMBuildAnd(m->b, LLVMBuildLShr(m->b, a, K(sh), ""), K(1), "");
+  LLVMValueRef r = LLVMBuildAdd(m->b, a, LLVMBuildAdd(m->b, lsb, K((1u << (sh - 1)) - 1), ""), "");
+  LLVMValueRef mag_n = LLVMBuildSub(m->b, LLVMBuildLShr(m->b, r, K(sh), ""), K((unsigned)(127 - f.bias) << f.mbits), "");
+  /* subnormal in the target: count steps of 2^(emin - mbits), exact scaling, round half to even */
+  LLVMValueRef q = LLVMBuildFMul(m->b, LLVMBuildBitCast(m->b, a, ft, ""),
+                                 cg_splat(m, LLVMConstReal(m->t_f32, ldexp(1.0, f.mbits - emin)), lanes), "");
+  q = cg_call_intrinsic(m, "llvm.roundeven", ft, 1, &q);
+  LLVMValueRef mag_s = LLVMBuildFPToUI(m->b, q, it, "");
+  LLVMValueRef isnorm = LLVMBuildICmp(m->b, LLVMIntUGE, a, K((unsigned)(emin + 127) << 23), "");
+  LLVMValueRef mag = LLVMBuildSelect(m->b, isnorm, mag_n, mag_s, "");
+  LLVMValueRef res = LLVMBuildOr(m->b, sign, mag, "");
+  if (f.fnuz) res = LLVMBuildSelect(m->b, LLVMBuildICmp(m->b, LLVMIntEQ, mag, K(0), ""), K(0), res, "");
+  LLVMValueRef ovf_code = t == MLC_F4E2M1 ? LLVMBuildOr(m->b, sign, K(f.maxmag), "")
+                          : f.fnuz        ? K(0x80)
+                                          : LLVMBuildOr(m->b, sign, K(f.inf ? 0x7c : 0x7f), "");
+  res = LLVMBuildSelect(m->b, LLVMBuildICmp(m->b, LLVMIntUGT, mag, K(f.maxmag), ""), ovf_code, res, "");
+  LLVMValueRef nan_code = t == MLC_F4E2M1 ? K(0x8)
+                          : f.fnuz        ? K(0x80)
+                                          : LLVMBuildOr(m->b, sign, K(f.inf ? 0x7e : 0x7f), "");
+  res = LLVMBuildSelect(m->b, isnan, nan_code, res, "");
+#undef K
+  return LLVMBuildTrunc(m->b, res, with_lanes(m->t_i8, lanes), "");
+}
+
+static LLVMValueRef convert(CgModule *m, LLVMValueRef v, mlc_dtype from, mlc_dtype to);
+
+static LLVMValueRef convert_lowbit(CgModule *m, LLVMValueRef v, mlc_dtype from, mlc_dtype to) {
+  if (dtype_is_lowfloat(from)) return convert(m, decode_lowfloat(m, v, from), MLC_F32, to);
+  if (dtype_is_lowbit(from)) return convert(m, v, is_signed(from) ? MLC_I8 : MLC_U8, to);
+  if (dtype_is_lowfloat(to)) {
+    if (from != MLC_F32 && !(v = convert(m, v, from, MLC_F32))) return NULL;
+    return encode_lowfloat(m, v, to);
+  }
+  /* int4 / uint4 / int2 / uint2: wrap to the width (through i32 / i64 like the other narrow integers) */
+  int lanes = lanes_of(v), bits = rt_dtype_bits(to);
+  mlc_dtype wide = from == MLC_I64 || from == MLC_U64 ? from : MLC_I32;
+  if (from != wide && !(v = convert(m, v, from, wide))) return NULL;
+  v = LLVMBuildTrunc(m->b, v, with_lanes(m->t_i8, lanes), "");
+  if (is_signed(to))
+    return LLVMBuildAShr(m->b, LLVMBuildShl(m->b, v, const_int(m->t_i8, lanes, m, (uint64_t)(8 - bits)), ""),
+                         const_int(m->t_i8, lanes, m, (uint64_t)(8 - bits)), "");
+  return LLVMBuildAnd(m->b, v, const_int(m->t_i8, lanes, m, (1u << bits) - 1), "");
+}
+
 static LLVMValueRef convert(CgModule *m, LLVMValueRef v, mlc_dtype from, mlc_dtype to) {
   if (from == to) return v;
+  if (dtype_is_lowbit(from) || dtype_is_lowbit(to)) return convert_lowbit(m, v, from, to);
   int lanes = lanes_of(v);
   LLVMTypeRef ty = cg_reg_type(m, to, lanes);
   if (!ty) return fail(m, MLC_ERR_UNSUPPORTED, "codegen: cast to dtype %s is not supported%s", mlc_dtype_name(to), "");

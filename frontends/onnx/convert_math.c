@@ -14,6 +14,7 @@
 #include <math.h>
 #include <string.h>
 #include "frontends/onnx/onnx.h"
+#include "runtime/rt.h"
 
 /* ---- helpers ---- */
 
@@ -273,12 +274,19 @@ static mlc_status emit_cast(OnnxCtx *cx, const OnnxNode *n, Value *x, int64_t to
   bool ok = to > 0 && to < MLC_DTYPE_COUNT && to != MLC_STRING && mlc_dtype_size((mlc_dtype)to) > 0;
   if (!ok)
     return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "cast to ONNX data type %lld (%s) is not supported", (long long)to,
-                      to == MLC_STRING ? "string" : to >= 17 && to <= 20 ? "float8" : to == 14 || to == 15 ? "complex"
-                                                                                                           : "unknown");
+                      to == MLC_STRING ? "string" : to == 14 || to == 15 ? "complex" : mlc_dtype_name((mlc_dtype)to));
   if (x->type.dtype == MLC_STRING || mlc_dtype_size(x->type.dtype) == 0)
     return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "cast from %s is not supported", mlc_dtype_name(x->type.dtype));
+  /* saturate (opset 19+, default 1) applies to float8 targets; float4 always saturates */
+  int64_t sat = n->opset >= 19 ? onnx_attr_int(n, "saturate", 1) : 1;
+  /* round_mode (opset 25) applies to float8e8m0 targets */
+  const char *rm = n->opset >= 25 ? onnx_attr_string(n, "round_mode", "up") : "up";
+  if (to == MLC_F8E8M0 && strcmp(rm, "up") && strcmp(rm, "down") && strcmp(rm, "nearest"))
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "round_mode '%s' is not one of up, down, nearest", rm);
   Node *nd = emit(cx, n, "cast", 1, &x, d);
   if (nd) ir_set_int(onnx_graph(cx), nd, "dtype", to);
+  if (nd && rt_dtype_is_lowfloat((mlc_dtype)to)) ir_set_int(onnx_graph(cx), nd, "saturate", sat != 0);
+  if (nd && to == MLC_F8E8M0) ir_set_string(onnx_graph(cx), nd, "round_mode", rm);
   return onnx_finish_one(cx, n, nd, out, d);
 }
 

@@ -2,8 +2,9 @@
  *
  *   QuantizeLinear / DequantizeLinear (opsets 10, 13, 19, 21, 23, 24, 25): axis (13+) made non-negative,
  *     block_size (21+), output_dtype (QuantizeLinear 21+, DequantizeLinear 23+), precision (25) -> qnn.quantize /
- *     qnn.dequantize. The quantized type is the zero point's dtype, else output_dtype, else uint8. int4, uint4,
- *     float8 and float4 types are reported as unsupported. saturate only concerns float8 types.
+ *     qnn.dequantize. The quantized type is the zero point's dtype, else output_dtype, else uint8: any integer
+ *     type up to 32 bits (int4/uint4/int2/uint2 included), float8 or float4; float8e8m0 is reported as
+ *     unsupported. saturate (19+, default 1) only concerns float8 types.
  *   DynamicQuantizeLinear -> qnn.dynamic_quantize (three outputs).
  *   MatMulInteger -> qnn.subtract_zero_point on both operands (per-row zero points of A along its dim -2,
  *     per-column ones of B along dim -1) + nn.matmul / nn.batch_matmul on int32.
@@ -15,15 +16,10 @@
 
 static Value *opt_input(const OnnxNode *n, int i) { return i < n->ninputs ? n->inputs[i] : NULL; }
 
-/* ONNX element type numbers mlc has no dtype for (int4, uint4, float8s, float4, int2, uint2) */
+/* an element type attribute (output_dtype, precision) mlc has a dtype for (float8e8m0 it has not) */
 static mlc_status check_qtype(OnnxCtx *cx, const OnnxNode *n, int64_t t, Diag *d) {
-  static const struct { int64_t t; const char *name; } bad[] = {
-      {17, "float8e4m3fn"}, {18, "float8e4m3fnuz"}, {19, "float8e5m2"}, {20, "float8e5m2fnuz"}, {21, "uint4"},
-      {22, "int4"},         {23, "float4e2m1"},     {24, "float8e8m0"}, {25, "uint2"},          {26, "int2"}};
-  for (size_t i = 0; i < countof(bad); i++)
-    if (bad[i].t == t)
-      return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "%s: quantized type %s is not supported", n->op_type,
-                        bad[i].name);
+  if (t == MLC_F8E8M0)
+    return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "%s: quantized type float8e8m0 is not supported", n->op_type);
   if (t <= 0 || t >= MLC_DTYPE_COUNT || !mlc_dtype_size((mlc_dtype)t))
     return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "%s: element type %lld is not supported", n->op_type,
                       (long long)t);
@@ -71,6 +67,7 @@ static mlc_status conv_qdq(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d
     if (block) ir_set_int(g, nd, "block_size", block);
     ir_set_int(g, nd, "out_dtype", odt);
     if (prec) ir_set_int(g, nd, "div_dtype", prec);
+    if (quant) ir_set_int(g, nd, "saturate", n->opset >= 19 ? onnx_attr_int(n, "saturate", 1) != 0 : 1);
   }
   return onnx_finish_one(cx, n, nd, &outs[0], d);
 }

@@ -187,6 +187,15 @@ static mlc_status check_frozen(OnnxCtx *cx, const Onnx__ValueInfoProto *vi, cons
     for (int64_t i = 0; i < n; i++) h[i] = rt_f32_to_bf16(((const float *)fz->data)[i]);
     *dtype = MLC_BF16;
     *data = h;
+  } else if (rt_dtype_is_lowbit(want)) { /* nor float8 / int4 / ...: see rt_lowbit_from_npz */
+    int64_t n = 1;
+    for (int i = 0; i < fz->ndim; i++) n *= fz->dims[i];
+    uint8_t *b = arena_alloc(cx->arena, (size_t)n + 1);
+    char err[RT_ERRLEN];
+    if (!rt_lowbit_from_npz(want, fz->dtype, fz->data, n, b, err))
+      return diag_set(d, MLC_ERR_USAGE, "%s: --freeze-inputs: input '%s': %s", cx->path, name, err);
+    *dtype = want;
+    *data = b;
   } else if (want != MLC_UNDEF && want != fz->dtype)
     return diag_set(d, MLC_ERR_USAGE, "%s: --freeze-inputs: input '%s' is %s in the model, the value given is %s",
                     cx->path, name, mlc_dtype_name(want), mlc_dtype_name(fz->dtype));

@@ -5,7 +5,12 @@
  * bool, float16 and bfloat16; int64_data; double_data; uint64_data for uint32/64), or an external file
  * (data_location = EXTERNAL, keys location/offset/length). External paths are relative to the model's folder;
  * absolute paths, ".." components and symlinks that resolve outside the folder are refused. Shapes are
- * checked for negative dims and for byte counts that overflow. */
+ * checked for negative dims and for byte counts that overflow.
+ *
+ * The low-precision types (see mlc_dtype): float8 is one byte per element like uint8. int4/uint4/float4 are
+ * packed two per byte and int2/uint2 four per byte, the first element in the low bits, in raw_data (and
+ * external data) as well as in int32_data, where each int32 carries one packed byte; the last byte is padded.
+ * They are unpacked here to one byte per element, int4/int2 sign-extended. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -13,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "frontends/onnx/internal.h"
+#include "runtime/rt.h"
 
 #define ONNX_MAX_TENSOR_BYTES ((int64_t)1 << 40) /* 1 TiB: anything larger is a corrupt shape */
 
@@ -20,7 +26,7 @@ static const char *const onnx_type_names[] = {
     "UNDEFINED", "FLOAT",  "UINT8",  "INT8",      "UINT16",     "INT16",    "INT32",
     "INT64",     "STRING", "BOOL",   "FLOAT16",   "DOUBLE",     "UINT32",   "UINT64",
     "COMPLEX64", "COMPLEX128", "BFLOAT16", "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ",
-    "UINT4",     "INT4",   "FLOAT4E2M1",
+    "UINT4",     "INT4",   "FLOAT4E2M1", "FLOAT8E8M0", "UINT2", "INT2",
 };
 
 const char *onnx_dtype_name(int32_t t) {
@@ -31,6 +37,8 @@ mlc_dtype onnx_dtype(int32_t t) {
   switch (t) {
   case MLC_F32: case MLC_U8: case MLC_I8: case MLC_U16: case MLC_I16: case MLC_I32: case MLC_I64:
   case MLC_BOOL: case MLC_F16: case MLC_F64: case MLC_U32: case MLC_U64: case MLC_BF16:
+  case MLC_F8E4M3FN: case MLC_F8E4M3FNUZ: case MLC_F8E5M2: case MLC_F8E5M2FNUZ: case MLC_U4: case MLC_I4:
+  case MLC_F4E2M1: case MLC_F8E8M0: case MLC_U2: case MLC_I2:
     return (mlc_dtype)t; /* mlc_dtype uses ONNX's numbers */
   default:
     return MLC_UNDEF;
@@ -156,10 +164,33 @@ static mlc_status count_error(const char *file, const char *what, const char *fi
                   (long long)want);
 }
 
+/* The packed sub-byte types: raw_data / external data / int32_data hold ceil(n * bits / 8) bytes. */
+static mlc_status packed_data(const Onnx__TensorProto *t, const TensorType *type, const char *file, const char *dir,
+                              const char *what, void *dst, Diag *d) {
+  int bits = rt_dtype_bits(type->dtype);
+  int64_t n = tt_numel(type), nbytes = rt_packed_nbytes(n, bits);
+  bool sgn = type->dtype == MLC_I4 || type->dtype == MLC_I2;
+  mlc_status st = MLC_OK;
+  if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+    st = read_external(t, nbytes, file, dir, what, dst, d);
+  } else if (t->has_raw_data) {
+    if ((int64_t)t->raw_data.len != nbytes)
+      return diag_set(d, MLC_ERR_INVALID, "%s: %s: raw_data has %zu bytes, expected %lld for its shape (%s, packed)",
+                      file, what, t->raw_data.len, (long long)nbytes, mlc_dtype_name(type->dtype));
+    if (nbytes) memcpy(dst, t->raw_data.data, (size_t)nbytes);
+  } else {
+    if ((int64_t)t->n_int32_data != nbytes) return count_error(file, what, "int32_data (packed)", t->n_int32_data, nbytes, d);
+    for (int64_t i = 0; i < nbytes; i++) ((uint8_t *)dst)[i] = (uint8_t)t->int32_data[i];
+  }
+  if (st == MLC_OK) rt_unpack_bits(dst, dst, n, bits, sgn);
+  return st;
+}
+
 mlc_status onnx_tensor_data(const Onnx__TensorProto *t, const TensorType *type, const char *file, const char *dir,
                             const char *what, void *dst, Diag *d) {
   int64_t n = tt_numel(type), nbytes = tt_nbytes(type);
   int es = mlc_dtype_size(type->dtype);
+  if (rt_dtype_bits(type->dtype) < 8 && !t->segment) return packed_data(t, type, file, dir, what, dst, d);
   if (t->segment)
     return diag_set(d, MLC_ERR_UNSUPPORTED, "%s: %s is a segment of a larger tensor, which mlc does not support",
                     file, what);
@@ -197,6 +228,7 @@ mlc_status onnx_tensor_data(const Onnx__TensorProto *t, const TensorType *type, 
     }
     return MLC_OK;
   case MLC_I32: case MLC_I16: case MLC_I8: case MLC_U16: case MLC_U8: case MLC_BOOL: case MLC_F16: case MLC_BF16:
+  case MLC_F8E4M3FN: case MLC_F8E4M3FNUZ: case MLC_F8E5M2: case MLC_F8E5M2FNUZ: case MLC_F8E8M0:
     if ((int64_t)t->n_int32_data != n) return count_error(file, what, "int32_data", t->n_int32_data, n, d);
     for (int64_t i = 0; i < n; i++) {
       int32_t v = t->int32_data[i];

@@ -39,13 +39,29 @@ typedef enum mlc_dtype {
   MLC_U32 = 12,
   MLC_U64 = 13,
   MLC_BF16 = 16,
-  MLC_DTYPE_COUNT = 17,
+  /* Low-precision types. Inside mlc, in the runtime's buffers and at this API (inputs, outputs, params) every
+   * element takes one byte: the float8 and float4 types hold their bit pattern (a float4 in the low nibble),
+   * int4/int2 their value sign-extended to int8, uint4/uint2 their value as uint8. Only ONNX TensorProto data
+   * is packed (two 4-bit or four 2-bit elements per byte, the first in the low bits); the importer unpacks it.
+   * They are storage types: casts, QuantizeLinear/DequantizeLinear and data movement accept them, arithmetic
+   * does not (see Float8.md / the Cast spec for the conversions). */
+  MLC_F8E4M3FN = 17,   /* 1-4-3, bias 7, max 448, NaN s.1111.111, no inf */
+  MLC_F8E4M3FNUZ = 18, /* 1-4-3, bias 8, max 240, NaN 0x80 only, no inf, no -0 */
+  MLC_F8E5M2 = 19,     /* 1-5-2, bias 15, max 57344, inf s.11111.00, NaN s.11111.{01,10,11} */
+  MLC_F8E5M2FNUZ = 20, /* 1-5-2, bias 16, max 57344, NaN 0x80 only, no inf, no -0 */
+  MLC_U4 = 21,
+  MLC_I4 = 22,
+  MLC_F4E2M1 = 23,     /* 1-2-1, bias 1, max 6, no inf or NaN */
+  MLC_F8E8M0 = 24,     /* exponent only: 2^(e-127), NaN 0xff, no sign, zero, inf (MX scales) */
+  MLC_U2 = 25,
+  MLC_I2 = 26,
+  MLC_DTYPE_COUNT = 27,
 } mlc_dtype;
 
 #define MLC_MAX_DIMS 8
 
 int mlc_dtype_size(mlc_dtype t);            /* bytes per element, 0 if unknown */
-const char *mlc_dtype_name(mlc_dtype t);    /* "float32", "int64", ... (numpy names) */
+const char *mlc_dtype_name(mlc_dtype t);    /* "float32", "int64", ... (numpy / ml_dtypes names) */
 mlc_dtype mlc_dtype_from_name(const char *name); /* inverse; MLC_UNDEF if unknown */
 
 /* ---- the kernel ABI: every generated kernel has this signature ---- */

@@ -3,7 +3,8 @@
  * Timing follows tvmc: one warm-up run, then `repeat` measurements, each the mean of `number` back-to-back
  * runs; mean/median/min/max/std over the measurements, in ms. --profile times every kernel call in separate
  * runs (so the clock reads do not disturb --print-time) and sums per kernel name. Random inputs come from
- * splitmix64 with a fixed seed: uniform [-1, 1) for floats, small non-negative integers for integers.
+ * splitmix64 with a fixed seed: uniform [-1, 1) for floats (float8 / float4 rounded from it), small non-negative
+ * integers for integers. Low-precision inputs and outputs take the .npz forms of rt_lowbit_from_npz.
  * --device cuda runs a package compiled with --target cuda on the GPU (runtime/cuda.c): each run launches
  * every kernel and copies the outputs back, which synchronises, so the times are whole GPU runs. Outputs with a
  * data-dependent shape (NonZero, NonMaxSuppression, Unique) are written and printed in the shape of the last run.
@@ -96,6 +97,11 @@ static void fill_random(void *data, mlc_dtype dt, int64_t n, uint64_t *state) {
     case MLC_I32: ((int32_t *)data)[i] = (int32_t)small; break;
     case MLC_U64: ((uint64_t *)data)[i] = (uint64_t)small; break;
     case MLC_I64: ((int64_t *)data)[i] = small; break;
+    case MLC_F8E4M3FN: case MLC_F8E4M3FNUZ: case MLC_F8E5M2: case MLC_F8E5M2FNUZ: case MLC_F4E2M1: case MLC_F8E8M0:
+      ((uint8_t *)data)[i] = rt_f32_to_lowfloat(dt, f, true);
+      break;
+    case MLC_I4: case MLC_U4: ((uint8_t *)data)[i] = (uint8_t)(r % 8); break;
+    case MLC_I2: case MLC_U2: ((uint8_t *)data)[i] = (uint8_t)(r % 2); break;
     default: break;
     }
   }
@@ -148,7 +154,8 @@ static int bind_inputs(mlc_module *m, const RunOptions *o) {
     }
     shape_str(got, sizeof got, a->ndim, a->shape);
     bool widened = info->dtype == MLC_BF16 && a->dtype == MLC_F32; /* numpy has no bfloat16 */
-    bool same = (a->dtype == info->dtype || widened) && a->ndim == info->ndim;
+    bool low = rt_dtype_is_lowbit(info->dtype); /* nor float8 / int4 / ...: see rt_lowbit_from_npz */
+    bool same = (a->dtype == info->dtype || widened || low) && a->ndim == info->ndim;
     for (int d = 0; same && d < a->ndim; d++) same = a->shape[d] == info->shape[d];
     if (!same) {
       run_err("%s: input '%s': expected %s %s, got %s %s", o->inputs, info->name, mlc_dtype_name(info->dtype), want,
@@ -156,7 +163,24 @@ static int bind_inputs(mlc_module *m, const RunOptions *o) {
       rc = MLC_ERR_INVALID;
       break;
     }
-    if (widened) {
+    if (low) {
+      int64_t k = numel(a->ndim, a->shape);
+      uint8_t *b = malloc((size_t)k + 1);
+      char lerr[RT_ERRLEN];
+      if (!b) {
+        run_err("out of memory for input '%s'", info->name);
+        rc = MLC_ERR_INTERNAL;
+        break;
+      }
+      if (!rt_lowbit_from_npz(info->dtype, a->dtype, a->data, k, b, lerr)) {
+        run_err("%s: input '%s': %s", o->inputs, info->name, lerr);
+        free(b);
+        rc = MLC_ERR_INVALID;
+        break;
+      }
+      rc = mlc_module_set_input(m, i, b, (size_t)k);
+      free(b);
+    } else if (widened) {
       size_t k = a->nbytes / sizeof(float);
       uint16_t *h = malloc(k * 2 + 2);
       if (!h) {
@@ -180,14 +204,21 @@ static int bind_inputs(mlc_module *m, const RunOptions *o) {
     if (f) {
       const rt_array *a = &arr[j];
       uint64_t hash = rt_fnv1a64(a->data, a->nbytes);
-      if (f->dtype == MLC_BF16 && a->dtype == MLC_F32) { /* bound from float32, as numpy has no bfloat16 */
+      if (rt_dtype_is_lowbit(f->dtype)) { /* bound from its npz form (rt_lowbit_from_npz) */
+        int64_t k = numel(a->ndim, a->shape);
+        uint8_t *b = malloc((size_t)k + 1);
+        char lerr[RT_ERRLEN];
+        hash = b && rt_lowbit_from_npz(f->dtype, a->dtype, a->data, k, b, lerr) ? rt_fnv1a64(b, (size_t)k) : 0;
+        free(b);
+      } else if (f->dtype == MLC_BF16 && a->dtype == MLC_F32) { /* bound from float32, as numpy has no bfloat16 */
         size_t k = a->nbytes / sizeof(float);
         uint16_t *h = malloc(k * 2 + 2);
         for (size_t i = 0; h && i < k; i++) h[i] = rt_f32_to_bf16(((const float *)a->data)[i]);
         hash = h ? rt_fnv1a64(h, k * 2) : 0;
         free(h);
       }
-      bool same = (a->dtype == f->dtype || f->dtype == MLC_BF16) && a->ndim == f->ndim && hash == f->hash;
+      bool same = (a->dtype == f->dtype || f->dtype == MLC_BF16 || rt_dtype_is_lowbit(f->dtype)) &&
+                  a->ndim == f->ndim && hash == f->hash;
       for (int d = 0; same && d < f->ndim; d++) same = a->shape[d] == f->shape[d];
       if (!same) {
         run_err("%s: input '%s' was bound to another value when the model was compiled (--freeze-inputs); "
@@ -467,7 +498,9 @@ static mlc_tensor_info run_output(const mlc_module *m, int i) {
   return info;
 }
 
-/* numpy has no bfloat16: such outputs are written as float32 (exact), such inputs are read from float32 */
+/* numpy has no bfloat16: such outputs are written as float32 (exact), such inputs are read from float32.
+ * Nor float8 / float4 (written as float32, exact), int4 / int2 (as int8) or uint4 / uint2 (as uint8): see
+ * rt_lowbit_from_npz for how such inputs are given. */
 static int write_outputs(mlc_module *m, const char *path) {
   int n = mlc_module_num_outputs(m);
   rt_array *arr = calloc((size_t)n + 1, sizeof *arr);
@@ -487,7 +520,17 @@ static int write_outputs(mlc_module *m, const char *path) {
     memcpy(arr[i].shape, info->shape, sizeof arr[i].shape);
     arr[i].data = (void *)mlc_module_output_data(m, i);
     arr[i].nbytes = (size_t)numel(info->ndim, info->shape) * (size_t)mlc_dtype_size(info->dtype);
-    if (info->dtype == MLC_BF16) {
+    if (rt_dtype_is_lowfloat(info->dtype)) { /* float8 / float4: float32, exact */
+      int64_t k = numel(info->ndim, info->shape);
+      if (!(widened[i] = malloc((size_t)k * sizeof(float) + 1))) rc = MLC_ERR_INTERNAL;
+      for (int64_t j = 0; widened[i] && j < k; j++)
+        widened[i][j] = rt_lowfloat_to_f32(info->dtype, ((const uint8_t *)arr[i].data)[j]);
+      arr[i].dtype = MLC_F32;
+      arr[i].data = widened[i];
+      arr[i].nbytes = (size_t)k * sizeof(float);
+    } else if (rt_dtype_is_lowbit(info->dtype)) { /* int4 / int2 as int8, uint4 / uint2 as uint8: same bytes */
+      arr[i].dtype = rt_lowbit_npz_dtype(info->dtype);
+    } else if (info->dtype == MLC_BF16) {
       int64_t k = numel(info->ndim, info->shape);
       if (!(widened[i] = malloc((size_t)k * sizeof(float) + 1))) rc = MLC_ERR_INTERNAL;
       for (int64_t j = 0; widened[i] && j < k; j++) widened[i][j] = rt_bf16_to_f32(((const uint16_t *)arr[i].data)[j]);

@@ -91,6 +91,10 @@ static const char *c_type(mlc_dtype t) {
   case MLC_U32: return "uint32_t";
   case MLC_I64: return "int64_t";
   case MLC_U64: return "uint64_t";
+  case MLC_I4: case MLC_I2: return "int8_t"; /* one value per byte, sign-extended */
+  case MLC_U4: case MLC_U2: return "uint8_t";
+  case MLC_F8E4M3FN: case MLC_F8E4M3FNUZ: case MLC_F8E5M2: case MLC_F8E5M2FNUZ: case MLC_F4E2M1: case MLC_F8E8M0:
+    return "uint8_t"; /* float8 / float4 bits, one element per byte */
   default: return "void";
   }
 }

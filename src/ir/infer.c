@@ -20,6 +20,41 @@ const char *ir_where(const Graph *g, const Node *n, char *buf, size_t size) {
   return buf;
 }
 
+/* The low-precision storage types (float8, float4, int4, uint4, int2, uint2: see mlc_dtype) reach only the ops
+ * that convert them or move their bytes unchanged; an op computing on them would compute on bit patterns (or
+ * on wrapped 4-bit values), so any other op meeting one is refused here, whatever its own type relation says.
+ * A list of names rather than an OpDef column keeps the op tables as they are: ONNX allows these types in
+ * Cast/CastLike, QuantizeLinear/DequantizeLinear and the shape ops (Reshape, Transpose, Squeeze, Unsqueeze,
+ * Flatten, Identity, Expand, ConstantOfShape, Pad, Concat, Slice, Gather, Tile, ...), which map onto these. */
+static bool lowbit_ok(const char *op) {
+  static const char *const ok[] = {
+      "cast",        "bitcast", "qnn.quantize",      "qnn.dequantize",    "reshape",          "copy",
+      "transpose",   "concatenate", "strided_slice", "nn.pad",            "tile",             "broadcast_to",
+      "full",        "take",    "gather",            "gather_nd",         "nn.depth_to_space", "nn.space_to_depth",
+      "reverse_sequence", "trilu",
+  };
+  for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+    if (!strcmp(op, ok[i])) return true;
+  return false;
+}
+
+static mlc_status check_lowbit(Node *n, const char *where, Diag *d) {
+  if (lowbit_ok(n->op->name)) return MLC_OK;
+  for (int k = 0; k < 2; k++) {
+    int cnt = k ? n->noutputs : n->ninputs;
+    for (int i = 0; i < cnt; i++) {
+      Value *v = k ? n->outputs[i] : n->inputs[i];
+      mlc_dtype t = v ? v->type.dtype : MLC_UNDEF;
+      if (t >= MLC_F8E4M3FN && t <= MLC_I2)
+        return diag_set(d, MLC_ERR_UNSUPPORTED,
+                        "%serror: %s of %s is not supported (the low-precision types take part in casts, "
+                        "QuantizeLinear/DequantizeLinear and data movement only)",
+                        where, n->op->name, mlc_dtype_name(v->type.dtype));
+    }
+  }
+  return MLC_OK;
+}
+
 mlc_status ir_infer_node(Graph *g, Node *n, Diag *d) {
   char where[600];
   ir_where(g, n, where, sizeof where);
@@ -41,6 +76,7 @@ mlc_status ir_infer_node(Graph *g, Node *n, Diag *d) {
       return diag_set(d, MLC_ERR_INTERNAL, "%serror: op '%s' left the type of output %d undefined", where,
                       n->op->name, i);
   }
+  if ((st = check_lowbit(n, where, d)) != MLC_OK) return st;
   return ir_dynamic_propagate(g, n, d); /* data-dependent extents: dynamic.c */
 }
 

@@ -74,6 +74,11 @@ static void print_scalar(StrBuf *b, const Value *v) {
   case MLC_BOOL: sb_printf(b, "%s", *(const uint8_t *)p ? "True" : "False"); break;
   case MLC_F16: sb_printf(b, "0x%04xf16", *(const uint16_t *)p); break;
   case MLC_BF16: sb_printf(b, "0x%04xbf16", *(const uint16_t *)p); break;
+  case MLC_I4: case MLC_I2: sb_printf(b, "%d%s", *(const int8_t *)p, mlc_dtype_name(v->type.dtype)); break;
+  case MLC_U4: case MLC_U2: sb_printf(b, "%u%s", *(const uint8_t *)p, mlc_dtype_name(v->type.dtype)); break;
+  case MLC_F8E4M3FN: case MLC_F8E4M3FNUZ: case MLC_F8E5M2: case MLC_F8E5M2FNUZ: case MLC_F4E2M1: case MLC_F8E8M0:
+    sb_printf(b, "0x%02x%s", *(const uint8_t *)p, mlc_dtype_name(v->type.dtype));
+    break;
   default: sb_printf(b, "?"); break;
   }
 }

@@ -24,6 +24,12 @@ bool dtype_is_int(mlc_dtype t) {
   }
 }
 
+bool dtype_is_lowbit(mlc_dtype t) { return t >= MLC_F8E4M3FN && t <= MLC_I2; }
+
+bool dtype_is_lowfloat(mlc_dtype t) {
+  return (t >= MLC_F8E4M3FN && t <= MLC_F8E5M2FNUZ) || t == MLC_F4E2M1 || t == MLC_F8E8M0;
+}
+
 bool dtype_is_signed(mlc_dtype t) {
   return t == MLC_I8 || t == MLC_I16 || t == MLC_I32 || t == MLC_I64 || dtype_is_float(t);
 }
@@ -38,6 +44,13 @@ static int64_t wrap_int(mlc_dtype t, int64_t v) {
   case MLC_U16: return (uint16_t)v;
   case MLC_I32: return (int32_t)v;
   case MLC_U32: return (uint32_t)v;
+  case MLC_I4: return (int64_t)((uint64_t)v << 60) >> 60; /* sub-byte integers: sign-extended from 4 / 2 bits */
+  case MLC_U4: return v & 15;
+  case MLC_I2: return (int64_t)((uint64_t)v << 62) >> 62;
+  case MLC_U2: return v & 3;
+  case MLC_F8E4M3FN: case MLC_F8E4M3FNUZ: case MLC_F8E5M2: case MLC_F8E5M2FNUZ: case MLC_F8E8M0:
+    return v & 0xff; /* bits */
+  case MLC_F4E2M1: return v & 15;
   default: return v;
   }
 }
@@ -92,6 +105,8 @@ Expr *tir_float(Arena *a, mlc_dtype t, double v) {
 
 Expr *tir_const(Arena *a, mlc_dtype t, double v) {
   if (dtype_is_float(t)) return tir_float(a, t, v);
+  /* float8 / float4 hold bit patterns: the value is a float32 constant converted by the generated code */
+  if (dtype_is_lowfloat(t)) return tir_cast(a, t, tir_float(a, MLC_F32, v));
   if (isnan(v)) v = 0;
   if (v >= 9.2233720368547758e18) return tir_int(a, t, INT64_MAX);
   if (v <= -9.2233720368547758e18) return tir_int(a, t, INT64_MIN);
@@ -303,7 +318,9 @@ Expr *tir_select(Arena *a, Expr *cond, Expr *t, Expr *f) {
 
 Expr *tir_cast(Arena *a, mlc_dtype t, Expr *x) {
   if (x->dtype == t) return x;
-  if (x->lanes == 1 && (x->kind == E_INT || x->kind == E_FLOAT)) {
+  /* casts from or to the low-precision types are never folded here: codegen owns their conversions */
+  bool low = dtype_is_lowbit(t) || dtype_is_lowbit(x->dtype);
+  if (!low && x->lanes == 1 && (x->kind == E_INT || x->kind == E_FLOAT)) {
     double v = x->kind == E_INT ? (double)x->ival : x->fval;
     if (t == MLC_BOOL) return tir_int(a, t, v != 0);
     if (dtype_is_float(t)) {

@@ -159,6 +159,8 @@ bool tir_is_const_int(const Expr *e, int64_t *v);
 bool dtype_is_float(mlc_dtype t); /* f16, bf16, f32, f64 */
 bool dtype_is_int(mlc_dtype t);   /* signed or unsigned integers, not bool */
 bool dtype_is_signed(mlc_dtype t);
+bool dtype_is_lowbit(mlc_dtype t);   /* float8 / float4 / int4 / uint4 / int2 / uint2: storage types, see mlc_dtype */
+bool dtype_is_lowfloat(mlc_dtype t); /* float8 (e8m0 too) / float4: registers hold the bit pattern */
 
 Stmt *tir_for(Arena *a, Var *v, Expr *min, Expr *extent, ForKind k, Stmt *body);
 Stmt *tir_store(Arena *a, Buffer *b, int n, Expr **idx, Expr *value);

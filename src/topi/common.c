@@ -32,6 +32,57 @@ static Expr *cast_body(TeCtx *c, Expr **idx, void *user) {
   return tir_cast(c->arena, k->to, te_read(c, k->src, k->src->ndim, idx));
 }
 
+/* float8 / float4 largest finite values */
+static double lowfloat_max(mlc_dtype t) {
+  switch (t) {
+  case MLC_F8E4M3FN: return 448;
+  case MLC_F8E4M3FNUZ: return 240;
+  case MLC_F8E5M2: case MLC_F8E5M2FNUZ: return 57344;
+  default: return 6; /* float4 e2m1 */
+  }
+}
+
+/* float8e8m0 (Cast round_mode up / down / nearest): codegen's conversion takes the exponent of |x| rounded up
+ * and saturating, so x is first rounded here, on its float32 bits, to the power of two the mode picks: down
+ * clears the mantissa; nearest clears it and steps up from 1.5 * 2^e on (a tie rounds up except below the
+ * smallest normal, as ONNX's reference); without saturate a value above 2^127 becomes inf (then NaN). */
+Expr *topi_to_e8m0(TeCtx *c, Expr *x, const char *round_mode, bool saturate) {
+  Arena *A = c->arena;
+  if (x->dtype != MLC_F32) x = tir_cast(A, MLC_F32, x);
+  Expr *b = tir_call(A, INTRIN_REINTERPRET, MLC_U32, 1, &x);
+#define U(v) tir_int(A, MLC_U32, (int64_t)(v))
+  Expr *e = tir_bin(A, E_BITAND, tir_bin(A, E_SHR, b, U(23)), U(0xff));
+  Expr *mant = tir_bin(A, E_BITAND, b, U(0x7fffff));
+  Expr *pow2 = tir_bin(A, E_BITAND, b, U(0xff800000u)); /* sign and exponent */
+  Expr *r = NULL;
+  if (!strcmp(round_mode, "down")) {
+    r = pow2;
+  } else if (!strcmp(round_mode, "nearest")) {
+    Expr *half = tir_bin(A, E_NE, tir_bin(A, E_BITAND, mant, U(0x400000)), U(0));
+    Expr *rest = tir_bin(A, E_OR, tir_bin(A, E_NE, tir_bin(A, E_BITAND, mant, U(0x3fffff)), U(0)),
+                         tir_bin(A, E_GT, e, U(0)));
+    Expr *inc = tir_bin(A, E_AND, tir_bin(A, E_AND, half, rest), tir_bin(A, E_LT, e, U(saturate ? 0xfe : 0xff)));
+    r = tir_select(A, inc, tir_bin(A, E_ADD, pow2, U(0x800000)), pow2);
+  } else if (!saturate) { /* up */
+    Expr *over = tir_bin(A, E_AND, tir_bin(A, E_EQ, e, U(0xfe)), tir_bin(A, E_NE, mant, U(0)));
+    r = tir_select(A, over, U(0x7f800000), b);
+  }
+#undef U
+  if (r) x = tir_call(A, INTRIN_REINTERPRET, MLC_F32, 1, &r);
+  return tir_cast(A, MLC_F8E8M0, x);
+}
+
+Expr *topi_to_lowfloat(TeCtx *c, Expr *x, mlc_dtype to, bool saturate) {
+  Arena *A = c->arena;
+  if (to == MLC_F8E8M0) return topi_to_e8m0(c, x, "up", saturate);
+  if (x->dtype != MLC_F32) x = tir_cast(A, MLC_F32, x); /* f16/bf16/ints exact or rounded once; f64 as ONNX */
+  if (saturate) { /* NaN compares false and stays NaN; +-inf and out-of-range values clamp */
+    Expr *hi = tir_float(A, MLC_F32, lowfloat_max(to)), *lo = tir_float(A, MLC_F32, -lowfloat_max(to));
+    x = tir_select(A, tir_bin(A, E_GT, x, hi), hi, tir_select(A, tir_bin(A, E_LT, x, lo), lo, x));
+  }
+  return tir_cast(A, to, x);
+}
+
 TeTensor *topi_cast_stage(TeCtx *c, TeTensor *t, mlc_dtype to) {
   if (t->dtype == to) return t;
   CastCtx *k = arena_alloc(c->arena, sizeof *k);

@@ -163,9 +163,11 @@ static mlc_status math_infer(Node *n, MathOp op, Diag *d) {
   /* the data input whose dtype the op is typed by (where: x) */
   int first = op == M_WHERE ? 1 : 0;
   mlc_dtype t = n->inputs[first]->type.dtype;
-  if (!dtype_supported(t))
+  /* the low-precision storage types (see mlc_dtype) take part in casts only; bitcast moves the 8-bit ones */
+  bool low_ok = op == M_CAST || (op == M_BITCAST && dtype_is_lowfloat(t) && t != MLC_F4E2M1);
+  if (!dtype_supported(t) && !(low_ok && dtype_is_lowbit(t)))
     return diag_set(d, MLC_ERR_UNSUPPORTED, "%s: dtype %s is not supported", name, mlc_dtype_name(t));
-  if (!in_class(t, math_info[op].cls))
+  if (!in_class(t, math_info[op].cls) && !(low_ok && dtype_is_lowbit(t)))
     return diag_set(d, MLC_ERR_INVALID, "%s: input dtype %s is not %s", name, mlc_dtype_name(t),
                     class_name(math_info[op].cls));
   for (int i = 0; i < nin; i++) {
@@ -208,7 +210,9 @@ static mlc_status math_infer(Node *n, MathOp op, Diag *d) {
     case OUT_BOOL: out.dtype = MLC_BOOL; break;
     case OUT_ATTR: {
       int64_t to = ir_attr_int(n, "dtype", MLC_UNDEF);
-      if (to <= 0 || to >= MLC_DTYPE_COUNT || !dtype_supported((mlc_dtype)to))
+      bool low_to = to > 0 && to < MLC_DTYPE_COUNT && dtype_is_lowbit((mlc_dtype)to) &&
+                    (op == M_CAST || (dtype_is_lowfloat((mlc_dtype)to) && to != MLC_F4E2M1));
+      if (to <= 0 || to >= MLC_DTYPE_COUNT || !(dtype_supported((mlc_dtype)to) || low_to))
         return diag_set(d, MLC_ERR_UNSUPPORTED, "%s: target dtype %lld is not supported", name, (long long)to);
       if (op == M_BITCAST && mlc_dtype_size((mlc_dtype)to) != mlc_dtype_size(t))
         return diag_set(d, MLC_ERR_INVALID, "bitcast: %s and %s differ in size", mlc_dtype_name(t),
@@ -420,6 +424,14 @@ static Expr *math_body(TeCtx *c, const MathArgs *m, Expr **xin) {
       break;
     }
     case M_CAST:
+      if (m->out == MLC_F8E8M0) { /* round_mode (opset 25, default up) */
+        r = topi_to_e8m0(c, x[0], ir_attr_string(n, "round_mode", "up"), ir_attr_int(n, "saturate", 1) != 0);
+        break;
+      }
+      if (dtype_is_lowfloat(m->out)) { /* ONNX's saturate (opset 19+, default 1) clamps to the largest finite */
+        r = topi_to_lowfloat(c, x[0], m->out, ir_attr_int(n, "saturate", 1) != 0);
+        break;
+      }
       /* half <-> anything goes through float32 (exact for f16/bf16 -> f32) */
       r = x[0];
       if (is_half(m->out) && !dtype_is_float(r->dtype)) r = tir_cast(A, MLC_F32, r);

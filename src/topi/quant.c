@@ -1,9 +1,10 @@
 /* quant family: linear quantization (after Relay's qnn dialect).
  *
  *   qnn.quantize(x, scale, zp?)        y = saturate(round_half_even(x / scale) + zp)   attrs: axis, block_size,
- *                                      out_dtype, div_dtype (the dtype the division is rounded to)
+ *                                      out_dtype, div_dtype (the dtype the division is rounded to), saturate
+ *                                      (float8: x / scale + zp converted as Cast does, clamped when saturate)
  *   qnn.dequantize(x, scale, zp?)      y = (x - zp) * scale                             attrs: axis, block_size,
- *                                      out_dtype
+ *                                      out_dtype (float8 / float4 x and zp decoded to float32 first)
  *   qnn.dynamic_quantize(x)            -> y (uint8), scale (float32 scalar), zp (uint8 scalar) from min/max of x
  *   qnn.subtract_zero_point(x, zp?)    int32(x) - int32(zp)                            attrs: axis
  *   qnn.requantize(acc, s1, s2, s3, zp?, bias?)
@@ -25,11 +26,14 @@
 /* ---------------------------------------------------------------- helpers */
 
 static bool quant_dtype_ok(mlc_dtype t) {
-  return t == MLC_I8 || t == MLC_U8 || t == MLC_I16 || t == MLC_U16 || t == MLC_I32;
+  return t == MLC_I8 || t == MLC_U8 || t == MLC_I16 || t == MLC_U16 || t == MLC_I32 ||
+         (dtype_is_lowbit(t) && t != MLC_F8E8M0);
 }
 
 static double dtype_lo(mlc_dtype t) {
   switch (t) {
+    case MLC_I2: return -2;
+    case MLC_I4: return -8;
     case MLC_I8: return -128;
     case MLC_I16: return -32768;
     case MLC_I32: return -2147483648.0;
@@ -39,6 +43,10 @@ static double dtype_lo(mlc_dtype t) {
 
 static double dtype_hi(mlc_dtype t) {
   switch (t) {
+    case MLC_I2: return 1;
+    case MLC_U2: return 3;
+    case MLC_I4: return 7;
+    case MLC_U4: return 15;
     case MLC_I8: return 127;
     case MLC_U8: return 255;
     case MLC_I16: return 32767;
@@ -114,11 +122,13 @@ static mlc_status qparams_infer(Node *n, bool quant, Diag *d) {
   int64_t axis = ir_attr_int(n, "axis", 1), block = ir_attr_int(n, "block_size", 0);
   mlc_dtype out = (mlc_dtype)ir_attr_int(n, "out_dtype", quant ? (zp ? zp->dtype : MLC_U8) : s->dtype);
   mlc_dtype q = quant ? out : x->dtype;
+  if (dtype_is_lowbit(s->dtype)) /* float8e8m0 scales (MX formats) and the like */
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "a scale of type %s is not supported", mlc_dtype_name(s->dtype));
   if (!dtype_is_float(s->dtype))
     return diag_set(d, MLC_ERR_INVALID, "scale must be a float tensor, got %s", mlc_dtype_name(s->dtype));
   if (!quant_dtype_ok(q))
     return diag_set(d, MLC_ERR_UNSUPPORTED,
-                    "quantized type %s is not supported (int8, uint8, int16, uint16, int32 are; int4, float8 are not)",
+                    "quantized type %s is not supported (int2/4/8/16/32, uint2/4/8/16, float8 and float4 are)",
                     mlc_dtype_name(q));
   if (quant ? !dtype_is_float(x->dtype) : !dtype_is_float(out))
     return diag_set(d, MLC_ERR_INVALID, "the unquantized side must be float, got %s",
@@ -131,7 +141,8 @@ static mlc_status qparams_infer(Node *n, bool quant, Diag *d) {
   if (st) return st;
   if (zp) {
     if ((st = check_param(x, zp, axis, block, "zero point", d))) return st;
-    if (zp->ndim != s->ndim || tt_numel(zp) != tt_numel(s))
+    bool both_scalar = tt_numel(zp) == 1 && zp->ndim <= 1 && tt_numel(s) == 1 && s->ndim <= 1; /* [] and [1] */
+    if (!both_scalar && (zp->ndim != s->ndim || tt_numel(zp) != tt_numel(s)))
       return diag_set(d, MLC_ERR_INVALID, "scale and zero point shapes differ");
   }
   TensorType o = *x;
@@ -147,6 +158,7 @@ typedef struct QCtx {
   TeTensor *x, *scale, *zp;
   int64_t axis, block;
   mlc_dtype out, div;
+  bool saturate; /* float8 outputs (QuantizeLinear 19+): clamp to the largest finite value */
 } QCtx;
 
 static Expr *quantize_body(TeCtx *c, Expr **idx, void *user) {
@@ -154,6 +166,11 @@ static Expr *quantize_body(TeCtx *c, Expr **idx, void *user) {
   Expr *x = te_read(c, k->x, k->x->ndim, idx);
   Expr *s = param_read(c, k->scale, idx, k->axis, k->block);
   Expr *v = fop(c, E_DIV, k->div, x, s);
+  if (dtype_is_lowfloat(k->out)) { /* float8 / float4: x / scale (+ zp, which the spec wants 0) converted */
+    v = to(c, MLC_F32, v);
+    if (k->zp) v = tir_add(c->arena, v, to(c, MLC_F32, param_read(c, k->zp, idx, k->axis, k->block)));
+    return topi_to_lowfloat(c, v, k->out, k->saturate);
+  }
   v = round_he(c, to(c, k->div == MLC_F64 ? MLC_F64 : MLC_F32, v));
   v = to(c, MLC_F64, v);
   if (k->zp) v = tir_add(c->arena, v, to(c, MLC_F64, param_read(c, k->zp, idx, k->axis, k->block)));
@@ -163,8 +180,10 @@ static Expr *quantize_body(TeCtx *c, Expr **idx, void *user) {
 static Expr *dequantize_body(TeCtx *c, Expr **idx, void *user) {
   QCtx *k = user;
   Arena *A = c->arena;
-  Expr *x = to(c, MLC_I64, te_read(c, k->x, k->x->ndim, idx));
-  if (k->zp) x = tir_sub(A, x, to(c, MLC_I64, param_read(c, k->zp, idx, k->axis, k->block)));
+  /* float8 / float4 inputs are decoded to float32 (exact), integers widened to int64 */
+  mlc_dtype xt = dtype_is_lowfloat(k->x->dtype) ? MLC_F32 : MLC_I64;
+  Expr *x = to(c, xt, te_read(c, k->x, k->x->ndim, idx));
+  if (k->zp) x = tir_sub(A, x, to(c, xt, param_read(c, k->zp, idx, k->axis, k->block)));
   Expr *s = param_read(c, k->scale, idx, k->axis, k->block);
   mlc_dtype w = k->out == MLC_F64 ? MLC_F64 : MLC_F32;
   return to(c, k->out, fop(c, E_MUL, k->out == MLC_F64 ? MLC_F64 : k->out, to(c, w, x), s));
@@ -180,6 +199,7 @@ static mlc_status qparams_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **
   const TensorType *o = &n->outputs[0]->type;
   k->out = o->dtype;
   k->div = (mlc_dtype)ir_attr_int(n, "div_dtype", ins[1]->dtype);
+  k->saturate = ir_attr_int(n, "saturate", 1) != 0;
   outs[0] = te_compute(c, quant ? "quantize" : "dequantize", "broadcast", o->dtype, o->ndim, o->dims,
                        quant ? quantize_body : dequantize_body, k);
   return MLC_OK;

@@ -134,6 +134,8 @@ void topi_broadcast_index(TeCtx *c, const TeTensor *t, int ndim, Expr **idx, Exp
 /* t cast to dtype `to` as an elemwise stage (t itself if it has that dtype): the cast back after a float32
  * accumulation of a float16/bfloat16 op */
 TeTensor *topi_cast_stage(TeCtx *c, TeTensor *t, mlc_dtype to);
+Expr *topi_to_lowfloat(TeCtx *c, Expr *x, mlc_dtype to, bool saturate); /* ONNX Cast to float8 / float4 */
+Expr *topi_to_e8m0(TeCtx *c, Expr *x, const char *round_mode, bool saturate); /* "up" / "down" / "nearest" */
 /* the window attributes of a 2-D conv op: strides and dilation (2 values >= 1 each, default 1) and padding (top,
  * left, bottom, right; >= 0, default 0); any argument may be NULL when the op has no such attribute */
 mlc_status topi_conv2d_window(const Node *n, int64_t *strides, int64_t *dil, int64_t *pad, Diag *d);

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """compare_npz.py GOT.npz WANT.npz [--tol 1e-4] [--l2]: every array of WANT must be in GOT with the same shape and
-dtype, and max|got - want| / max(|want|) under tol (NaN matches NaN). With --l2 (the model zoo's check against
-torch): float arrays need the relative L2 error ||got - want|| / ||want|| under tol (equal infinities match; the
-max abs error is printed too) and integer and bool arrays must be equal. Prints one line per array; exits 1 on
+dtype, and max|got - want| / max(|finite want|) under tol (NaN matches NaN, an infinity the same infinity).
+With --l2 (the model zoo's check against torch): float arrays need the relative L2 error
+||got - want|| / ||want|| under tol (equal infinities match; the max abs error is printed too) and integer and
+bool arrays must be equal. Prints one line per array; exits 1 on
 any mismatch."""
 import sys
 
@@ -38,8 +39,11 @@ for k in want.files:
         print(f"{k}: {w.dtype}{list(w.shape)} relative L2 {rel:.3g}, max abs {float(np.abs(d).max()):.3g}")
         bad += not (rel <= tol)
         continue
-    diff = np.where(np.isnan(gf) & np.isnan(wf), 0.0, np.abs(gf - wf))  # NaN matches NaN
-    scale = max(float(np.nanmax(np.abs(wf))) if not np.isnan(wf).all() else 0.0, 1e-30)
+    same = (np.isnan(gf) & np.isnan(wf)) | (gf == wf)  # NaN matches NaN, an infinity the same infinity
+    with np.errstate(invalid="ignore"):
+        diff = np.where(same, 0.0, np.abs(gf - wf))
+    fin = np.abs(wf[np.isfinite(wf)])
+    scale = max(float(fin.max()) if fin.size else 0.0, 1e-30)
     rel = float(diff.max()) / scale
     print(f"{k}: max relative error {rel:.3g}")
     bad += rel > tol or not np.isfinite(rel)

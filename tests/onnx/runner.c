@@ -64,6 +64,10 @@ static double to_double(const void *p, mlc_dtype t, int64_t i) {
     memcpy(&f, &b, 4);
     return f;
   }
+  case MLC_F8E4M3FN: case MLC_F8E4M3FNUZ: case MLC_F8E5M2: case MLC_F8E5M2FNUZ: case MLC_F4E2M1: case MLC_F8E8M0:
+    return rt_lowfloat_to_f32(t, ((const uint8_t *)p)[i]); /* one byte per element (the bits) */
+  case MLC_I4: case MLC_I2: return ((const int8_t *)p)[i];
+  case MLC_U4: case MLC_U2: return ((const uint8_t *)p)[i];
   default: return NAN;
   }
 }
