@@ -81,7 +81,7 @@ static mlc_status seq_at(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) 
   mlc_status st = need_seq(cx, n, &s, d);
   if (st) return st;
   if (n->ninputs < 2 || !n->inputs[1]) return onnx_error(cx, n, d, MLC_ERR_INVALID, "input 'position' is missing");
-  int p;
+  int p = 0;
   if ((st = seq_position(cx, n, 1, s->n, false, 0, &p, d))) return st;
   /* a copy, so the tensor takes the output's name (a graph output is named after it) */
   return onnx_finish_one(cx, n, onnx_emit(cx, n, "copy", 1, &s->items[p], 1, d), &outs[0], d);

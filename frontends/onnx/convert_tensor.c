@@ -41,7 +41,7 @@ static mlc_status reshape_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, 
   if (st) return st;
   Value *x = n->inputs[0];
   int64_t shape[MLC_MAX_DIMS + 1];
-  int cnt;
+  int cnt = 0;
   if (n->opset < 5) {
     cnt = onnx_attr_ints(n, "shape", shape, MLC_MAX_DIMS + 1);
     if (cnt < 0) return onnx_error(cx, n, d, MLC_ERR_INVALID, "Reshape needs the attribute 'shape'");
@@ -421,7 +421,7 @@ static mlc_status expand_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, D
   if (st) return st;
   Value *x = n->inputs[0];
   TensorType sh = {.dtype = x->type.dtype}, o;
-  int cnt;
+  int cnt = 0;
   if ((st = const_input(cx, n, 1, "shape", sh.dims, MLC_MAX_DIMS, &cnt, d))) return st;
   sh.ndim = cnt;
   /* numpy broadcasting of the input shape with the given one (a 1 in shape keeps the input's dim) */
@@ -445,7 +445,7 @@ static mlc_status tile_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Dia
   if (st) return st;
   Value *x = n->inputs[0];
   int64_t reps[MLC_MAX_DIMS];
-  int cnt;
+  int cnt = 0;
   if (n->opset < 6) return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "Tile before opset 6 (tiles/axis inputs)");
   if ((st = const_input(cx, n, 1, "repeats", reps, MLC_MAX_DIMS, &cnt, d))) return st;
   if (cnt != x->type.ndim)
@@ -459,7 +459,7 @@ static mlc_status constant_of_shape_convert(OnnxCtx *cx, const OnnxNode *n, Valu
   mlc_status st = onnx_need_inputs(cx, n, 1, d);
   if (st) return st;
   TensorType o = {0};
-  int cnt;
+  int cnt = 0;
   if ((st = const_input(cx, n, 0, "shape", o.dims, MLC_MAX_DIMS, &cnt, d))) return st;
   o.ndim = cnt;
   Value *v = onnx_attr_tensor(cx, n, "value", d);

@@ -262,7 +262,7 @@ static mlc_status stft_parse(const Node *n, DftCtx *k, int64_t *frames, int64_t 
 
 static mlc_status stft_infer(Node *n, Diag *d) {
   DftCtx k;
-  int64_t frames, bins;
+  int64_t frames = 0, bins = 0;
   mlc_status st = stft_parse(n, &k, &frames, &bins, d);
   if (st) return st;
   n->outputs[0]->type =
@@ -285,7 +285,7 @@ static Expr *stft_body(TeCtx *c, Expr **idx, void *user) {
 
 static mlc_status stft_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
   DftCtx *k = arena_alloc(c->arena, sizeof *k);
-  int64_t frames, bins;
+  int64_t frames = 0, bins = 0;
   mlc_status st = stft_parse(n, k, &frames, &bins, d);
   if (st) return st;
   k->x = ins[0];

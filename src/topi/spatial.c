@@ -574,7 +574,7 @@ static mlc_status roi_pool_infer(Node *n, Diag *d) {
   const TensorType *x = &n->inputs[0]->type, *r = &n->inputs[1]->type;
   mlc_status st = check_float(n, x->dtype, d);
   if (st) return st;
-  RoiPoolCtx k;
+  RoiPoolCtx k = {0};
   if ((st = roi_pool_parse(n, &k, d))) return st;
   if (x->ndim != 4) return diag_set(d, MLC_ERR_INVALID, "vision.roi_pool: X must be [N, C, H, W]");
   if (r->ndim != 2 || r->dims[1] != 5 || r->dtype != x->dtype)
