@@ -3,7 +3,8 @@
 # records, a resumed run measures nothing twice, compiling with the records gives the untuned outputs,
 # a time budget stops the run in time, configs and a default schedule that time out are recorded without
 # stopping it, a replay of the records reproduces their best, the xgb tuner learns from earlier tasks of the
-# same template (transfer learning), and shard files merge into one best record per task.
+# same template (transfer learning), shard files merge into one best record per task, and 3-D convs
+# (conv3d_packed.x86, both forms) tune and compile with their records.
 # usage: test_tune.sh MLC BUILD_DIR SOURCE_DIR
 set -u
 mlc=$1 dir=$2/tune src=$3
@@ -160,6 +161,33 @@ done
 [ "$(wc -l < "$dir/merged.json")" -le "$ntasks" ] && [ "$(wc -l < "$dir/merged.json")" -ge 1 ] || fail "merged lines"
 "$mlc" compile "$m" --output "$dir/merged.tar" --tuning-records "$dir/merged.json" >/dev/null 2>&1 ||
   fail "compile merged"
+
+# 3-D convs: R(2+1)D's (1, 3, 3) spatial conv (direct form) and (3, 1, 1) temporal conv (temporal form) are
+# conv3d_packed.x86 tasks; their tuned configs compile and give the untuned outputs
+/usr/bin/python3 - "$dir/c3d.onnx" "$dir/c3d_in.npz" <<'PY' || fail "conv3d model"
+import sys, numpy as np, onnx
+from onnx import helper, numpy_helper, TensorProto as T
+r = np.random.default_rng(3)
+w1 = numpy_helper.from_array((r.standard_normal((32, 16, 1, 3, 3)) / 12).astype(np.float32), "w1")
+w2 = numpy_helper.from_array((r.standard_normal((16, 32, 3, 1, 1)) / 10).astype(np.float32), "w2")
+nodes = [helper.make_node("Conv", ["x", "w1"], ["s"], pads=[0, 1, 1, 0, 1, 1]), helper.make_node("Relu", ["s"], ["sr"]),
+         helper.make_node("Conv", ["sr", "w2"], ["y"], pads=[1, 0, 0, 1, 0, 0])]
+g = helper.make_graph(nodes, "c3d", [helper.make_tensor_value_info("x", T.FLOAT, [1, 16, 4, 8, 8])],
+                      [helper.make_tensor_value_info("y", T.FLOAT, None)], [w1, w2])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), sys.argv[1])
+np.savez(sys.argv[2], x=r.standard_normal((1, 16, 4, 8, 8)).astype(np.float32))
+PY
+"$mlc" tune "$dir/c3d.onnx" --output "$dir/c3d.json" --tuner random --trials 4 $opts > "$dir/c3d_tune.txt" 2>&1 ||
+  fail "tune conv3d"
+[ "$(grep -c "conv3d_packed.x86: default" "$dir/c3d_tune.txt")" = 2 ] || fail "conv3d tasks: $(cat "$dir/c3d_tune.txt")"
+"$mlc" compile "$dir/c3d.onnx" --output "$dir/c3d.tar" > "$dir/c3d_plain.txt" 2>&1 || fail "compile conv3d"
+"$mlc" compile "$dir/c3d.onnx" --output "$dir/c3d_tuned.tar" --tuning-records "$dir/c3d.json" > "$dir/c3d_c.txt" 2>&1 ||
+  fail "compile conv3d with records"
+[ "$(grep -c "conv3d_packed.x86.*tuned config" "$dir/c3d_c.txt")" = 2 ] || fail "conv3d records: $(cat "$dir/c3d_c.txt")"
+"$mlc" run "$dir/c3d.tar" --inputs "$dir/c3d_in.npz" --outputs "$dir/c3d_out.npz" >/dev/null &&
+  "$mlc" run "$dir/c3d_tuned.tar" --inputs "$dir/c3d_in.npz" --outputs "$dir/c3d_tuned_out.npz" >/dev/null &&
+  /usr/bin/python3 "$src/tests/cli/compare_npz.py" "$dir/c3d_tuned_out.npz" "$dir/c3d_out.npz" --tol 1e-5 >/dev/null ||
+  fail "conv3d tuned outputs"
 
 echo "$fails failed"
 [ $fails = 0 ]
