@@ -131,8 +131,17 @@ static mlc_status concat_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, D
   if (axis < 0) axis += r;
   Value *ins[256];
   int k = 0;
+  bool packed = false; /* along a data-dependent axis: the valid parts packed at run-time offsets */
   for (int i = 0; i < n->ninputs && k < 256; i++)
-    if (n->inputs[i]) ins[k++] = n->inputs[i];
+    if (n->inputs[i]) {
+      ins[k] = n->inputs[i];
+      packed |= ins[k]->dyn_extent && ins[k]->dyn_axis == axis;
+      k++;
+    }
+  if (packed) {
+    outs[0] = onnx_dyn_pack(cx, n, (int)axis, k, ins, NULL, d);
+    return outs[0] ? MLC_OK : d->status;
+  }
   Node *nd = onnx_emit(cx, n, "concatenate", k, ins, 1, d);
   if (nd) ir_set_int(onnx_graph(cx), nd, "axis", axis);
   return onnx_finish_one(cx, n, nd, &outs[0], d);
@@ -283,17 +292,51 @@ static mlc_status shape_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Di
   int k = 0;
   for (int64_t i = b; i < e; i++) dims[k++] = x->dims[i];
   TensorType t = {.dtype = MLC_I64, .ndim = 1, .dims = {k}};
-  outs[0] = onnx_const(cx, NULL, t, dims);
-  return MLC_OK;
+  Value *xv = n->inputs[0];
+  int a = xv->dyn_extent ? xv->dyn_axis : -1;
+  if (a < b || a >= e) { /* the shape is static */
+    onnx_extent_free(cx);
+    outs[0] = onnx_const(cx, NULL, t, dims);
+    return MLC_OK;
+  }
+  /* a data-dependent extent: the static dims as constants around the run-time extent */
+  Value *parts[3];
+  int np = 0;
+  if (a > b) parts[np++] = onnx_const(cx, NULL, (TensorType){.dtype = MLC_I64, .ndim = 1, .dims = {a - b}}, dims);
+  parts[np++] = xv->dyn_extent;
+  if (e > a + 1)
+    parts[np++] = onnx_const(cx, NULL, (TensorType){.dtype = MLC_I64, .ndim = 1, .dims = {e - a - 1}}, dims + (a - b) + 1);
+  if (np == 1) { /* a copy, so the value takes the node's output name */
+    Node *nd = onnx_emit(cx, n, "copy", 1, parts, 1, d);
+    if ((st = onnx_finish_one(cx, n, nd, &outs[0], d)) == MLC_OK && b == 0 && e == r) onnx_note_shape(cx, outs[0], xv);
+    return st;
+  }
+  Node *nd = onnx_emit(cx, n, "concatenate", np, parts, 1, d);
+  if (nd) ir_set_int(onnx_graph(cx), nd, "axis", 0);
+  if ((st = onnx_finish_one(cx, n, nd, &outs[0], d)) == MLC_OK && b == 0 && e == r) onnx_note_shape(cx, outs[0], xv);
+  return st;
 }
 
 static mlc_status size_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
   mlc_status st = onnx_need_inputs(cx, n, 1, d);
   if (st) return st;
-  int64_t v = tt_numel(&n->inputs[0]->type);
+  Value *x = n->inputs[0];
+  int64_t v = tt_numel(&x->type);
   TensorType t = {.dtype = MLC_I64, .ndim = 0};
-  outs[0] = onnx_const(cx, NULL, t, &v);
-  return MLC_OK;
+  if (!x->dyn_extent) {
+    outs[0] = onnx_const(cx, NULL, t, &v);
+    return MLC_OK;
+  }
+  /* the run-time extent times the static dims */
+  int64_t rest = 1;
+  for (int i = 0; i < x->type.ndim; i++)
+    if (i != x->dyn_axis) rest *= x->type.dims[i];
+  Value *size = onnx_binary(cx, n, "multiply", x->dyn_extent, onnx_extent_const(cx, rest), d);
+  if (!size) return d->status;
+  Node *nd = onnx_emit(cx, n, "reshape", 1, &size, 1, d);
+  int64_t scalar[1] = {0};
+  if (nd) ir_set_ints(onnx_graph(cx), nd, "newshape", scalar, 0);
+  return onnx_finish_one(cx, n, nd, &outs[0], d);
 }
 
 /* ---------------------------------------------------------------- Slice / Split -> strided_slice */
@@ -422,8 +465,15 @@ static mlc_status expand_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, D
   Value *x = n->inputs[0];
   TensorType sh = {.dtype = x->type.dtype}, o;
   int cnt;
-  if ((st = const_input(cx, n, 1, "shape", sh.dims, MLC_MAX_DIMS, &cnt, d))) return st;
-  sh.ndim = cnt;
+  Value *like = onnx_shape_source(cx, n->inputs[1]); /* the shape of a data-dependent value */
+  if (like && !x->dyn_extent) {
+    sh.ndim = like->type.ndim;
+    memcpy(sh.dims, like->type.dims, sizeof(int64_t) * (size_t)sh.ndim);
+  } else {
+    like = NULL;
+    if ((st = const_input(cx, n, 1, "shape", sh.dims, MLC_MAX_DIMS, &cnt, d))) return st;
+    sh.ndim = cnt;
+  }
   /* numpy broadcasting of the input shape with the given one (a 1 in shape keeps the input's dim) */
   o.dtype = x->type.dtype;
   o.ndim = x->type.ndim > sh.ndim ? x->type.ndim : sh.ndim;
@@ -437,7 +487,13 @@ static mlc_status expand_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, D
   }
   Node *nd = onnx_emit(cx, n, "broadcast_to", 1, &x, 1, d);
   if (nd) ir_set_ints(onnx_graph(cx), nd, "shape", o.dims, o.ndim);
-  return onnx_finish_one(cx, n, nd, &outs[0], d);
+  if (!like) return onnx_finish_one(cx, n, nd, &outs[0], d);
+  /* broadcast to the bound; x's own dim along the data-dependent axis is 1 (else it is the bound itself, which
+   * the extent then cuts: a shape mismatch ONNX rejects, given as the valid part) */
+  int a = like->dyn_axis + (o.ndim - sh.ndim);
+  if (!nd || onnx_finish(cx, n, nd, d) != MLC_OK) return d->status;
+  outs[0] = onnx_dyn_pack(cx, n, a, 1, &nd->outputs[0], &like->dyn_extent, d);
+  return outs[0] ? MLC_OK : d->status;
 }
 
 static mlc_status tile_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
@@ -460,8 +516,13 @@ static mlc_status constant_of_shape_convert(OnnxCtx *cx, const OnnxNode *n, Valu
   if (st) return st;
   TensorType o = {0};
   int cnt;
-  if ((st = const_input(cx, n, 0, "shape", o.dims, MLC_MAX_DIMS, &cnt, d))) return st;
-  o.ndim = cnt;
+  Value *like = onnx_shape_source(cx, n->inputs[0]); /* the shape of a data-dependent value */
+  if (like) {
+    o = like->type;
+  } else {
+    if ((st = const_input(cx, n, 0, "shape", o.dims, MLC_MAX_DIMS, &cnt, d))) return st;
+    o.ndim = cnt;
+  }
   Value *v = onnx_attr_tensor(cx, n, "value", d);
   if (!v) {
     if (d->status != MLC_OK) return d->status;
@@ -471,7 +532,11 @@ static mlc_status constant_of_shape_convert(OnnxCtx *cx, const OnnxNode *n, Valu
   if (tt_numel(&v->type) != 1) return onnx_error(cx, n, d, MLC_ERR_INVALID, "ConstantOfShape: value must have one element");
   Node *nd = onnx_emit(cx, n, "full", 1, &v, 1, d);
   if (nd) ir_set_ints(onnx_graph(cx), nd, "shape", o.dims, o.ndim);
-  return onnx_finish_one(cx, n, nd, &outs[0], d);
+  if (!like) return onnx_finish_one(cx, n, nd, &outs[0], d);
+  /* filled up to the bound; the result carries the extent of the value whose shape it took */
+  if (!nd || onnx_finish(cx, n, nd, d) != MLC_OK) return d->status;
+  outs[0] = onnx_dyn_pack(cx, n, like->dyn_axis, 1, &nd->outputs[0], &like->dyn_extent, d);
+  return outs[0] ? MLC_OK : d->status;
 }
 
 /* Range: the element count ceil((limit - start) / delta) is the output shape, so all three inputs must be known

@@ -256,9 +256,33 @@ static const RuleFn rules[] = {
 
 /* The extent and axis each output of n should carry by its op's rule (ext[k] NULL: static). A DYN_SOURCE op
  * without data-dependent inputs keeps what its infer marked. */
+/* DYN_MASK and DYN_PACK read the extents of their data-dependent inputs as inputs of their own: input i
+ * (a piece) may carry an extent only along attr axis, and only the one that input extent_at(i) gives. */
+static mlc_status explicit_extents(const Graph *g, const Node *n, int npieces, int first_extent, Diag *d) {
+  int axis = (int)ir_attr_int(n, "axis", 0);
+  for (int i = 0; i < n->ninputs; i++) {
+    const Value *v = n->inputs[i];
+    if (!dyn(v)) continue;
+    const char *why = i >= npieces                      ? "it takes a data-dependent value as an extent"
+                      : v->dyn_axis != axis              ? "its data-dependent axis is not the one it reads the extent of"
+                      : v->dyn_extent != n->inputs[first_extent + i] ? "it is given another extent than the one it carries"
+                                                                       : NULL;
+    if (why) return ir_dynamic_use_error(g, v, n->name, n->op_type, why, d);
+  }
+  return MLC_OK;
+}
+
 static mlc_status expected(const Graph *g, const Node *n, Value **ext, int *axis, Diag *d) {
   DynIn in = {0};
   for (int k = 0; k < n->noutputs; k++) ext[k] = NULL, axis[k] = 0;
+  if (n->op->dyn == DYN_MASK) return explicit_extents(g, n, 1, 1, d);
+  if (n->op->dyn == DYN_PACK) {
+    int np = (n->ninputs - 1) / 2;
+    mlc_status st = explicit_extents(g, n, np, np, d);
+    ext[0] = n->inputs[n->ninputs - 1];
+    axis[0] = (int)ir_attr_int(n, "axis", 0);
+    return st;
+  }
   for (int k = 0; k < n->ninputs; k++) {
     const Value *v = n->inputs[k];
     if (!dyn(v)) continue;

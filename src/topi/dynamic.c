@@ -29,6 +29,8 @@
  *     of distinct slices before them (sorted=0: by position; sorted=1: by value); counts and inverse_indices
  *     follow from first and rank. O(L^2 * slice size).
  *   - nonzero and compress are one pass with a running count. */
+#include <math.h>
+#include <stdint.h>
 #include <string.h>
 #include "topi/topi.h"
 
@@ -536,6 +538,145 @@ static mlc_status compress_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor *
   return MLC_OK;
 }
 
+
+/* ---------------------------------------------------------------- dyn_mask */
+
+/* the fill constant of dyn_mask: "zero", "one", "lowest" (-inf, the dtype's minimum for integers, false) or
+ * "highest" (+inf, the maximum, true) */
+static bool fill_known(const char *f) {
+  return !strcmp(f, "zero") || !strcmp(f, "one") || !strcmp(f, "lowest") || !strcmp(f, "highest");
+}
+
+static Expr *fill_const(Arena *A, mlc_dtype t, const char *f) {
+  bool lo = !strcmp(f, "lowest"), hi = !strcmp(f, "highest");
+  if (!lo && !hi) return tir_const(A, t, !strcmp(f, "one") ? 1 : 0);
+  if (dtype_is_float(t)) return tir_const(A, t, lo ? -INFINITY : INFINITY);
+  if (t == MLC_BOOL) return tir_int(A, t, hi);
+  int bits = 8 * mlc_dtype_size(t);
+  bool is_unsigned = t == MLC_U8 || t == MLC_U16 || t == MLC_U32 || t == MLC_U64;
+  if (is_unsigned) return tir_int(A, t, lo ? 0 : bits == 64 ? -1 : (int64_t)((UINT64_C(1) << bits) - 1));
+  if (bits == 64) return tir_int(A, t, lo ? INT64_MIN : INT64_MAX);
+  return tir_int(A, t, lo ? -(INT64_C(1) << (bits - 1)) : (INT64_C(1) << (bits - 1)) - 1);
+}
+
+static mlc_status extent_input(const Node *n, int i, Diag *d) {
+  const TensorType *e = &n->inputs[i]->type;
+  if (e->dtype != MLC_I64 || tt_numel(e) != 1 || e->ndim > 1)
+    return diag_set(d, MLC_ERR_INVALID, "%s: input %d (an extent) must be an int64 scalar or [1] tensor", n->op->name, i);
+  return MLC_OK;
+}
+
+static mlc_status dyn_mask_infer(Node *n, Diag *d) {
+  const TensorType *x = &n->inputs[0]->type;
+  int64_t axis = ir_attr_int(n, "axis", 0);
+  const char *fill = ir_attr_string(n, "fill", "zero");
+  if (axis < 0 || axis >= x->ndim)
+    return diag_set(d, MLC_ERR_INVALID, "dyn_mask: axis %lld out of range for rank %d", (long long)axis, x->ndim);
+  if (!fill_known(fill)) return diag_set(d, MLC_ERR_INVALID, "dyn_mask: unknown fill '%s'", fill);
+  if (x->dtype == MLC_STRING || mlc_dtype_size(x->dtype) <= 0)
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "dyn_mask of %s is not supported", mlc_dtype_name(x->dtype));
+  mlc_status st = extent_input(n, 1, d);
+  if (st) return st;
+  n->outputs[0]->type = *x;
+  return MLC_OK;
+}
+
+typedef struct MaskCtx {
+  TeTensor *x, *ext;
+  int axis;
+  const char *fill;
+} MaskCtx;
+
+static Expr *te_scalar(TeCtx *c, TeTensor *t) {
+  Expr *z[MLC_MAX_DIMS];
+  for (int i = 0; i < t->ndim; i++) z[i] = I(c->arena, 0);
+  return te_read(c, t, t->ndim, z);
+}
+
+static Expr *dyn_mask_body(TeCtx *c, Expr **idx, void *user) {
+  MaskCtx *k = user;
+  Arena *A = c->arena;
+  Expr *in = tir_bin(A, E_LT, idx[k->axis], te_scalar(c, k->ext));
+  return tir_select(A, in, te_read(c, k->x, k->x->ndim, idx), fill_const(A, k->x->dtype, k->fill));
+}
+
+static mlc_status dyn_mask_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  (void)d;
+  MaskCtx *k = arena_alloc(c->arena, sizeof *k);
+  *k = (MaskCtx){.x = ins[0], .ext = ins[1], .axis = (int)ir_attr_int(n, "axis", 0),
+                 .fill = ir_attr_string(n, "fill", "zero")};
+  const TensorType *o = &n->outputs[0]->type;
+  outs[0] = te_compute(c, "dyn_mask", "injective", o->dtype, o->ndim, o->dims, dyn_mask_body, k);
+  return MLC_OK;
+}
+
+/* ---------------------------------------------------------------- dyn_pack */
+
+static mlc_status dyn_pack_infer(Node *n, Diag *d) {
+  if (n->ninputs < 3 || n->ninputs % 2 == 0)
+    return diag_set(d, MLC_ERR_INVALID, "dyn_pack takes pieces, their extents and the total extent (2n+1 inputs)");
+  int np = (n->ninputs - 1) / 2;
+  const TensorType *x = &n->inputs[0]->type;
+  int64_t axis = ir_attr_int(n, "axis", 0);
+  if (axis < 0 || axis >= x->ndim)
+    return diag_set(d, MLC_ERR_INVALID, "dyn_pack: axis %lld out of range for rank %d", (long long)axis, x->ndim);
+  if (x->dtype == MLC_STRING || mlc_dtype_size(x->dtype) <= 0)
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "dyn_pack of %s is not supported", mlc_dtype_name(x->dtype));
+  TensorType o = *x;
+  o.dims[axis] = 0;
+  for (int i = 0; i < np; i++) {
+    const TensorType *t = &n->inputs[i]->type;
+    if (t->ndim != x->ndim || t->dtype != x->dtype)
+      return diag_set(d, MLC_ERR_INVALID, "dyn_pack: piece %d has a different rank or dtype", i);
+    for (int j = 0; j < x->ndim; j++)
+      if (j != axis && t->dims[j] != x->dims[j])
+        return diag_set(d, MLC_ERR_INVALID, "dyn_pack: piece %d differs in dim %d", i, j);
+    o.dims[axis] += t->dims[axis];
+  }
+  for (int i = np; i < n->ninputs; i++) {
+    mlc_status st = extent_input(n, i, d);
+    if (st) return st;
+  }
+  n->outputs[0]->type = o; /* its extent, the last input, by the rule DYN_PACK (src/ir/dynamic.c) */
+  return MLC_OK;
+}
+
+/* piece p's first min(extent_p, bound_p) slices along axis go to the running offset (the sum of the extents
+ * before it, each clamped into its piece's bound), the rest of the output stays zero */
+static Stmt *dyn_pack_extern(TeCtx *c, Buffer **ins, Buffer **outs, void *user) {
+  int axis = *(int *)user;
+  Arena *A = c->arena;
+  Buffer *out = outs[0];
+  int np = ((int *)user)[1];
+  Stmt **s = arena_alloc(A, sizeof(Stmt *) * (size_t)(np + 1));
+  s[0] = zero_fill(A, out);
+  Expr *off = I(A, 0);
+  for (int p = 0; p < np; p++) {
+    Buffer *x = ins[p];
+    Expr *e = tir_bin(A, E_MIN, tir_bin(A, E_MAX, ld_scalar(A, ins[np + p]), I(A, 0)), I(A, x->shape[axis]));
+    Var *jv = ivar(A, arena_printf(A, "j%d", p));
+    Expr *j = V(A, jv);
+    UniqueCopy *cp = arena_alloc(A, sizeof *cp);
+    *cp = (UniqueCopy){.x = x, .y = out, .axis = axis, .from = j, .to = tir_add(A, off, j)};
+    Expr *ix[MLC_MAX_DIMS];
+    Stmt *body = tir_if(A, tir_bin(A, E_LT, j, e), nest_except(A, x->ndim, x->shape, axis, unique_copy_elem, cp, ix), NULL);
+    s[p + 1] = loop(A, jv, x->shape[axis], body);
+    off = tir_add(A, off, e);
+  }
+  return tir_seq(A, np + 1, s);
+}
+
+static mlc_status dyn_pack_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  (void)d;
+  int *u = arena_alloc(c->arena, 2 * sizeof *u);
+  u[0] = (int)ir_attr_int(n, "axis", 0);
+  u[1] = (n->ninputs - 1) / 2;
+  TeTensor types[1];
+  extern_types(n, types);
+  te_extern(c, "dyn_pack", "dyn_pack", n->ninputs, ins, 1, types, dyn_pack_extern, u, outs);
+  return MLC_OK;
+}
+
 /* ---------------------------------------------------------------- the table */
 
 const OpDef topi_ops_dynamic[] = {
@@ -544,5 +685,7 @@ const OpDef topi_ops_dynamic[] = {
     {"unique", PAT_OPAQUE, 1, 1, 5, unique_infer, unique_compute, DYN_SOURCE},
     {"nonzero", PAT_OPAQUE, 1, 1, 2, nonzero_infer, nonzero_compute, DYN_SOURCE},
     {"compress", PAT_OPAQUE, 2, 2, 2, compress_infer, compress_compute, DYN_SOURCE},
+    {"dyn_mask", PAT_INJECTIVE, 2, 2, 1, dyn_mask_infer, dyn_mask_compute, DYN_MASK},
+    {"dyn_pack", PAT_OPAQUE, 3, -1, 1, dyn_pack_infer, dyn_pack_compute, DYN_PACK},
     {0},
 };

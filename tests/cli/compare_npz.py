@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """compare_npz.py GOT.npz WANT.npz [--tol 1e-4] [--l2]: every array of WANT must be in GOT with the same shape and
-dtype, and max|got - want| / max(|want|) under tol (NaN matches NaN). With --l2 (the model zoo's check against
+dtype, and max|got - want| / max(|want|) under tol (NaN matches NaN, an infinity the same infinity). With --l2 (the model zoo's check against
 torch): float arrays need the relative L2 error ||got - want|| / ||want|| under tol (equal infinities match; the
 max abs error is printed too) and integer and bool arrays must be equal. Prints one line per array; exits 1 on
 any mismatch."""
@@ -38,7 +38,9 @@ for k in want.files:
         print(f"{k}: {w.dtype}{list(w.shape)} relative L2 {rel:.3g}, max abs {float(np.abs(d).max()):.3g}")
         bad += not (rel <= tol)
         continue
-    diff = np.where(np.isnan(gf) & np.isnan(wf), 0.0, np.abs(gf - wf))  # NaN matches NaN
+    same = (np.isnan(gf) & np.isnan(wf)) | (gf == wf)  # NaN matches NaN, an infinity the same infinity
+    with np.errstate(invalid="ignore"):
+        diff = np.where(same, 0.0, np.abs(np.where(same, 0.0, gf - wf)))
     scale = max(float(np.nanmax(np.abs(wf))) if not np.isnan(wf).all() else 0.0, 1e-30)
     rel = float(diff.max()) / scale
     print(f"{k}: max relative error {rel:.3g}")
