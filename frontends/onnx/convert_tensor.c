@@ -378,7 +378,7 @@ static mlc_status slice_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Di
   if (ns != ne || ns > r || (na >= 0 && na != ns) || (nst >= 0 && nst != ns))
     return onnx_error(cx, n, d, MLC_ERR_INVALID, "Slice: starts/ends/axes/steps lengths differ or exceed rank %d", r);
   int64_t b[MLC_MAX_DIMS], e[MLC_MAX_DIMS], s[MLC_MAX_DIMS];
-  bool seen[MLC_MAX_DIMS] = {0};
+  bool seen[MLC_MAX_DIMS] = {0}, dyn_neg = false; /* a negative start or end on the data-dependent axis */
   for (int i = 0; i < r; i++) b[i] = 0, e[i] = x->type.dims[i], s[i] = 1;
   for (int i = 0; i < ns; i++) {
     int64_t a = na >= 0 ? axes[i] : i;
@@ -387,6 +387,7 @@ static mlc_status slice_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Di
     a = norm_axis(a, r);
     seen[a] = true;
     int64_t dim = x->type.dims[a], sp = nst >= 0 ? steps[i] : 1, st0 = starts[i], en = ends[i];
+    if (x->dyn_extent && a == x->dyn_axis) dyn_neg = st0 < 0 || en < 0;
     if (sp == 0) return onnx_error(cx, n, d, MLC_ERR_INVALID, "Slice: step 0 on axis %lld", (long long)a);
     if (st0 < 0) st0 += dim;
     if (en < 0) en += dim;
@@ -399,7 +400,23 @@ static mlc_status slice_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Di
     }
     b[a] = st0, e[a] = en, s[a] = sp;
   }
-  return emit_slice(cx, n, x, b, e, s, &outs[0], d);
+  int a = x->dyn_extent ? x->dyn_axis : -1;
+  if (a < 0 || (b[a] == 0 && e[a] == x->type.dims[a] && s[a] == 1)) return emit_slice(cx, n, x, b, e, s, &outs[0], d);
+  /* a part of the data-dependent axis: [start, end) of the run-time extent, whose length is
+   * min(max(extent - start, 0), end - start); starts and ends counted from the (run-time) end are not supported */
+  if (dyn_neg || s[a] != 1)
+    return ir_dynamic_use_error(onnx_graph(cx), x, n->name, n->op_type,
+                                "it slices the data-dependent axis with a step other than 1 or a start or end counted "
+                                "from its end",
+                                d);
+  if (e[a] < b[a]) e[a] = b[a];
+  Value *xm = onnx_dyn_mask(cx, n, x, "zero", d), *sl = NULL;
+  Value *len = onnx_binary(cx, n, "subtract", x->dyn_extent, onnx_extent_const(cx, b[a]), d);
+  len = onnx_binary(cx, n, "maximum", len, onnx_extent_const(cx, 0), d);
+  len = onnx_binary(cx, n, "minimum", len, onnx_extent_const(cx, e[a] - b[a]), d);
+  if (!xm || !len || (st = emit_slice(cx, n, xm, b, e, s, &sl, d))) return d->status;
+  outs[0] = onnx_dyn_pack(cx, n, a, 1, &sl, &len, d);
+  return outs[0] ? MLC_OK : d->status;
 }
 
 static mlc_status split_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {

@@ -272,6 +272,17 @@ static mlc_status explicit_extents(const Graph *g, const Node *n, int npieces, i
   return MLC_OK;
 }
 
+/* every data-dependent input's extent is also an input of n */
+static bool extents_are_inputs(const Node *n) {
+  for (int i = 0; i < n->ninputs; i++) {
+    if (!dyn(n->inputs[i])) continue;
+    bool found = false;
+    for (int j = 0; j < n->ninputs && !found; j++) found = n->inputs[j] == n->inputs[i]->dyn_extent;
+    if (!found) return false;
+  }
+  return true;
+}
+
 static mlc_status expected(const Graph *g, const Node *n, Value **ext, int *axis, Diag *d) {
   DynIn in = {0};
   for (int k = 0; k < n->noutputs; k++) ext[k] = NULL, axis[k] = 0;
@@ -298,6 +309,7 @@ static mlc_status expected(const Graph *g, const Node *n, Value **ext, int *axis
     }
   }
   DynRule r = n->op->dyn;
+  if (in.v && r == DYN_SOURCE && extents_are_inputs(n)) in.v = NULL; /* its kernel reads them (NMS' box count) */
   if (!in.v) {
     if (r == DYN_SOURCE)
       for (int k = 0; k < n->noutputs; k++)

@@ -1,6 +1,7 @@
 /* topi dynamic family: ops whose output extent depends on the data (bounded dynamic outputs).
  *
- *   vision.non_max_suppression(boxes [B, N, 4], scores [B, C, N], iou_threshold, score_threshold)
+ *   vision.non_max_suppression(boxes [B, N, 4], scores [B, C, N], iou_threshold, score_threshold[, count])
+ *        (count int64 [1]: only the first count boxes exist, for boxes and scores with a data-dependent extent)
  *        attrs center_point_box (0: [y1, x1, y2, x2] in either corner order, 1: [xc, yc, w, h]),
  *        max_output (boxes per class, > 0), has_score_threshold (0: no score filter; the input is ignored)
  *        -> selected [B*C*min(max_output, N), 3] int64 (batch, class, box), count [1]
@@ -128,6 +129,11 @@ static mlc_status nms_infer(Node *n, Diag *d) {
       return diag_set(d, MLC_ERR_INVALID, "non_max_suppression: %s must be a float32 scalar or [1] tensor",
                       i == 2 ? "iou_threshold" : "score_threshold");
   }
+  if (n->ninputs > 4) {
+    const TensorType *t = &n->inputs[4]->type;
+    if (t->dtype != MLC_I64 || tt_numel(t) != 1 || t->ndim > 1)
+      return diag_set(d, MLC_ERR_INVALID, "non_max_suppression: count must be an int64 scalar or [1] tensor");
+  }
   int64_t m = ir_attr_int(n, "max_output", 0), nb = bx->dims[1];
   if (m <= 0) return diag_set(d, MLC_ERR_INVALID, "non_max_suppression: max_output must be positive");
   if (n->noutputs != 2) return diag_set(d, MLC_ERR_INVALID, "non_max_suppression has two outputs");
@@ -140,7 +146,7 @@ static mlc_status nms_infer(Node *n, Diag *d) {
 
 typedef struct NmsCtx {
   int64_t max_out;
-  bool center, has_score;
+  bool center, has_score, counted;
 } NmsCtx;
 
 /* std::min / std::max as the reference computes them */
@@ -242,6 +248,13 @@ static Stmt *nms_extern(TeCtx *c, Buffer **ins, Buffer **outs, void *user) {
   Expr *si[3] = {b, cc, V(A, iv)};
   Expr *score_i = tir_load(A, scores, 3, si);
   Expr *gone = k->has_score ? tir_select(A, tir_bin(A, E_GT, score_i, sthr), zero_i, one_i) : zero_i;
+  /* with a run-time box count (boxes and scores carrying a data-dependent extent), only the first n are boxes:
+   * the rest start done, and the scans stop at n */
+  Expr *nbox = I(A, N);
+  if (k->counted) {
+    nbox = tir_bin(A, E_MIN, tir_bin(A, E_MAX, ld_scalar(A, ins[4]), I(A, 0)), I(A, N));
+    gone = tir_select(A, tir_bin(A, E_LT, V(A, iv), nbox), gone, one_i);
+  }
   Stmt *init_done = loop(A, iv, N, st1(A, done, V(A, iv), gone));
   /* the best remaining candidate */
   Expr *q = V(A, qv);
@@ -250,7 +263,7 @@ static Stmt *nms_extern(TeCtx *c, Buffer **ins, Buffer **outs, void *user) {
   Expr *better = tir_bin(A, E_AND, tir_bin(A, E_EQ, ld1(A, done, q), zero_i),
                          tir_bin(A, E_OR, tir_bin(A, E_LT, ld0(A, best), I(A, 0)), tir_bin(A, E_GT, score_q, ld0(A, bests))));
   Stmt *take[2] = {st0(A, best, q), st0(A, bests, score_q)};
-  Stmt *scan = loop(A, qv, N, tir_if(A, better, tir_seq(A, 2, take), NULL));
+  Stmt *scan = tir_for(A, qv, I(A, 0), nbox, FOR_SERIAL, tir_if(A, better, tir_seq(A, 2, take), NULL));
   /* IoU against the boxes kept so far for this class */
   Expr *bi = ld0(A, best), *s = V(A, sv);
   Stmt *check = loop(A, sv, M,
@@ -264,7 +277,8 @@ static Stmt *nms_extern(TeCtx *c, Buffer **ins, Buffer **outs, void *user) {
   Stmt *pick[4] = {st1(A, done, bi, one_i), st0(A, keep, one_i), check,
                    tir_if(A, tir_bin(A, E_NE, ld0(A, keep), zero_i), tir_seq(A, 6, emit), NULL)};
   Stmt *step[3] = {st0(A, best, I(A, -1)), scan, tir_if(A, tir_bin(A, E_GE, ld0(A, best), I(A, 0)), tir_seq(A, 4, pick), NULL)};
-  Stmt *iter = loop(A, tv, N, tir_if(A, tir_bin(A, E_LT, ld0(A, nsel), I(A, M)), tir_seq(A, 3, step), NULL));
+  Stmt *iter = tir_for(A, tv, I(A, 0), nbox, FOR_SERIAL,
+                       tir_if(A, tir_bin(A, E_LT, ld0(A, nsel), I(A, M)), tir_seq(A, 3, step), NULL));
   Stmt *cls[3] = {st0(A, nsel, I(A, 0)), init_done, iter};
   Stmt *body = loop(A, bv, B, loop(A, cv, C, tir_seq(A, 3, cls)));
   Stmt *all[4] = {zero_fill(A, out), st0(A, total, I(A, 0)), body, st0(A, count, ld0(A, total))};
@@ -280,9 +294,10 @@ static mlc_status nms_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs
   k->max_out = ir_attr_int(n, "max_output", 0);
   k->center = ir_attr_int(n, "center_point_box", 0) != 0;
   k->has_score = ir_attr_int(n, "has_score_threshold", 0) != 0;
+  k->counted = n->ninputs > 4;
   TeTensor types[2];
   extern_types(n, types);
-  te_extern(c, "non_max_suppression", "vision", 4, ins, 2, types, nms_extern, k, outs);
+  te_extern(c, "non_max_suppression", "vision", n->ninputs, ins, 2, types, nms_extern, k, outs);
   return MLC_OK;
 }
 
@@ -681,7 +696,7 @@ static mlc_status dyn_pack_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor *
 
 const OpDef topi_ops_dynamic[] = {
     /* name                        pattern     min max nout infer          compute  dyn */
-    {"vision.non_max_suppression", PAT_OPAQUE, 4, 4, 2, nms_infer, nms_compute, DYN_SOURCE},
+    {"vision.non_max_suppression", PAT_OPAQUE, 4, 5, 2, nms_infer, nms_compute, DYN_SOURCE},
     {"unique", PAT_OPAQUE, 1, 1, 5, unique_infer, unique_compute, DYN_SOURCE},
     {"nonzero", PAT_OPAQUE, 1, 1, 2, nonzero_infer, nonzero_compute, DYN_SOURCE},
     {"compress", PAT_OPAQUE, 2, 2, 2, compress_infer, compress_compute, DYN_SOURCE},
