@@ -3,8 +3,11 @@
 bounded dynamic padding, src/ir/dynamic.c): Shape and Size of a NonZero / Compress result as run-time int64
 values that ordinary integer ops compute on; reductions (ReduceSum, Mean, Max, Min, Prod, L2, LogSumExp) over
 the data-dependent axis; TopK with K = min(K, n) computed at run time; Gather along the data-dependent axis by
-data-dependent indices (negative ones counted from the extent); ConstantOfShape / Expand of such a shape; and
-Concat of pieces with different extents along their data-dependent axis (packed). The last model is the
+data-dependent indices (negative ones counted from the extent); ConstantOfShape / Expand of such a shape;
+Concat of pieces with different extents along their data-dependent axis (packed); Slice of part of the
+data-dependent axis; If on run-time data whose branches give different data-dependent shapes (an empty
+constant or a NonZero result); NonMaxSuppression of a data-dependent number of boxes (torchvision.ops.nms as
+the reference). The last model is the
 per-class post-processing of torchvision's SSD / RetinaNet heads (score threshold, topk of min(K, n) candidates,
 boxes gathered, labels filled, torch.cat over the classes, a mean of the kept scores), exported from torch.
 Each model NAME has data sets NAME_inputs[K].npz and references NAME_ref[K].npz (numpy or torch) with an empty,
@@ -173,6 +176,71 @@ for ca, cb in ((np.zeros(5, bool), np.zeros(4, bool)), (np.array([1, 0, 1, 0, 1]
 save("concat_extents", nodes, [("a", xa), ("b", xb), ("ca", np.ones(5, bool)), ("cb", np.ones(4, bool))],
      [("cat", TensorProto.FLOAT), ("tot", TensorProto.FLOAT), ("catshape", TensorProto.INT64)], ds, inits=[c("st", st)],
      opset=11, tol=1e-6)
+
+
+# Slice of part of the data-dependent axis: [1, 4) of the kept values and [2, INT64_MAX) (step 1)
+nodes = [H("Compress", ["x", "cond"], ["v"], axis=0),
+         H("Slice", ["v", "s1", "e4", "ax"], ["mid"]), H("Slice", ["v", "s2", "big", "ax"], ["tail"])]
+x8 = rng.standard_normal((8, 3)).astype(np.float32)
+ds = [({"x": x8, "cond": cd}, {"mid": x8[cd][1:4], "tail": x8[cd][2:]})
+      for cd in (np.zeros(8, bool), np.array([0, 1, 0, 0, 0, 0, 0, 0], bool), np.array([1, 0, 1, 1, 0, 1, 1, 0], bool),
+                 np.ones(8, bool))]
+save("slice_dynamic_axis", nodes, [("x", x8), ("cond", np.ones(8, bool))],
+     [("mid", TensorProto.FLOAT), ("tail", TensorProto.FLOAT)], ds,
+     inits=[c("s1", i64(1)), c("e4", i64(4)), c("s2", i64(2)), c("big", i64(2**63 - 1)), c("ax", i64(0))], opset=11)
+
+
+# 6. If on run-time data whose branches differ along the data-dependent axis: "nothing kept" gives an empty
+# constant, else the indices of the kept ones (NonZero) and their values doubled
+then_g = helper.make_graph([H("Constant", [], ["ti"], value=helper.make_tensor("e", TensorProto.INT64, [0], [])),
+                            H("Constant", [], ["tv"], value=helper.make_tensor("f", TensorProto.FLOAT, [0], []))],
+                           "then", [], [helper.make_tensor_value_info("ti", TensorProto.INT64, [0]),
+                                        helper.make_tensor_value_info("tv", TensorProto.FLOAT, [0])])
+else_g = helper.make_graph([H("NonZero", ["m"], ["nz"]), H("Squeeze", ["nz"], ["ei"], axes=[0]),
+                            H("Compress", ["x", "m"], ["kv"], axis=0), H("Add", ["kv", "kv"], ["ev"])],
+                           "else", [], [helper.make_tensor_value_info("ei", TensorProto.INT64, None),
+                                        helper.make_tensor_value_info("ev", TensorProto.FLOAT, None)])
+nodes = [H("Greater", ["x", "t"], ["m"]), H("Cast", ["m"], ["mi"], to=TensorProto.INT64),
+         H("ReduceSum", ["mi"], ["cnt"], keepdims=0), H("Equal", ["cnt", "zero"], ["none"]),
+         H("If", ["none"], ["idx", "val"], then_branch=then_g, else_branch=else_g), H("Shape", ["idx"], ["idx_shape"])]
+x7 = rng.standard_normal(7).astype(np.float32)
+ds = []
+for t in thresholds:
+    k = x7 > t
+    ds.append(({"x": x7, "t": np.array(t)}, {"idx": np.nonzero(k)[0].astype(np.int64), "val": 2 * x7[k],
+                                            "idx_shape": i64(int(k.sum()))}))
+save("if_dynamic_branches", nodes, [("x", x7), ("t", np.array(np.float32(0)))],
+     [("idx", TensorProto.INT64), ("val", TensorProto.FLOAT), ("idx_shape", TensorProto.INT64)], ds,
+     inits=[c("zero", i64(0)[0])], opset=11)
+
+
+# NonMaxSuppression of the boxes kept by a score threshold (a data-dependent box count), and the kept boxes'
+# coordinates gathered by the selection: torchvision.ops.nms as the reference
+def nms_dynamic_model():
+    import torch
+    import torchvision
+    n = 10
+    xy = rng.random((n, 2)).astype(np.float32) * 4
+    boxes = np.concatenate([xy, xy + 1 + rng.random((n, 2)).astype(np.float32)], 1)  # [x1, y1, x2, y2]
+    yx = boxes[:, [1, 0, 3, 2]]  # ONNX corner order [y1, x1, y2, x2]
+    sc = rng.random(n).astype(np.float32)
+    nodes = [H("Greater", ["s", "t"], ["m"]), H("NonZero", ["m"], ["nz"]), H("Squeeze", ["nz"], ["keep"], axes=[0]),
+             H("Gather", ["b", "keep"], ["kb"], axis=0), H("Gather", ["s", "keep"], ["ks"], axis=0),
+             H("Unsqueeze", ["kb"], ["kb3"], axes=[0]), H("Unsqueeze", ["ks"], ["ks2"], axes=[0]),
+             H("Unsqueeze", ["ks2"], ["ks3"], axes=[0]),
+             H("NonMaxSuppression", ["kb3", "ks3", "maxo", "iou"], ["sel"]),
+             H("Gather", ["sel", "two"], ["bi"], axis=1), H("Gather", ["kb", "bi"], ["picked"], axis=0)]
+    ds = []
+    for t in (np.float32(2), np.float32(0.3), np.float32(-1)):
+        k = np.nonzero(sc > t)[0]
+        kept = torchvision.ops.nms(torch.from_numpy(boxes[k]), torch.from_numpy(sc[k]), 0.3).numpy()
+        ds.append(({"s": sc, "b": yx, "t": np.array(t)}, {"picked": yx[k][kept].reshape(-1, 4)}))
+    save("nms_dynamic_boxes", nodes, [("s", sc), ("b", yx), ("t", np.array(np.float32(0)))],
+         [("picked", TensorProto.FLOAT)], ds,
+         inits=[c("maxo", i64(100)), c("iou", np.array([0.3], np.float32)), c("two", i64(2)[0])], opset=11)
+
+
+nms_dynamic_model()
 
 
 # torchvision's SSD / RetinaNet per-class post-processing, exported by torch (opset 11, as torchvision does)
