@@ -24,11 +24,22 @@
  *   DENSE      data [..., K] dynamic off K; MATMUL a's row axis or b's column axis
  *   REDUCE     over other axes (the axis shifts by the dropped ones); ALONG_AXIS softmax, topk, cumsum along
  *              another axis; NORM_TAIL layer / RMS norm over axes after the dynamic one
+ *   MASK       dyn_mask(x, extent): reads the extent itself and sets the padding to a fill value (the identity
+ *              of a reduction, -inf for TopK, zero for a gather's data); the output is static
+ *   PACK       dyn_pack(pieces..., their extents..., total): each piece's valid part packed at the running
+ *              offset; the output carries the total (Concat along the dynamic axis, TopK's run-time K, the
+ *              shape-taking ConstantOfShape / Expand, Slice of part of the axis, If's branch select)
+ * MASK and PACK make the extent an ordinary int64 [1] value of the graph: the importer computes new extents
+ * with integer ops (min(K, n) for TopK, sums for Concat, where for If) and Shape / Size of a data-dependent
+ * value become run-time int64 values (frontends/onnx: the static dims as constants around the extent) that
+ * ordinary ops compute on at run time instead of being folded. A source op (NonMaxSuppression) may also read
+ * a data-dependent value whose extent is one of its own inputs (its kernel gates on the count).
  * Everything else that reads a data-dependent value is refused (MLC_ERR_UNSUPPORTED, naming the node that
- * made the extent and the reader): ops without a rule (Shape, convolutions, pooling...), reductions, sorts
- * and scans along the dynamic axis, reshapes merging or splitting it, slices of it, gathers indexing into it,
- * static operands not broadcast along it, two different extents in one node, and the dynamic ops themselves
- * reading a data-dependent value. ir_infer_node applies the rules as nodes are made (importer and passes);
+ * made the extent and the reader): ops without a rule (convolutions, pooling...), arg-reductions, softmax
+ * and scans along the dynamic axis, reshapes merging or splitting it, strided or end-relative slices of it,
+ * GatherElements / GatherND into it, static operands not broadcast along it, two different extents in one
+ * node (but MASK and PACK), and the dynamic ops themselves reading a data-dependent value they are not
+ * given the extent of. ir_infer_node applies the rules as nodes are made (importer and passes);
  * ir_check_dynamic holds a finished graph to them, so a pass that drops or invents an extent is an internal
  * error instead of an output left untrimmed. */
 #include <stdio.h>

@@ -11,6 +11,12 @@
  *   nonzero(x)          -> [max(rank, 1), numel] int64 (coordinates of the non-zero elements in row-major
  *                       order; a scalar counts as [1]), count [1]
  *   compress(x, cond)   attr axis; cond 1-D of length <= x's dim -> x with dim axis = len(cond), count [1]
+ * and the two ops that read an extent as an ordinary int64 [1] input (src/ir/dynamic.c, DYN_MASK / DYN_PACK):
+ *   dyn_mask(x, extent) attrs axis, fill ("zero", "one", "lowest": -inf / the dtype's minimum, "highest")
+ *                       -> x with every position >= extent along axis set to fill (a static value)
+ *   dyn_pack(x_1..x_n, e_1..e_n, total)  attr axis -> the first e_i slices of each x_i along axis, packed one
+ *                       after the other (offsets e_1 + ... + e_{i-1}, each e_i clamped into [0, x_i's length]),
+ *                       zeros after; the output's extent is total (the importer makes it the sum)
  *
  * Every output type is a static upper bound; the last output, int64 [1], receives the actual extent of the
  * data-dependent axis (the number of selected boxes, unique slices, non-zeros, true conditions). infer marks
@@ -29,7 +35,8 @@
  *     = the first slice equal to slice k; the distinct ones (first[k] == k) get their rank, which is the number
  *     of distinct slices before them (sorted=0: by position; sorted=1: by value); counts and inverse_indices
  *     follow from first and rank. O(L^2 * slice size).
- *   - nonzero and compress are one pass with a running count. */
+ *   - nonzero and compress are one pass with a running count.
+ *   - dyn_mask is an injective TE compute (a select on the position); dyn_pack a serial copy loop per piece. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
