@@ -155,10 +155,20 @@ static mlc_status if_select(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *
     const TensorType *a = &rt[i]->type, *b = &re[i]->type;
     bool same = !onnx_seq(rt[i]) && !onnx_seq(re[i]) && a->dtype == b->dtype && a->ndim == b->ndim;
     for (int k = 0; same && k < a->ndim; k++) same = a->dims[k] == b->dims[k];
-    if (!same && (st = if_select_extents(cx, n, cond, rt[i], re[i], &outs[i], d)) != MLC_ERR_UNSUPPORTED) {
+    /* a data-dependent output (even of the same bound) must carry the taken branch's extent, not the first
+     * operand's as a plain where would */
+    bool dynamic = !onnx_seq(rt[i]) && !onnx_seq(re[i]) && (rt[i]->dyn_extent || re[i]->dyn_extent);
+    if ((!same || dynamic) &&
+        (st = if_select_extents(cx, n, cond, rt[i], re[i], &outs[i], d)) != MLC_ERR_UNSUPPORTED) {
       if (st) return st;
       continue;
     }
+    if (dynamic)
+      return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED,
+                        "output %d has a data-dependent shape in a branch, and the branches' shapes do not line up "
+                        "along one axis (each the other's bound or empty), so the condition of If must be known at "
+                        "compile time%s",
+                        i, deps_note(cx, n->inputs[0]));
     if (!same)
       return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED,
                         "output %d differs in type between the branches, so the condition of If must be known at "

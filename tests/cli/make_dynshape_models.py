@@ -214,6 +214,20 @@ save("if_dynamic_branches", nodes, [("x", x7), ("t", np.array(np.float32(0)))],
      inits=[c("zero", i64(0)[0])], opset=11)
 
 
+# the same bound in both branches, data-dependent in one: "the kept values if any, else all of them"; the
+# result carries the taken branch's extent (a plain where would carry the kept ones' even when all are taken)
+then_g = helper.make_graph([H("Compress", ["x", "m"], ["kv"], axis=0)], "then", [],
+                           [helper.make_tensor_value_info("kv", TensorProto.FLOAT, None)])
+else_g = helper.make_graph([H("Identity", ["x"], ["all"])], "else", [],
+                           [helper.make_tensor_value_info("all", TensorProto.FLOAT, None)])
+nodes = [H("Greater", ["x", "t"], ["m"]), H("Cast", ["m"], ["mi"], to=TensorProto.INT64),
+         H("ReduceSum", ["mi"], ["cnt"], keepdims=0), H("Greater", ["cnt", "zero"], ["some"]),
+         H("If", ["some"], ["val"], then_branch=then_g, else_branch=else_g)]
+ds = [({"x": x7, "t": np.array(t)}, {"val": x7[x7 > t] if (x7 > t).any() else x7}) for t in thresholds]
+save("if_same_bound", nodes, [("x", x7), ("t", np.array(np.float32(0)))], [("val", TensorProto.FLOAT)], ds,
+     inits=[c("zero", i64(0)[0])], opset=11)
+
+
 # NonMaxSuppression of the boxes kept by a score threshold (a data-dependent box count), and the kept boxes'
 # coordinates gathered by the selection: torchvision.ops.nms as the reference
 def nms_dynamic_model():
