@@ -273,9 +273,11 @@ static Stmt *nms_extern(TeCtx *c, Buffer **ins, Buffer **outs, void *user) {
   Stmt *scan = tir_for(A, qv, I(A, 0), nbox, FOR_SERIAL, tir_if(A, better, tir_seq(A, 2, take), NULL));
   /* IoU against the boxes kept so far for this class */
   Expr *bi = ld0(A, best), *s = V(A, sv);
-  Stmt *check = loop(A, sv, M,
-                     tir_if(A, tir_bin(A, E_LT, s, ld0(A, nsel)), nms_suppress(A, k, boxes, b, ld1(A, kept, s), bi, thr, keep),
-                            NULL));
+  /* over the nsel boxes kept so far (not the bound M: with a large max_output that is every box), and only
+   * while the candidate still stands */
+  Stmt *check = tir_for(A, sv, I(A, 0), ld0(A, nsel), FOR_SERIAL,
+                        tir_if(A, tir_bin(A, E_NE, ld0(A, keep), zero_i),
+                               nms_suppress(A, k, boxes, b, ld1(A, kept, s), bi, thr, keep), NULL));
   Expr *tot = ld0(A, total);
   Expr *o0[2] = {tot, I(A, 0)}, *o1[2] = {tot, I(A, 1)}, *o2[2] = {tot, I(A, 2)};
   Stmt *emit[6] = {st1(A, kept, ld0(A, nsel), bi), tir_store(A, out, 2, o0, b), tir_store(A, out, 2, o1, cc),
