@@ -135,14 +135,29 @@ static mlc_status conv_arg(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d
   int64_t axis = onnx_attr_int(n, "axis", 0);
   mlc_status st = normalize_axes(cx, n, x->type.ndim, &axis, 1, d);
   if (st != MLC_OK) return st;
-  Node *nd = onnx_emit(cx, n, strcmp(n->op_type, "ArgMax") == 0 ? "argmax" : "argmin", 1, &x, 1, d);
+  bool is_max = strcmp(n->op_type, "ArgMax") == 0, last = onnx_attr_int(n, "select_last_index", 0) != 0;
+  /* over the data-dependent axis: the padding masked to lose every comparison (it comes after the valid
+   * elements, so the first extreme is a valid one); the last extreme is clamped below the extent, since
+   * padding equal to it (all valid elements -inf for a max) would come later. An empty extent gives 0. */
+  Value *ext = x->dyn_extent && x->dyn_axis == axis ? x->dyn_extent : NULL;
+  if (ext && !(x = onnx_dyn_mask(cx, n, x, is_max ? "lowest" : "highest", d))) return d->status;
+  Graph *g = onnx_graph(cx);
+  Node *nd = onnx_emit(cx, n, is_max ? "argmax" : "argmin", 1, &x, 1, d);
   if (nd) {
-    Graph *g = onnx_graph(cx);
     ir_set_ints(g, nd, "axis", &axis, 1);
     ir_set_int(g, nd, "keepdims", onnx_attr_int(n, "keepdims", 1) != 0);
-    ir_set_int(g, nd, "select_last_index", onnx_attr_int(n, "select_last_index", 0) != 0);
+    ir_set_int(g, nd, "select_last_index", last);
   }
-  return onnx_finish_one(cx, n, nd, &outs[0], d);
+  if (!ext || !last) return onnx_finish_one(cx, n, nd, &outs[0], d);
+  if (!nd || onnx_finish(cx, n, nd, d) != MLC_OK) return d->status;
+  Value *top = onnx_binary(cx, n, "maximum", onnx_binary(cx, n, "subtract", ext, onnx_extent_const(cx, 1), d),
+                           onnx_extent_const(cx, 0), d);
+  int64_t none[1] = {0};
+  Node *r = top ? onnx_emit(cx, n, "reshape", 1, &top, 1, d) : NULL;
+  if (r) ir_set_ints(g, r, "newshape", none, 0);
+  if (!r || onnx_finish(cx, n, r, d) != MLC_OK) return d->status;
+  Value *ins[2] = {nd->outputs[0], r->outputs[0]};
+  return onnx_finish_one(cx, n, onnx_emit(cx, n, "minimum", 2, ins, 1, d), &outs[0], d);
 }
 
 const OnnxConverter onnx_ops_reduce[] = {

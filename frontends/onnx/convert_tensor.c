@@ -558,9 +558,39 @@ static mlc_status constant_of_shape_convert(OnnxCtx *cx, const OnnxNode *n, Valu
 
 /* Range: the element count ceil((limit - start) / delta) is the output shape, so all three inputs must be known
  * at compile time; out[i] = start + i * delta is computed by arange from the start and delta values. */
+/* Range(start, n, delta) with n the run-time length of a data-dependent axis (Gather of its Shape), start
+ * and delta integer constants, delta > 0: arange over the static bound, carrying the run-time count
+ * ceil(max(n - start, 0) / delta) */
+static mlc_status range_dynamic(OnnxCtx *cx, const OnnxNode *n, Value *like, Value **outs, Diag *d) {
+  double v0, v2;
+  mlc_status st;
+  mlc_dtype t = n->inputs[0]->type.dtype;
+  if ((st = scalar_value(cx, n, 0, "start", &v0, d)) || (st = scalar_value(cx, n, 2, "delta", &v2, d))) return st;
+  if (t == MLC_F32 || t == MLC_F64 || t == MLC_F16 || t == MLC_BF16 || v2 <= 0)
+    return ir_dynamic_use_error(onnx_graph(cx), like, n->name, n->op_type,
+                                "its limit is a data-dependent length, supported for integer ranges with a positive "
+                                "delta only",
+                                d);
+  int64_t start = (int64_t)v0, delta = (int64_t)v2, bound = like->type.dims[like->dyn_axis];
+  int64_t num = bound > start ? (bound - start + delta - 1) / delta : 0;
+  Value *ins[2] = {n->inputs[0], n->inputs[2]};
+  Node *nd = onnx_emit(cx, n, "arange", 2, ins, 1, d);
+  if (nd) ir_set_int(onnx_graph(cx), nd, "num", num);
+  if (!nd || onnx_finish(cx, n, nd, d) != MLC_OK) return d->status;
+  Value *len = onnx_binary(cx, n, "subtract", like->dyn_extent, onnx_extent_const(cx, start), d);
+  len = onnx_binary(cx, n, "maximum", len, onnx_extent_const(cx, 0), d);
+  len = onnx_binary(cx, n, "add", len, onnx_extent_const(cx, delta - 1), d);
+  len = onnx_binary(cx, n, "divide", len, onnx_extent_const(cx, delta), d);
+  if (!len) return d->status;
+  outs[0] = onnx_dyn_pack(cx, n, 0, 1, &nd->outputs[0], &len, d);
+  return outs[0] ? MLC_OK : d->status;
+}
+
 static mlc_status range_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
   mlc_status st = onnx_need_inputs(cx, n, 3, d);
   if (st) return st;
+  Value *like = onnx_extent_source(cx, n->inputs[1]);
+  if (like) return range_dynamic(cx, n, like, outs, d);
   double v[3];
   static const char *what[3] = {"start", "limit", "delta"};
   StrBuf missing = {0};

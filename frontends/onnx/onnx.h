@@ -113,9 +113,12 @@ Value *onnx_binary(OnnxCtx *cx, const OnnxNode *n, const char *op, Value *a, Val
 void onnx_extent_free(OnnxCtx *cx);
 /* Shape of a value x with a data-dependent extent is a run-time value; onnx_note_shape remembers it, and
  * onnx_shape_source gives x back for a value that is x's whole shape (ConstantOfShape, Expand: the static
- * bound as the shape, x's extent on the result), NULL otherwise. */
+ * bound as the shape, x's extent on the result), NULL otherwise. onnx_note_extent / onnx_extent_source do
+ * the same for the element of such a shape at x's data-dependent axis (Gather of it: Range's limit). */
 void onnx_note_shape(OnnxCtx *cx, const Value *shape, Value *of);
 Value *onnx_shape_source(OnnxCtx *cx, const Value *shape);
+void onnx_note_extent(OnnxCtx *cx, const Value *v, Value *of);
+Value *onnx_extent_source(OnnxCtx *cx, const Value *v);
 /* Values of a constant integer tensor (int32/int64) as int64; -1 if v is not a compile-time constant. */
 int onnx_const_ints(const Value *v, int64_t *out, int max);
 /* The graph inputs that vs[0..nv) are computed from, as "'a', 'b'" ("" when none): errors asking for values at

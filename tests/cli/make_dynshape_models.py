@@ -3,7 +3,8 @@
 bounded dynamic padding, src/ir/dynamic.c): Shape and Size of a NonZero / Compress result as run-time int64
 values that ordinary integer ops compute on; reductions (ReduceSum, Mean, Max, Min, Prod, L2, LogSumExp) over
 the data-dependent axis; TopK with K = min(K, n) computed at run time; Gather along the data-dependent axis by
-data-dependent indices (negative ones counted from the extent); ConstantOfShape / Expand of such a shape;
+data-dependent indices (negative ones counted from the extent); ConstantOfShape / Expand of such a shape, Range up to such a length; ArgMax / ArgMin over the data-dependent
+axis;
 Concat of pieces with different extents along their data-dependent axis (packed); Slice of part of the
 data-dependent axis; If on run-time data whose branches give different data-dependent shapes (an empty
 constant or a NonZero result); NonMaxSuppression of a data-dependent number of boxes (torchvision.ops.nms as
@@ -126,6 +127,47 @@ ds = [({"x": xi, "cond": cd}, {"mx": np.max(xi[cd], axis=0, initial=np.iinfo(np.
                                "sm": xi[cd].sum(axis=0).astype(np.int32)}) for cd in conds]
 save("reduce_dynamic_int", nodes, [("x", xi), ("cond", conds[1])], [("mx", TensorProto.INT32), ("sm", TensorProto.INT32)], ds,
      opset=11)
+
+
+# ArgMax / ArgMin over the data-dependent axis, first and last index; the last data set's kept rows are all
+# -inf in column 0 (the padding, masked to -inf too, must not win the last-index max)
+xa6 = rng.integers(-3, 3, (6, 4)).astype(np.float32)  # ties
+xa6[:, 0] = -np.inf
+nodes = [H("Compress", ["x", "cond"], ["v"], axis=0)]
+outs = []
+for op in ("ArgMax", "ArgMin"):
+    for last in (0, 1):
+        for keep in (0, 1):
+            o = f"{op}_{last}_{keep}"
+            nodes.append(H(op, ["v"], [o], axis=0, keepdims=keep, select_last_index=last))
+            outs.append((o, op, last, keep))
+
+
+def arg_ref(op, v, last, keep):
+    f = np.argmax if op == "ArgMax" else np.argmin
+    r = (v.shape[0] - 1 - f(v[::-1], axis=0)) if last else f(v, axis=0)
+    r = r.astype(np.int64)
+    return r.reshape(1, -1) if keep else r
+
+
+ds = [({"x": xa6, "cond": cd}, {o: arg_ref(op, xa6[cd], last, keep) for o, op, last, keep in outs})
+      for cd in conds[1:]]  # an empty ArgMax is an error in ONNX and numpy
+save("arg_dynamic_axis", nodes, [("x", xa6), ("cond", conds[1])], [(o[0], TensorProto.INT64) for o in outs], ds,
+     opset=12)
+
+# 3. Range up to the run-time length (torch.arange(x[mask].shape[0]) as torch exports it), and from 1 by 2
+nodes = [H("Greater", ["x", "t"], ["m"]), H("NonZero", ["m"], ["nz"]), H("Transpose", ["nz"], ["nzt"], perm=[1, 0]),
+         H("GatherND", ["x", "nzt"], ["v"]), H("Shape", ["v"], ["sh"]), H("Gather", ["sh", "zero"], ["n"], axis=0),
+         H("Range", ["zero", "n", "one"], ["r"]), H("Range", ["one", "n", "two"], ["r2"]),
+         H("Add", ["r", "r"], ["r_twice"])]
+ds = []
+for t in thresholds:
+    n = int((x65 > t).sum())
+    ds.append(({"x": x65, "t": np.array(t)}, {"r": np.arange(n, dtype=np.int64), "r2": np.arange(1, n, 2, dtype=np.int64),
+                                             "r_twice": 2 * np.arange(n, dtype=np.int64)}))
+save("range_dynamic", nodes, [("x", x65), ("t", np.array(np.float32(0)))],
+     [("r", TensorProto.INT64), ("r2", TensorProto.INT64), ("r_twice", TensorProto.INT64)], ds,
+     inits=[c("zero", i64(0)[0]), c("one", i64(1)[0]), c("two", i64(2)[0])], opset=11)
 
 
 # 2 + 3. TopK of the kept scores with K = min(K, n) at run time (torchvision's _topk_min pattern), boxes gathered
