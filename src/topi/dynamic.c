@@ -666,28 +666,30 @@ static mlc_status dyn_pack_infer(Node *n, Diag *d) {
 }
 
 /* piece p's first min(extent_p, bound_p) slices along axis go to the running offset (the sum of the extents
- * before it, each clamped into its piece's bound), the rest of the output stays zero */
+ * before it, each clamped into its piece's bound; kept in a one-element buffer so the code stays linear in the
+ * number of pieces), the rest of the output stays zero */
 static Stmt *dyn_pack_extern(TeCtx *c, Buffer **ins, Buffer **outs, void *user) {
-  int axis = *(int *)user;
+  int axis = ((int *)user)[0], np = ((int *)user)[1];
   Arena *A = c->arena;
   Buffer *out = outs[0];
-  int np = ((int *)user)[1];
-  Stmt **s = arena_alloc(A, sizeof(Stmt *) * (size_t)(np + 1));
-  s[0] = zero_fill(A, out);
-  Expr *off = I(A, 0);
+  int64_t one = 1;
+  Buffer *off = tir_buffer(A, "pack_offset", MLC_I64, 1, &one);
+  Stmt **s = arena_alloc(A, sizeof(Stmt *) * (size_t)(2 * np + 2));
+  int ns = 0;
+  s[ns++] = zero_fill(A, out);
+  s[ns++] = st0(A, off, I(A, 0));
   for (int p = 0; p < np; p++) {
     Buffer *x = ins[p];
     Expr *e = tir_bin(A, E_MIN, tir_bin(A, E_MAX, ld_scalar(A, ins[np + p]), I(A, 0)), I(A, x->shape[axis]));
     Var *jv = ivar(A, arena_printf(A, "j%d", p));
     Expr *j = V(A, jv);
     UniqueCopy *cp = arena_alloc(A, sizeof *cp);
-    *cp = (UniqueCopy){.x = x, .y = out, .axis = axis, .from = j, .to = tir_add(A, off, j)};
+    *cp = (UniqueCopy){.x = x, .y = out, .axis = axis, .from = j, .to = tir_add(A, ld0(A, off), j)};
     Expr *ix[MLC_MAX_DIMS];
-    Stmt *body = tir_if(A, tir_bin(A, E_LT, j, e), nest_except(A, x->ndim, x->shape, axis, unique_copy_elem, cp, ix), NULL);
-    s[p + 1] = loop(A, jv, x->shape[axis], body);
-    off = tir_add(A, off, e);
+    s[ns++] = tir_for(A, jv, I(A, 0), e, FOR_SERIAL, nest_except(A, x->ndim, x->shape, axis, unique_copy_elem, cp, ix));
+    s[ns++] = st0(A, off, tir_add(A, ld0(A, off), e));
   }
-  return tir_seq(A, np + 1, s);
+  return tir_allocate(A, off, tir_seq(A, ns, s));
 }
 
 static mlc_status dyn_pack_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
