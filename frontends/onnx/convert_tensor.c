@@ -378,7 +378,8 @@ static mlc_status slice_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Di
   if (ns != ne || ns > r || (na >= 0 && na != ns) || (nst >= 0 && nst != ns))
     return onnx_error(cx, n, d, MLC_ERR_INVALID, "Slice: starts/ends/axes/steps lengths differ or exceed rank %d", r);
   int64_t b[MLC_MAX_DIMS], e[MLC_MAX_DIMS], s[MLC_MAX_DIMS];
-  bool seen[MLC_MAX_DIMS] = {0}, dyn_neg = false; /* a negative start or end on the data-dependent axis */
+  bool seen[MLC_MAX_DIMS] = {0}, dyn_neg = false; /* a negative start on the data-dependent axis */
+  int64_t dyn_end = 0; /* a negative end there: counted from the run-time extent */
   for (int i = 0; i < r; i++) b[i] = 0, e[i] = x->type.dims[i], s[i] = 1;
   for (int i = 0; i < ns; i++) {
     int64_t a = na >= 0 ? axes[i] : i;
@@ -387,7 +388,11 @@ static mlc_status slice_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Di
     a = norm_axis(a, r);
     seen[a] = true;
     int64_t dim = x->type.dims[a], sp = nst >= 0 ? steps[i] : 1, st0 = starts[i], en = ends[i];
-    if (x->dyn_extent && a == x->dyn_axis) dyn_neg = st0 < 0 || en < 0;
+    if (x->dyn_extent && a == x->dyn_axis) {
+      dyn_neg = st0 < 0;
+      dyn_end = en < 0 && sp > 0 ? en : 0;
+      if (dyn_end) en = INT64_MAX; /* the static slice runs to the bound; the extent cuts it */
+    }
     if (sp == 0) return onnx_error(cx, n, d, MLC_ERR_INVALID, "Slice: step 0 on axis %lld", (long long)a);
     if (st0 < 0) st0 += dim;
     if (en < 0) en += dim;
@@ -402,16 +407,17 @@ static mlc_status slice_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Di
   }
   int a = x->dyn_extent ? x->dyn_axis : -1;
   if (a < 0 || (b[a] == 0 && e[a] == x->type.dims[a] && s[a] == 1)) return emit_slice(cx, n, x, b, e, s, &outs[0], d);
-  /* a part of the data-dependent axis: [start, end) of the run-time extent, whose length is
-   * min(max(extent - start, 0), end - start); starts and ends counted from the (run-time) end are not supported */
+  /* a part of the data-dependent axis: [start, end) of the run-time extent n, whose length is
+   * min(max(n - start, 0), end - start), or max(n + end - start, 0) for an end counted from n's end; a start
+   * counted from the end would move the slice by a run-time offset, which is not supported */
   if (dyn_neg || s[a] != 1)
     return ir_dynamic_use_error(onnx_graph(cx), x, n->name, n->op_type,
-                                "it slices the data-dependent axis with a step other than 1 or a start or end counted "
-                                "from its end",
+                                "it slices the data-dependent axis with a step other than 1 or a start counted from "
+                                "its end",
                                 d);
   if (e[a] < b[a]) e[a] = b[a];
   Value *xm = onnx_dyn_mask(cx, n, x, "zero", d), *sl = NULL;
-  Value *len = onnx_binary(cx, n, "subtract", x->dyn_extent, onnx_extent_const(cx, b[a]), d);
+  Value *len = onnx_binary(cx, n, "subtract", x->dyn_extent, onnx_extent_const(cx, b[a] - dyn_end), d);
   len = onnx_binary(cx, n, "maximum", len, onnx_extent_const(cx, 0), d);
   len = onnx_binary(cx, n, "minimum", len, onnx_extent_const(cx, e[a] - b[a]), d);
   if (!xm || !len || (st = emit_slice(cx, n, xm, b, e, s, &sl, d))) return d->status;

@@ -35,8 +35,8 @@
  * ordinary ops compute on at run time instead of being folded. A source op (NonMaxSuppression) may also read
  * a data-dependent value whose extent is one of its own inputs (its kernel gates on the count).
  * Everything else that reads a data-dependent value is refused (MLC_ERR_UNSUPPORTED, naming the node that
- * made the extent and the reader): ops without a rule (convolutions, pooling...), softmax
- * and scans along the dynamic axis, reshapes merging or splitting it, strided or end-relative slices of it,
+ * made the extent and the reader): ops without a rule (convolutions, pooling...), softmax and scans along
+ * the dynamic axis, reshapes merging or splitting it, strided slices of it or ones starting from its end,
  * GatherElements / GatherND into it, static operands not broadcast along it, two different extents in one
  * node (but MASK and PACK), and the dynamic ops themselves reading a data-dependent value they are not
  * given the extent of. ir_infer_node applies the rules as nodes are made (importer and passes);

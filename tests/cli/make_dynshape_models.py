@@ -220,16 +220,18 @@ save("concat_extents", nodes, [("a", xa), ("b", xb), ("ca", np.ones(5, bool)), (
      opset=11, tol=1e-6)
 
 
-# Slice of part of the data-dependent axis: [1, 4) of the kept values and [2, INT64_MAX) (step 1)
+# Slice of part of the data-dependent axis: [1, 4) of the kept values, [2, INT64_MAX) and [1, -1) (step 1)
 nodes = [H("Compress", ["x", "cond"], ["v"], axis=0),
-         H("Slice", ["v", "s1", "e4", "ax"], ["mid"]), H("Slice", ["v", "s2", "big", "ax"], ["tail"])]
+         H("Slice", ["v", "s1", "e4", "ax"], ["mid"]), H("Slice", ["v", "s2", "big", "ax"], ["tail"]),
+         H("Slice", ["v", "s1", "m1", "ax"], ["inner"])]
 x8 = rng.standard_normal((8, 3)).astype(np.float32)
-ds = [({"x": x8, "cond": cd}, {"mid": x8[cd][1:4], "tail": x8[cd][2:]})
+ds = [({"x": x8, "cond": cd}, {"mid": x8[cd][1:4], "tail": x8[cd][2:], "inner": x8[cd][1:-1]})
       for cd in (np.zeros(8, bool), np.array([0, 1, 0, 0, 0, 0, 0, 0], bool), np.array([1, 0, 1, 1, 0, 1, 1, 0], bool),
                  np.ones(8, bool))]
 save("slice_dynamic_axis", nodes, [("x", x8), ("cond", np.ones(8, bool))],
-     [("mid", TensorProto.FLOAT), ("tail", TensorProto.FLOAT)], ds,
-     inits=[c("s1", i64(1)), c("e4", i64(4)), c("s2", i64(2)), c("big", i64(2**63 - 1)), c("ax", i64(0))], opset=11)
+     [("mid", TensorProto.FLOAT), ("tail", TensorProto.FLOAT), ("inner", TensorProto.FLOAT)], ds,
+     inits=[c("s1", i64(1)), c("e4", i64(4)), c("s2", i64(2)), c("big", i64(2**63 - 1)), c("m1", i64(-1)),
+            c("ax", i64(0))], opset=11)
 
 
 # 6. If on run-time data whose branches differ along the data-dependent axis: "nothing kept" gives an empty
