@@ -4,7 +4,8 @@
  * compile time (as XLA and TVM's static unrolling do for static trip counts):
  *   If   (1, 11, 13, 16, ...): a compile-time condition inlines the chosen branch; a run-time one inlines
  *        both and selects each output with a where on it (outputs of one dtype and shape in both branches
- *        only; both branches run, which is safe since ONNX ops have no side effects).
+ *        only, or outputs differing along a data-dependent axis, selected with the taken branch's extent;
+ *        both branches run, which is safe since ONNX ops have no side effects).
  *   Loop (1, 11, 13, 16, ...): trip count and condition must be compile-time constants, and the body's
  *        condition output must fold to a constant each iteration; the body is inlined once per iteration
  *        (at most MAX_UNROLL times). Scan outputs are stacked along a new axis 0 (reshape + concatenate).
@@ -96,6 +97,46 @@ static const char *deps_note(OnnxCtx *cx, Value *v) {
 
 /* ---------------------------------------------------------------- If */
 
+/* A branch output at the bound along axis a with the padding zeroed: itself (masked) when its static length is
+ * the bound, zeros when it is empty (NULL: neither) */
+static Value *at_bound(OnnxCtx *cx, const OnnxNode *n, Value *v, int a, int64_t bound, Diag *d) {
+  if (v->type.dims[a] == bound) return onnx_dyn_mask(cx, n, v, "zero", d);
+  if (v->type.dims[a] != 0) return NULL;
+  TensorType t = v->type;
+  t.dims[a] = bound;
+  void *zeros = arena_alloc(onnx_graph(cx)->arena, (size_t)tt_nbytes(&t) + 1);
+  memset(zeros, 0, (size_t)tt_nbytes(&t) + 1);
+  return onnx_const(cx, NULL, t, zeros);
+}
+
+/* Branch outputs that differ in the length of one axis, data-dependent in at least one branch (NonZero /
+ * NonMaxSuppression results, or an empty constant for "nothing found"): both are brought to the larger bound
+ * (padding zeroed; an empty one becomes zeros), selected by a where, and the result carries the taken
+ * branch's extent (a where of the two extents). MLC_ERR_UNSUPPORTED without a message: not this case. */
+static mlc_status if_select_extents(OnnxCtx *cx, const OnnxNode *n, Value *cond, Value *t, Value *e, Value **out,
+                                    Diag *d) {
+  if (onnx_seq(t) || onnx_seq(e) || t->type.dtype != e->type.dtype || t->type.ndim != e->type.ndim ||
+      (!t->dyn_extent && !e->dyn_extent))
+    return MLC_ERR_UNSUPPORTED;
+  int a = t->dyn_extent ? t->dyn_axis : e->dyn_axis;
+  for (int k = 0; k < t->type.ndim; k++)
+    if (k != a && t->type.dims[k] != e->type.dims[k]) return MLC_ERR_UNSUPPORTED;
+  if ((t->dyn_extent && t->dyn_axis != a) || (e->dyn_extent && e->dyn_axis != a)) return MLC_ERR_UNSUPPORTED;
+  int64_t bound = t->type.dims[a] > e->type.dims[a] ? t->type.dims[a] : e->type.dims[a];
+  Value *ts = at_bound(cx, n, t, a, bound, d), *es = at_bound(cx, n, e, a, bound, d);
+  if (!diag_ok(d)) return d->status;
+  if (!ts || !es) return MLC_ERR_UNSUPPORTED;
+  Value *ext_t = t->dyn_extent ? t->dyn_extent : onnx_extent_const(cx, t->type.dims[a]);
+  Value *ext_e = e->dyn_extent ? e->dyn_extent : onnx_extent_const(cx, e->type.dims[a]);
+  Value *ins[3] = {cond, ts, es}, *eins[3] = {cond, ext_t, ext_e};
+  Node *w = onnx_emit(cx, n, "where", 3, ins, 1, d);
+  if (!w || onnx_finish(cx, n, w, d) != MLC_OK) return d->status;
+  Node *we = onnx_emit(cx, n, "where", 3, eins, 1, d);
+  if (!we || onnx_finish(cx, n, we, d) != MLC_OK) return d->status;
+  *out = onnx_dyn_pack(cx, n, a, 1, &w->outputs[0], &we->outputs[0], d);
+  return *out ? MLC_OK : d->status;
+}
+
 /* An If whose condition is known only at run time: both branches inlined, each output chosen by a where on
  * the condition. Needs outputs of one type (dtype and shape) in both branches, as a select does. */
 static mlc_status if_select(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
@@ -114,6 +155,20 @@ static mlc_status if_select(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *
     const TensorType *a = &rt[i]->type, *b = &re[i]->type;
     bool same = !onnx_seq(rt[i]) && !onnx_seq(re[i]) && a->dtype == b->dtype && a->ndim == b->ndim;
     for (int k = 0; same && k < a->ndim; k++) same = a->dims[k] == b->dims[k];
+    /* a data-dependent output (even of the same bound) must carry the taken branch's extent, not the first
+     * operand's as a plain where would */
+    bool dynamic = !onnx_seq(rt[i]) && !onnx_seq(re[i]) && (rt[i]->dyn_extent || re[i]->dyn_extent);
+    if ((!same || dynamic) &&
+        (st = if_select_extents(cx, n, cond, rt[i], re[i], &outs[i], d)) != MLC_ERR_UNSUPPORTED) {
+      if (st) return st;
+      continue;
+    }
+    if (dynamic)
+      return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED,
+                        "output %d has a data-dependent shape in a branch, and the branches' shapes do not line up "
+                        "along one axis (each the other's bound or empty), so the condition of If must be known at "
+                        "compile time%s",
+                        i, deps_note(cx, n->inputs[0]));
     if (!same)
       return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED,
                         "output %d differs in type between the branches, so the condition of If must be known at "

@@ -83,7 +83,21 @@ static mlc_status nms_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag
   bool has_score = ins[3] != NULL;
   if (!ins[2]) ins[2] = onnx_scalar(cx, n, "iou_threshold", MLC_F32, 0.0);
   if (!ins[3]) ins[3] = onnx_scalar(cx, n, "score_threshold", MLC_F32, 0.0);
-  Node *nd = onnx_emit(cx, n, "vision.non_max_suppression", 4, ins, 2, d);
+  /* boxes and scores with a data-dependent number of boxes (one extent, along boxes' axis 1 and scores' 2):
+   * the kernel reads the count */
+  Value *count = boxes->dyn_extent ? boxes->dyn_extent : scores->dyn_extent;
+  if (count) {
+    const char *why = !boxes->dyn_extent || boxes->dyn_axis != 1 ? "the boxes are not data-dependent along axis 1"
+                      : !scores->dyn_extent || scores->dyn_axis != 2 ? "the scores are not data-dependent along axis 2"
+                      : scores->dyn_extent != boxes->dyn_extent ? "its boxes and scores have different extents"
+                                                                 : NULL;
+    if (why) return ir_dynamic_use_error(onnx_graph(cx), boxes->dyn_extent ? boxes : scores, n->name, n->op_type, why, d);
+    for (int i = 2; i < 4; i++)
+      if (ins[i]->dyn_extent)
+        return ir_dynamic_use_error(onnx_graph(cx), ins[i], n->name, n->op_type, "a threshold is data-dependent", d);
+  }
+  Value *nins[5] = {ins[0], ins[1], ins[2], ins[3], count};
+  Node *nd = onnx_emit(cx, n, "vision.non_max_suppression", count ? 5 : 4, nins, 2, d);
   if (!nd) return d->status;
   Graph *g = onnx_graph(cx);
   ir_set_int(g, nd, "center_point_box", center);

@@ -36,9 +36,41 @@ static mlc_status gather_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, D
   int64_t axis = 0;
   if ((st = get_axis(cx, n, n->inputs[0]->type.ndim, &axis, d))) return st;
   const char *op = !strcmp(n->op_type, "Gather") ? "take" : "gather";
+  Value *x = n->inputs[0], *ix = n->inputs[1];
+  if (!strcmp(op, "take") && x->dyn_extent && x->dyn_axis == axis) {
+    /* Gather along a data-dependent axis: negative indices count from the run-time extent, and the data
+     * becomes a static value (zero padding) that the indices, valid ones below the extent, select from */
+    Graph *g = onnx_graph(cx);
+    Value *e = x->dyn_extent;
+    Node *c = onnx_emit(cx, n, "cast", 1, &e, 1, d);
+    if (c) ir_set_int(g, c, "dtype", ix->type.dtype);
+    if (!c || onnx_finish(cx, n, c, d) != MLC_OK) return d->status;
+    int64_t none[1] = {0};
+    Node *r = onnx_emit(cx, n, "reshape", 1, &c->outputs[0], 1, d);
+    if (r) ir_set_ints(g, r, "newshape", none, 0);
+    if (!r || onnx_finish(cx, n, r, d) != MLC_OK) return d->status;
+    Value *neg = onnx_binary(cx, n, "less", ix, onnx_scalar(cx, n, "zero", ix->type.dtype, 0), d);
+    Value *wrapped = onnx_binary(cx, n, "add", ix, r->outputs[0], d);
+    if (!neg || !wrapped) return d->status;
+    Value *sel[3] = {neg, wrapped, ix};
+    Node *w = onnx_emit(cx, n, "where", 3, sel, 1, d);
+    if (!w || onnx_finish(cx, n, w, d) != MLC_OK) return d->status;
+    Value *ins[2] = {onnx_dyn_mask(cx, n, x, "zero", d), w->outputs[0]};
+    if (!ins[0]) return d->status;
+    Node *nd = onnx_emit(cx, n, op, 2, ins, 1, d);
+    if (nd) ir_set_int(g, nd, "axis", axis);
+    return done(cx, n, nd, &outs[0], d);
+  }
   Node *nd = onnx_emit(cx, n, op, 2, n->inputs, 1, d);
   if (nd) ir_set_int(onnx_graph(cx), nd, "axis", axis);
-  return done(cx, n, nd, &outs[0], d);
+  if ((st = done(cx, n, nd, &outs[0], d))) return st;
+  /* the element of a run-time shape at the data-dependent axis: that value's extent (Range's limit) */
+  Value *like = onnx_shape_source(cx, x);
+  int64_t at;
+  if (like && tt_numel(&ix->type) == 1 && onnx_const_ints(ix, &at, 1) == 1 &&
+      (at < 0 ? at + like->type.ndim : at) == like->dyn_axis)
+    onnx_note_extent(cx, outs[0], like);
+  return MLC_OK;
 }
 
 static mlc_status gather_nd_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {

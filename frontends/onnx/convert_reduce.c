@@ -86,12 +86,47 @@ static mlc_status conv_reduce(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag
   }
   mlc_status st = normalize_axes(cx, n, ndim, axes, na, d);
   if (st != MLC_OK) return st;
-  Node *nd = onnx_emit(cx, n, REDUCES[k].op, 1, &x, 1, d);
+  const char *op = REDUCES[k].op;
+  Value *count = NULL; /* a mean over the data-dependent axis: the sum, divided by the run-time count */
+  bool over_dyn = false;
+  for (int i = 0; i < na; i++) over_dyn |= x->dyn_extent && axes[i] == x->dyn_axis;
+  if (over_dyn) {
+    /* the padding past the extent becomes the reduction's identity, so the result is the reduction over the
+     * valid part; an empty one gives the identity (0 for sums, 1 for the product, -inf / the dtype's minimum
+     * for max and logsumexp, +inf / the maximum for min; ONNX's rule for empty reductions), a mean 0 / 0 */
+    const char *fill = !strcmp(op, "prod") ? "one"
+                       : !strcmp(op, "max") || !strcmp(op, "logsumexp") ? "lowest"
+                       : !strcmp(op, "min") ? "highest" : "zero";
+    if (!strcmp(op, "mean")) {
+      int64_t rest = 1;
+      for (int i = 0; i < na; i++)
+        if (axes[i] != x->dyn_axis) rest *= x->type.dims[axes[i]];
+      count = onnx_binary(cx, n, "multiply", x->dyn_extent, onnx_extent_const(cx, rest), d);
+      Node *c = count ? onnx_emit(cx, n, "cast", 1, &count, 1, d) : NULL;
+      if (c) ir_set_int(g, c, "dtype", x->type.dtype);
+      if (!c || onnx_finish(cx, n, c, d) != MLC_OK) return d->status;
+      count = c->outputs[0];
+      op = "sum";
+    }
+    if (!(x = onnx_dyn_mask(cx, n, x, fill, d))) return d->status;
+  }
+  Node *nd = onnx_emit(cx, n, op, 1, &x, 1, d);
   if (nd) {
     ir_set_ints(g, nd, "axis", axes, na);
     ir_set_int(g, nd, "keepdims", onnx_attr_int(n, "keepdims", 1) != 0);
   }
-  return onnx_finish_one(cx, n, nd, &outs[0], d);
+  if (!count) return onnx_finish_one(cx, n, nd, &outs[0], d);
+  if (!nd || onnx_finish(cx, n, nd, d) != MLC_OK) return d->status;
+  Value *r = nd->outputs[0];
+  if (r->type.ndim == 0) { /* the count [1] broadcast would give a [1] result: make it a scalar */
+    int64_t none[1] = {0};
+    Node *rs = onnx_emit(cx, n, "reshape", 1, &count, 1, d);
+    if (rs) ir_set_ints(g, rs, "newshape", none, 0);
+    if (!rs || onnx_finish(cx, n, rs, d) != MLC_OK) return d->status;
+    count = rs->outputs[0];
+  }
+  Value *ins[2] = {r, count};
+  return onnx_finish_one(cx, n, onnx_emit(cx, n, "divide", 2, ins, 1, d), &outs[0], d);
 }
 
 static mlc_status conv_arg(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
@@ -100,14 +135,29 @@ static mlc_status conv_arg(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d
   int64_t axis = onnx_attr_int(n, "axis", 0);
   mlc_status st = normalize_axes(cx, n, x->type.ndim, &axis, 1, d);
   if (st != MLC_OK) return st;
-  Node *nd = onnx_emit(cx, n, strcmp(n->op_type, "ArgMax") == 0 ? "argmax" : "argmin", 1, &x, 1, d);
+  bool is_max = strcmp(n->op_type, "ArgMax") == 0, last = onnx_attr_int(n, "select_last_index", 0) != 0;
+  /* over the data-dependent axis: the padding masked to lose every comparison (it comes after the valid
+   * elements, so the first extreme is a valid one); the last extreme is clamped below the extent, since
+   * padding equal to it (all valid elements -inf for a max) would come later. An empty extent gives 0. */
+  Value *ext = x->dyn_extent && x->dyn_axis == axis ? x->dyn_extent : NULL;
+  if (ext && !(x = onnx_dyn_mask(cx, n, x, is_max ? "lowest" : "highest", d))) return d->status;
+  Graph *g = onnx_graph(cx);
+  Node *nd = onnx_emit(cx, n, is_max ? "argmax" : "argmin", 1, &x, 1, d);
   if (nd) {
-    Graph *g = onnx_graph(cx);
     ir_set_ints(g, nd, "axis", &axis, 1);
     ir_set_int(g, nd, "keepdims", onnx_attr_int(n, "keepdims", 1) != 0);
-    ir_set_int(g, nd, "select_last_index", onnx_attr_int(n, "select_last_index", 0) != 0);
+    ir_set_int(g, nd, "select_last_index", last);
   }
-  return onnx_finish_one(cx, n, nd, &outs[0], d);
+  if (!ext || !last) return onnx_finish_one(cx, n, nd, &outs[0], d);
+  if (!nd || onnx_finish(cx, n, nd, d) != MLC_OK) return d->status;
+  Value *top = onnx_binary(cx, n, "maximum", onnx_binary(cx, n, "subtract", ext, onnx_extent_const(cx, 1), d),
+                           onnx_extent_const(cx, 0), d);
+  int64_t none[1] = {0};
+  Node *r = top ? onnx_emit(cx, n, "reshape", 1, &top, 1, d) : NULL;
+  if (r) ir_set_ints(g, r, "newshape", none, 0);
+  if (!r || onnx_finish(cx, n, r, d) != MLC_OK) return d->status;
+  Value *ins[2] = {nd->outputs[0], r->outputs[0]};
+  return onnx_finish_one(cx, n, onnx_emit(cx, n, "minimum", 2, ins, 1, d), &outs[0], d);
 }
 
 const OnnxConverter onnx_ops_reduce[] = {

@@ -131,8 +131,17 @@ static mlc_status concat_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, D
   if (axis < 0) axis += r;
   Value *ins[256];
   int k = 0;
+  bool packed = false; /* along a data-dependent axis: the valid parts packed at run-time offsets */
   for (int i = 0; i < n->ninputs && k < 256; i++)
-    if (n->inputs[i]) ins[k++] = n->inputs[i];
+    if (n->inputs[i]) {
+      ins[k] = n->inputs[i];
+      packed |= ins[k]->dyn_extent && ins[k]->dyn_axis == axis;
+      k++;
+    }
+  if (packed) {
+    outs[0] = onnx_dyn_pack(cx, n, (int)axis, k, ins, NULL, d);
+    return outs[0] ? MLC_OK : d->status;
+  }
   Node *nd = onnx_emit(cx, n, "concatenate", k, ins, 1, d);
   if (nd) ir_set_int(onnx_graph(cx), nd, "axis", axis);
   return onnx_finish_one(cx, n, nd, &outs[0], d);
@@ -283,17 +292,51 @@ static mlc_status shape_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Di
   int k = 0;
   for (int64_t i = b; i < e; i++) dims[k++] = x->dims[i];
   TensorType t = {.dtype = MLC_I64, .ndim = 1, .dims = {k}};
-  outs[0] = onnx_const(cx, NULL, t, dims);
-  return MLC_OK;
+  Value *xv = n->inputs[0];
+  int a = xv->dyn_extent ? xv->dyn_axis : -1;
+  if (a < b || a >= e) { /* the shape is static */
+    onnx_extent_free(cx);
+    outs[0] = onnx_const(cx, NULL, t, dims);
+    return MLC_OK;
+  }
+  /* a data-dependent extent: the static dims as constants around the run-time extent */
+  Value *parts[3];
+  int np = 0;
+  if (a > b) parts[np++] = onnx_const(cx, NULL, (TensorType){.dtype = MLC_I64, .ndim = 1, .dims = {a - b}}, dims);
+  parts[np++] = xv->dyn_extent;
+  if (e > a + 1)
+    parts[np++] = onnx_const(cx, NULL, (TensorType){.dtype = MLC_I64, .ndim = 1, .dims = {e - a - 1}}, dims + (a - b) + 1);
+  if (np == 1) { /* a copy, so the value takes the node's output name */
+    Node *nd = onnx_emit(cx, n, "copy", 1, parts, 1, d);
+    if ((st = onnx_finish_one(cx, n, nd, &outs[0], d)) == MLC_OK && b == 0 && e == r) onnx_note_shape(cx, outs[0], xv);
+    return st;
+  }
+  Node *nd = onnx_emit(cx, n, "concatenate", np, parts, 1, d);
+  if (nd) ir_set_int(onnx_graph(cx), nd, "axis", 0);
+  if ((st = onnx_finish_one(cx, n, nd, &outs[0], d)) == MLC_OK && b == 0 && e == r) onnx_note_shape(cx, outs[0], xv);
+  return st;
 }
 
 static mlc_status size_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
   mlc_status st = onnx_need_inputs(cx, n, 1, d);
   if (st) return st;
-  int64_t v = tt_numel(&n->inputs[0]->type);
+  Value *x = n->inputs[0];
+  int64_t v = tt_numel(&x->type);
   TensorType t = {.dtype = MLC_I64, .ndim = 0};
-  outs[0] = onnx_const(cx, NULL, t, &v);
-  return MLC_OK;
+  if (!x->dyn_extent) {
+    outs[0] = onnx_const(cx, NULL, t, &v);
+    return MLC_OK;
+  }
+  /* the run-time extent times the static dims */
+  int64_t rest = 1;
+  for (int i = 0; i < x->type.ndim; i++)
+    if (i != x->dyn_axis) rest *= x->type.dims[i];
+  Value *size = onnx_binary(cx, n, "multiply", x->dyn_extent, onnx_extent_const(cx, rest), d);
+  if (!size) return d->status;
+  Node *nd = onnx_emit(cx, n, "reshape", 1, &size, 1, d);
+  int64_t scalar[1] = {0};
+  if (nd) ir_set_ints(onnx_graph(cx), nd, "newshape", scalar, 0);
+  return onnx_finish_one(cx, n, nd, &outs[0], d);
 }
 
 /* ---------------------------------------------------------------- Slice / Split -> strided_slice */
@@ -335,7 +378,8 @@ static mlc_status slice_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Di
   if (ns != ne || ns > r || (na >= 0 && na != ns) || (nst >= 0 && nst != ns))
     return onnx_error(cx, n, d, MLC_ERR_INVALID, "Slice: starts/ends/axes/steps lengths differ or exceed rank %d", r);
   int64_t b[MLC_MAX_DIMS], e[MLC_MAX_DIMS], s[MLC_MAX_DIMS];
-  bool seen[MLC_MAX_DIMS] = {0};
+  bool seen[MLC_MAX_DIMS] = {0}, dyn_neg = false; /* a negative start on the data-dependent axis */
+  int64_t dyn_end = 0; /* a negative end there: counted from the run-time extent */
   for (int i = 0; i < r; i++) b[i] = 0, e[i] = x->type.dims[i], s[i] = 1;
   for (int i = 0; i < ns; i++) {
     int64_t a = na >= 0 ? axes[i] : i;
@@ -344,6 +388,11 @@ static mlc_status slice_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Di
     a = norm_axis(a, r);
     seen[a] = true;
     int64_t dim = x->type.dims[a], sp = nst >= 0 ? steps[i] : 1, st0 = starts[i], en = ends[i];
+    if (x->dyn_extent && a == x->dyn_axis) {
+      dyn_neg = st0 < 0;
+      dyn_end = en < 0 && sp > 0 ? en : 0;
+      if (dyn_end) en = INT64_MAX; /* the static slice runs to the bound; the extent cuts it */
+    }
     if (sp == 0) return onnx_error(cx, n, d, MLC_ERR_INVALID, "Slice: step 0 on axis %lld", (long long)a);
     if (st0 < 0) st0 += dim;
     if (en < 0) en += dim;
@@ -356,7 +405,24 @@ static mlc_status slice_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Di
     }
     b[a] = st0, e[a] = en, s[a] = sp;
   }
-  return emit_slice(cx, n, x, b, e, s, &outs[0], d);
+  int a = x->dyn_extent ? x->dyn_axis : -1;
+  if (a < 0 || (b[a] == 0 && e[a] == x->type.dims[a] && s[a] == 1)) return emit_slice(cx, n, x, b, e, s, &outs[0], d);
+  /* a part of the data-dependent axis: [start, end) of the run-time extent n, whose length is
+   * min(max(n - start, 0), end - start), or max(n + end - start, 0) for an end counted from n's end; a start
+   * counted from the end would move the slice by a run-time offset, which is not supported */
+  if (dyn_neg || s[a] != 1)
+    return ir_dynamic_use_error(onnx_graph(cx), x, n->name, n->op_type,
+                                "it slices the data-dependent axis with a step other than 1 or a start counted from "
+                                "its end",
+                                d);
+  if (e[a] < b[a]) e[a] = b[a];
+  Value *xm = onnx_dyn_mask(cx, n, x, "zero", d), *sl = NULL;
+  Value *len = onnx_binary(cx, n, "subtract", x->dyn_extent, onnx_extent_const(cx, b[a] - dyn_end), d);
+  len = onnx_binary(cx, n, "maximum", len, onnx_extent_const(cx, 0), d);
+  len = onnx_binary(cx, n, "minimum", len, onnx_extent_const(cx, e[a] - b[a]), d);
+  if (!xm || !len || (st = emit_slice(cx, n, xm, b, e, s, &sl, d))) return d->status;
+  outs[0] = onnx_dyn_pack(cx, n, a, 1, &sl, &len, d);
+  return outs[0] ? MLC_OK : d->status;
 }
 
 static mlc_status split_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
@@ -422,8 +488,15 @@ static mlc_status expand_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, D
   Value *x = n->inputs[0];
   TensorType sh = {.dtype = x->type.dtype}, o;
   int cnt = 0;
-  if ((st = const_input(cx, n, 1, "shape", sh.dims, MLC_MAX_DIMS, &cnt, d))) return st;
-  sh.ndim = cnt;
+  Value *like = onnx_shape_source(cx, n->inputs[1]); /* the shape of a data-dependent value */
+  if (like && !x->dyn_extent) {
+    sh.ndim = like->type.ndim;
+    memcpy(sh.dims, like->type.dims, sizeof(int64_t) * (size_t)sh.ndim);
+  } else {
+    like = NULL;
+    if ((st = const_input(cx, n, 1, "shape", sh.dims, MLC_MAX_DIMS, &cnt, d))) return st;
+    sh.ndim = cnt;
+  }
   /* numpy broadcasting of the input shape with the given one (a 1 in shape keeps the input's dim) */
   o.dtype = x->type.dtype;
   o.ndim = x->type.ndim > sh.ndim ? x->type.ndim : sh.ndim;
@@ -437,7 +510,13 @@ static mlc_status expand_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, D
   }
   Node *nd = onnx_emit(cx, n, "broadcast_to", 1, &x, 1, d);
   if (nd) ir_set_ints(onnx_graph(cx), nd, "shape", o.dims, o.ndim);
-  return onnx_finish_one(cx, n, nd, &outs[0], d);
+  if (!like) return onnx_finish_one(cx, n, nd, &outs[0], d);
+  /* broadcast to the bound; x's own dim along the data-dependent axis is 1 (else it is the bound itself, which
+   * the extent then cuts: a shape mismatch ONNX rejects, given as the valid part) */
+  int a = like->dyn_axis + (o.ndim - sh.ndim);
+  if (!nd || onnx_finish(cx, n, nd, d) != MLC_OK) return d->status;
+  outs[0] = onnx_dyn_pack(cx, n, a, 1, &nd->outputs[0], &like->dyn_extent, d);
+  return outs[0] ? MLC_OK : d->status;
 }
 
 static mlc_status tile_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
@@ -460,8 +539,13 @@ static mlc_status constant_of_shape_convert(OnnxCtx *cx, const OnnxNode *n, Valu
   if (st) return st;
   TensorType o = {0};
   int cnt = 0;
-  if ((st = const_input(cx, n, 0, "shape", o.dims, MLC_MAX_DIMS, &cnt, d))) return st;
-  o.ndim = cnt;
+  Value *like = onnx_shape_source(cx, n->inputs[0]); /* the shape of a data-dependent value */
+  if (like) {
+    o = like->type;
+  } else {
+    if ((st = const_input(cx, n, 0, "shape", o.dims, MLC_MAX_DIMS, &cnt, d))) return st;
+    o.ndim = cnt;
+  }
   Value *v = onnx_attr_tensor(cx, n, "value", d);
   if (!v) {
     if (d->status != MLC_OK) return d->status;
@@ -471,14 +555,48 @@ static mlc_status constant_of_shape_convert(OnnxCtx *cx, const OnnxNode *n, Valu
   if (tt_numel(&v->type) != 1) return onnx_error(cx, n, d, MLC_ERR_INVALID, "ConstantOfShape: value must have one element");
   Node *nd = onnx_emit(cx, n, "full", 1, &v, 1, d);
   if (nd) ir_set_ints(onnx_graph(cx), nd, "shape", o.dims, o.ndim);
-  return onnx_finish_one(cx, n, nd, &outs[0], d);
+  if (!like) return onnx_finish_one(cx, n, nd, &outs[0], d);
+  /* filled up to the bound; the result carries the extent of the value whose shape it took */
+  if (!nd || onnx_finish(cx, n, nd, d) != MLC_OK) return d->status;
+  outs[0] = onnx_dyn_pack(cx, n, like->dyn_axis, 1, &nd->outputs[0], &like->dyn_extent, d);
+  return outs[0] ? MLC_OK : d->status;
 }
 
 /* Range: the element count ceil((limit - start) / delta) is the output shape, so all three inputs must be known
  * at compile time; out[i] = start + i * delta is computed by arange from the start and delta values. */
+/* Range(start, n, delta) with n the run-time length of a data-dependent axis (Gather of its Shape), start
+ * and delta integer constants, delta > 0: arange over the static bound, carrying the run-time count
+ * ceil(max(n - start, 0) / delta) */
+static mlc_status range_dynamic(OnnxCtx *cx, const OnnxNode *n, Value *like, Value **outs, Diag *d) {
+  double v0, v2;
+  mlc_status st;
+  mlc_dtype t = n->inputs[0]->type.dtype;
+  if ((st = scalar_value(cx, n, 0, "start", &v0, d)) || (st = scalar_value(cx, n, 2, "delta", &v2, d))) return st;
+  if (t == MLC_F32 || t == MLC_F64 || t == MLC_F16 || t == MLC_BF16 || v2 <= 0)
+    return ir_dynamic_use_error(onnx_graph(cx), like, n->name, n->op_type,
+                                "its limit is a data-dependent length, supported for integer ranges with a positive "
+                                "delta only",
+                                d);
+  int64_t start = (int64_t)v0, delta = (int64_t)v2, bound = like->type.dims[like->dyn_axis];
+  int64_t num = bound > start ? (bound - start + delta - 1) / delta : 0;
+  Value *ins[2] = {n->inputs[0], n->inputs[2]};
+  Node *nd = onnx_emit(cx, n, "arange", 2, ins, 1, d);
+  if (nd) ir_set_int(onnx_graph(cx), nd, "num", num);
+  if (!nd || onnx_finish(cx, n, nd, d) != MLC_OK) return d->status;
+  Value *len = onnx_binary(cx, n, "subtract", like->dyn_extent, onnx_extent_const(cx, start), d);
+  len = onnx_binary(cx, n, "maximum", len, onnx_extent_const(cx, 0), d);
+  len = onnx_binary(cx, n, "add", len, onnx_extent_const(cx, delta - 1), d);
+  len = onnx_binary(cx, n, "divide", len, onnx_extent_const(cx, delta), d);
+  if (!len) return d->status;
+  outs[0] = onnx_dyn_pack(cx, n, 0, 1, &nd->outputs[0], &len, d);
+  return outs[0] ? MLC_OK : d->status;
+}
+
 static mlc_status range_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
   mlc_status st = onnx_need_inputs(cx, n, 3, d);
   if (st) return st;
+  Value *like = onnx_extent_source(cx, n->inputs[1]);
+  if (like) return range_dynamic(cx, n, like, outs, d);
   double v[3];
   static const char *what[3] = {"start", "limit", "delta"};
   StrBuf missing = {0};

@@ -275,3 +275,89 @@ mlc_status onnx_finish_one(OnnxCtx *cx, const OnnxNode *n, Node *nd, Value **out
   if (out) *out = nd->outputs[0];
   return MLC_OK;
 }
+
+/* ---- data-dependent extents read at run time (src/ir/dynamic.c: DYN_MASK, DYN_PACK) ---- */
+
+void onnx_extent_free(OnnxCtx *cx) { cx->extent_free = true; }
+
+/* one graph op on ins, finished, its first output (NULL with d set) */
+static Value *emit1(OnnxCtx *cx, const OnnxNode *n, const char *op, int nin, Value **ins, Diag *d) {
+  Node *nd = onnx_emit(cx, n, op, nin, ins, 1, d);
+  return nd && onnx_finish(cx, n, nd, d) == MLC_OK ? nd->outputs[0] : NULL;
+}
+
+Value *onnx_extent_const(OnnxCtx *cx, int64_t v) {
+  TensorType t = {.dtype = MLC_I64, .ndim = 1, .dims = {1}};
+  return onnx_const(cx, NULL, t, &v);
+}
+
+Value *onnx_binary(OnnxCtx *cx, const OnnxNode *n, const char *op, Value *a, Value *b, Diag *d) {
+  Value *ins[2] = {a, b};
+  return a && b ? emit1(cx, n, op, 2, ins, d) : NULL;
+}
+
+Value *onnx_dyn_mask(OnnxCtx *cx, const OnnxNode *n, Value *x, const char *fill, Diag *d) {
+  if (!x || !x->dyn_extent) return x;
+  Value *ins[2] = {x, x->dyn_extent};
+  Node *nd = onnx_emit(cx, n, "dyn_mask", 2, ins, 1, d);
+  if (!nd) return NULL;
+  Graph *g = onnx_graph(cx);
+  ir_set_int(g, nd, "axis", x->dyn_axis);
+  ir_set_string(g, nd, "fill", fill);
+  return onnx_finish(cx, n, nd, d) == MLC_OK ? nd->outputs[0] : NULL;
+}
+
+/* a + b of two extents, the value made before for the same operands if there is one: the concatenations of
+ * the same pieces (boxes and their labels in detection post-processing) then carry one extent */
+static Value *extent_sum(OnnxCtx *cx, const OnnxNode *n, Value *a, Value *b, Diag *d) {
+  const OpDef *add = ir_op_find("add");
+  for (int k = cx->g->nodes.n - 1; k >= 0; k--) {
+    const Node *nd = cx->g->nodes.v[k];
+    if (nd->op == add && nd->ninputs == 2 && nd->inputs[0] == a && nd->inputs[1] == b) return nd->outputs[0];
+  }
+  return onnx_binary(cx, n, "add", a, b, d);
+}
+
+Value *onnx_dyn_pack(OnnxCtx *cx, const OnnxNode *n, int axis, int np, Value **pieces, Value **extents, Diag *d) {
+  Value **ins = arena_alloc(cx->arena, sizeof(Value *) * (size_t)(2 * np + 1));
+  Value *total = NULL;
+  for (int i = 0; i < np; i++) {
+    Value *x = pieces[i];
+    ins[i] = x;
+    ins[np + i] = extents && extents[i] ? extents[i]
+                  : x->dyn_extent && x->dyn_axis == axis ? x->dyn_extent
+                                                          : onnx_extent_const(cx, x->type.dims[axis]);
+    total = i == 0 ? ins[np] : extent_sum(cx, n, total, ins[np + i], d);
+    if (!total) return NULL;
+  }
+  ins[2 * np] = total;
+  Node *nd = onnx_emit(cx, n, "dyn_pack", 2 * np + 1, ins, 1, d);
+  if (!nd) return NULL;
+  ir_set_int(onnx_graph(cx), nd, "axis", axis);
+  return onnx_finish(cx, n, nd, d) == MLC_OK ? nd->outputs[0] : NULL;
+}
+
+static void note(OnnxCtx *cx, const Value *shape, Value *of, bool extent) {
+  if (cx->nshapes == cx->capshapes) {
+    int cap = cx->capshapes ? 2 * cx->capshapes : 16;
+    void *p = arena_alloc(cx->arena, sizeof *cx->shapes * (size_t)cap);
+    if (cx->nshapes) memcpy(p, cx->shapes, sizeof *cx->shapes * (size_t)cx->nshapes);
+    cx->shapes = p;
+    cx->capshapes = cap;
+  }
+  cx->shapes[cx->nshapes].shape = shape;
+  cx->shapes[cx->nshapes].extent = extent;
+  cx->shapes[cx->nshapes++].of = of;
+}
+
+void onnx_note_shape(OnnxCtx *cx, const Value *shape, Value *of) { note(cx, shape, of, false); }
+void onnx_note_extent(OnnxCtx *cx, const Value *v, Value *of) { note(cx, v, of, true); }
+
+static Value *source(OnnxCtx *cx, const Value *v, bool extent) {
+  for (int i = cx->nshapes - 1; i >= 0; i--)
+    if (cx->shapes[i].shape == v && cx->shapes[i].extent == extent) return cx->shapes[i].of;
+  return NULL;
+}
+
+Value *onnx_shape_source(OnnxCtx *cx, const Value *shape) { return source(cx, shape, false); }
+Value *onnx_extent_source(OnnxCtx *cx, const Value *v) { return source(cx, v, true); }

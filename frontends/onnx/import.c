@@ -424,6 +424,17 @@ static bool takes_sequences(const OnnxNode *n) {
   return false;
 }
 
+/* whether the graph ops emitted for node n read the run-time extent of one of its inputs */
+static bool reads_extent(const OnnxCtx *cx, const OnnxNode *n) {
+  for (int k = cx->first_new_node; k < cx->g->nodes.n; k++) {
+    const Node *nd = cx->g->nodes.v[k];
+    for (int i = 0; i < nd->ninputs; i++)
+      for (int j = 0; j < n->ninputs; j++)
+        if (nd->inputs[i] && n->inputs[j] && n->inputs[j]->dyn_extent == nd->inputs[i]) return true;
+  }
+  return false;
+}
+
 static mlc_status convert_node(OnnxCtx *cx, const Onnx__NodeProto *np, const char *name, int opset, OnnxConvertFn fn,
                                Diag *d) {
   Arena *a = cx->arena;
@@ -461,6 +472,7 @@ static mlc_status convert_node(OnnxCtx *cx, const Onnx__NodeProto *np, const cha
   }
   Value **outs = arena_alloc(a, sizeof(Value *) * (np->n_output + 1));
   cx->first_new_node = cx->g->nodes.n;
+  cx->extent_free = false;
   st = fn(cx, &on, outs, d);
   if (st == MLC_OK && !diag_ok(d)) st = d->status;
   if (st != MLC_OK) {
@@ -476,8 +488,9 @@ static mlc_status convert_node(OnnxCtx *cx, const Onnx__NodeProto *np, const cha
                         j, on_name);
     /* The graph ops a converter emits carry a data-dependent extent by their rules (src/ir/dynamic.c) or
      * refuse it. An output without one, of a node that read one, was computed from the static upper bound
-     * (Shape and Size fold it into a constant): the converter read the bound as if it were the shape. */
-    if (dyn_in && !v->dyn_extent)
+     * (a constant from the bound) unless the converter read the run-time extent itself (Shape, Size,
+     * reductions and TopK over the dynamic axis) or checked that the output does not depend on it. */
+    if (dyn_in && !v->dyn_extent && !cx->extent_free && !reads_extent(cx, &on))
       return ir_dynamic_use_error(cx->g, dyn_in, name, op_type,
                                   "its result would be computed from the static upper bound, not the run's shape", d);
     bool fresh = false; /* made by this conversion: takes the ONNX tensor name */

@@ -22,6 +22,10 @@ struct OnnxCtx {
   OnnxScope scope;
   int first_new_node;  /* g->nodes.n when the current ONNX node's conversion began */
   int nconst;          /* for generated constant names */
+  bool extent_free;    /* set by the current converter: see onnx_extent_free */
+  /* the run-time values Shape made of data-dependent values and the extents taken from them (onnx_note_shape) */
+  struct { const Value *shape; Value *of; bool extent; } *shapes;
+  int nshapes, capshapes;
 };
 
 /* What OnnxNode.proto points to: the NodeProto and the context (the getters copy strings into its arena). */

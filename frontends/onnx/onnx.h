@@ -97,6 +97,28 @@ Value *onnx_scalar(OnnxCtx *cx, const OnnxNode *n, const char *what, mlc_dtype t
 /* A new constant (for converters that need one, e.g. Gemm's alpha as a scalar). */
 Value *onnx_const(OnnxCtx *cx, const char *name, TensorType t, const void *data);
 Graph *onnx_graph(OnnxCtx *cx);
+
+/* Data-dependent extents read at run time (src/ir/dynamic.c). onnx_dyn_mask: x with the padding past its
+ * extent set to fill ("zero", "one", "lowest", "highest"), a static value (x itself when it has no extent).
+ * onnx_dyn_pack: pieces concatenated along axis, each piece's first extents[i] slices packed at the running
+ * offset (extents NULL or extents[i] NULL: the piece's own extent along axis, or its whole static length); the
+ * result carries the sum of the extents. onnx_extent_const: an int64 [1] constant. onnx_binary: one
+ * broadcasting binary graph op. onnx_extent_free: the converter checked that its static outputs do not
+ * depend on its inputs' extents (the importer otherwise refuses a static output computed from a
+ * data-dependent input without reading the extent). */
+Value *onnx_dyn_mask(OnnxCtx *cx, const OnnxNode *n, Value *x, const char *fill, Diag *d);
+Value *onnx_dyn_pack(OnnxCtx *cx, const OnnxNode *n, int axis, int np, Value **pieces, Value **extents, Diag *d);
+Value *onnx_extent_const(OnnxCtx *cx, int64_t v);
+Value *onnx_binary(OnnxCtx *cx, const OnnxNode *n, const char *op, Value *a, Value *b, Diag *d);
+void onnx_extent_free(OnnxCtx *cx);
+/* Shape of a value x with a data-dependent extent is a run-time value; onnx_note_shape remembers it, and
+ * onnx_shape_source gives x back for a value that is x's whole shape (ConstantOfShape, Expand: the static
+ * bound as the shape, x's extent on the result), NULL otherwise. onnx_note_extent / onnx_extent_source do
+ * the same for the element of such a shape at x's data-dependent axis (Gather of it: Range's limit). */
+void onnx_note_shape(OnnxCtx *cx, const Value *shape, Value *of);
+Value *onnx_shape_source(OnnxCtx *cx, const Value *shape);
+void onnx_note_extent(OnnxCtx *cx, const Value *v, Value *of);
+Value *onnx_extent_source(OnnxCtx *cx, const Value *v);
 /* Values of a constant integer tensor (int32/int64) as int64; -1 if v is not a compile-time constant. */
 int onnx_const_ints(const Value *v, int64_t *out, int max);
 /* The graph inputs that vs[0..nv) are computed from, as "'a', 'b'" ("" when none): errors asking for values at

@@ -24,11 +24,22 @@
  *   DENSE      data [..., K] dynamic off K; MATMUL a's row axis or b's column axis
  *   REDUCE     over other axes (the axis shifts by the dropped ones); ALONG_AXIS softmax, topk, cumsum along
  *              another axis; NORM_TAIL layer / RMS norm over axes after the dynamic one
+ *   MASK       dyn_mask(x, extent): reads the extent itself and sets the padding to a fill value (the identity
+ *              of a reduction, -inf for TopK, zero for a gather's data); the output is static
+ *   PACK       dyn_pack(pieces..., their extents..., total): each piece's valid part packed at the running
+ *              offset; the output carries the total (Concat along the dynamic axis, TopK's run-time K, the
+ *              shape-taking ConstantOfShape / Expand, Slice of part of the axis, If's branch select)
+ * MASK and PACK make the extent an ordinary int64 [1] value of the graph: the importer computes new extents
+ * with integer ops (min(K, n) for TopK, sums for Concat, where for If) and Shape / Size of a data-dependent
+ * value become run-time int64 values (frontends/onnx: the static dims as constants around the extent) that
+ * ordinary ops compute on at run time instead of being folded. A source op (NonMaxSuppression) may also read
+ * a data-dependent value whose extent is one of its own inputs (its kernel gates on the count).
  * Everything else that reads a data-dependent value is refused (MLC_ERR_UNSUPPORTED, naming the node that
- * made the extent and the reader): ops without a rule (Shape, convolutions, pooling...), reductions, sorts
- * and scans along the dynamic axis, reshapes merging or splitting it, slices of it, gathers indexing into it,
- * static operands not broadcast along it, two different extents in one node, and the dynamic ops themselves
- * reading a data-dependent value. ir_infer_node applies the rules as nodes are made (importer and passes);
+ * made the extent and the reader): ops without a rule (convolutions, pooling...), softmax and scans along
+ * the dynamic axis, reshapes merging or splitting it, strided slices of it or ones starting from its end,
+ * GatherElements / GatherND into it, static operands not broadcast along it, two different extents in one
+ * node (but MASK and PACK), and the dynamic ops themselves reading a data-dependent value they are not
+ * given the extent of. ir_infer_node applies the rules as nodes are made (importer and passes);
  * ir_check_dynamic holds a finished graph to them, so a pass that drops or invents an extent is an internal
  * error instead of an output left untrimmed. */
 #include <stdio.h>
@@ -256,9 +267,44 @@ static const RuleFn rules[] = {
 
 /* The extent and axis each output of n should carry by its op's rule (ext[k] NULL: static). A DYN_SOURCE op
  * without data-dependent inputs keeps what its infer marked. */
+/* DYN_MASK and DYN_PACK read the extents of their data-dependent inputs as inputs of their own: input i
+ * (a piece) may carry an extent only along attr axis, and only the one that input extent_at(i) gives. */
+static mlc_status explicit_extents(const Graph *g, const Node *n, int npieces, int first_extent, Diag *d) {
+  int axis = (int)ir_attr_int(n, "axis", 0);
+  for (int i = 0; i < n->ninputs; i++) {
+    const Value *v = n->inputs[i];
+    if (!dyn(v)) continue;
+    const char *why = i >= npieces                      ? "it takes a data-dependent value as an extent"
+                      : v->dyn_axis != axis              ? "its data-dependent axis is not the one it reads the extent of"
+                      : v->dyn_extent != n->inputs[first_extent + i] ? "it is given another extent than the one it carries"
+                                                                       : NULL;
+    if (why) return ir_dynamic_use_error(g, v, n->name, n->op_type, why, d);
+  }
+  return MLC_OK;
+}
+
+/* every data-dependent input's extent is also an input of n */
+static bool extents_are_inputs(const Node *n) {
+  for (int i = 0; i < n->ninputs; i++) {
+    if (!dyn(n->inputs[i])) continue;
+    bool found = false;
+    for (int j = 0; j < n->ninputs && !found; j++) found = n->inputs[j] == n->inputs[i]->dyn_extent;
+    if (!found) return false;
+  }
+  return true;
+}
+
 static mlc_status expected(const Graph *g, const Node *n, Value **ext, int *axis, Diag *d) {
   DynIn in = {0};
   for (int k = 0; k < n->noutputs; k++) ext[k] = NULL, axis[k] = 0;
+  if (n->op->dyn == DYN_MASK) return explicit_extents(g, n, 1, 1, d);
+  if (n->op->dyn == DYN_PACK) {
+    int np = (n->ninputs - 1) / 2;
+    mlc_status st = explicit_extents(g, n, np, np, d);
+    ext[0] = n->inputs[n->ninputs - 1];
+    axis[0] = (int)ir_attr_int(n, "axis", 0);
+    return st;
+  }
   for (int k = 0; k < n->ninputs; k++) {
     const Value *v = n->inputs[k];
     if (!dyn(v)) continue;
@@ -274,6 +320,7 @@ static mlc_status expected(const Graph *g, const Node *n, Value **ext, int *axis
     }
   }
   DynRule r = n->op->dyn;
+  if (in.v && r == DYN_SOURCE && extents_are_inputs(n)) in.v = NULL; /* its kernel reads them (NMS' box count) */
   if (!in.v) {
     if (r == DYN_SOURCE)
       for (int k = 0; k < n->noutputs; k++)

@@ -1,6 +1,7 @@
 /* topi dynamic family: ops whose output extent depends on the data (bounded dynamic outputs).
  *
- *   vision.non_max_suppression(boxes [B, N, 4], scores [B, C, N], iou_threshold, score_threshold)
+ *   vision.non_max_suppression(boxes [B, N, 4], scores [B, C, N], iou_threshold, score_threshold[, count])
+ *        (count int64 [1]: only the first count boxes exist, for boxes and scores with a data-dependent extent)
  *        attrs center_point_box (0: [y1, x1, y2, x2] in either corner order, 1: [xc, yc, w, h]),
  *        max_output (boxes per class, > 0), has_score_threshold (0: no score filter; the input is ignored)
  *        -> selected [B*C*min(max_output, N), 3] int64 (batch, class, box), count [1]
@@ -10,6 +11,12 @@
  *   nonzero(x)          -> [max(rank, 1), numel] int64 (coordinates of the non-zero elements in row-major
  *                       order; a scalar counts as [1]), count [1]
  *   compress(x, cond)   attr axis; cond 1-D of length <= x's dim -> x with dim axis = len(cond), count [1]
+ * and the two ops that read an extent as an ordinary int64 [1] input (src/ir/dynamic.c, DYN_MASK / DYN_PACK):
+ *   dyn_mask(x, extent) attrs axis, fill ("zero", "one", "lowest": -inf / the dtype's minimum, "highest")
+ *                       -> x with every position >= extent along axis set to fill (a static value)
+ *   dyn_pack(x_1..x_n, e_1..e_n, total)  attr axis -> the first e_i slices of each x_i along axis, packed one
+ *                       after the other (offsets e_1 + ... + e_{i-1}, each e_i clamped into [0, x_i's length]),
+ *                       zeros after; the output's extent is total (the importer makes it the sum)
  *
  * Every output type is a static upper bound; the last output, int64 [1], receives the actual extent of the
  * data-dependent axis (the number of selected boxes, unique slices, non-zeros, true conditions). infer marks
@@ -28,7 +35,10 @@
  *     = the first slice equal to slice k; the distinct ones (first[k] == k) get their rank, which is the number
  *     of distinct slices before them (sorted=0: by position; sorted=1: by value); counts and inverse_indices
  *     follow from first and rank. O(L^2 * slice size).
- *   - nonzero and compress are one pass with a running count. */
+ *   - nonzero and compress are one pass with a running count.
+ *   - dyn_mask is an injective TE compute (a select on the position); dyn_pack a serial copy loop per piece. */
+#include <math.h>
+#include <stdint.h>
 #include <string.h>
 #include "topi/topi.h"
 
@@ -126,6 +136,11 @@ static mlc_status nms_infer(Node *n, Diag *d) {
       return diag_set(d, MLC_ERR_INVALID, "non_max_suppression: %s must be a float32 scalar or [1] tensor",
                       i == 2 ? "iou_threshold" : "score_threshold");
   }
+  if (n->ninputs > 4) {
+    const TensorType *t = &n->inputs[4]->type;
+    if (t->dtype != MLC_I64 || tt_numel(t) != 1 || t->ndim > 1)
+      return diag_set(d, MLC_ERR_INVALID, "non_max_suppression: count must be an int64 scalar or [1] tensor");
+  }
   int64_t m = ir_attr_int(n, "max_output", 0), nb = bx->dims[1];
   if (m <= 0) return diag_set(d, MLC_ERR_INVALID, "non_max_suppression: max_output must be positive");
   if (n->noutputs != 2) return diag_set(d, MLC_ERR_INVALID, "non_max_suppression has two outputs");
@@ -138,7 +153,7 @@ static mlc_status nms_infer(Node *n, Diag *d) {
 
 typedef struct NmsCtx {
   int64_t max_out;
-  bool center, has_score;
+  bool center, has_score, counted;
 } NmsCtx;
 
 /* std::min / std::max as the reference computes them */
@@ -240,6 +255,13 @@ static Stmt *nms_extern(TeCtx *c, Buffer **ins, Buffer **outs, void *user) {
   Expr *si[3] = {b, cc, V(A, iv)};
   Expr *score_i = tir_load(A, scores, 3, si);
   Expr *gone = k->has_score ? tir_select(A, tir_bin(A, E_GT, score_i, sthr), zero_i, one_i) : zero_i;
+  /* with a run-time box count (boxes and scores carrying a data-dependent extent), only the first n are boxes:
+   * the rest start done, and the scans stop at n */
+  Expr *nbox = I(A, N);
+  if (k->counted) {
+    nbox = tir_bin(A, E_MIN, tir_bin(A, E_MAX, ld_scalar(A, ins[4]), I(A, 0)), I(A, N));
+    gone = tir_select(A, tir_bin(A, E_LT, V(A, iv), nbox), gone, one_i);
+  }
   Stmt *init_done = loop(A, iv, N, st1(A, done, V(A, iv), gone));
   /* the best remaining candidate */
   Expr *q = V(A, qv);
@@ -248,12 +270,14 @@ static Stmt *nms_extern(TeCtx *c, Buffer **ins, Buffer **outs, void *user) {
   Expr *better = tir_bin(A, E_AND, tir_bin(A, E_EQ, ld1(A, done, q), zero_i),
                          tir_bin(A, E_OR, tir_bin(A, E_LT, ld0(A, best), I(A, 0)), tir_bin(A, E_GT, score_q, ld0(A, bests))));
   Stmt *take[2] = {st0(A, best, q), st0(A, bests, score_q)};
-  Stmt *scan = loop(A, qv, N, tir_if(A, better, tir_seq(A, 2, take), NULL));
+  Stmt *scan = tir_for(A, qv, I(A, 0), nbox, FOR_SERIAL, tir_if(A, better, tir_seq(A, 2, take), NULL));
   /* IoU against the boxes kept so far for this class */
   Expr *bi = ld0(A, best), *s = V(A, sv);
-  Stmt *check = loop(A, sv, M,
-                     tir_if(A, tir_bin(A, E_LT, s, ld0(A, nsel)), nms_suppress(A, k, boxes, b, ld1(A, kept, s), bi, thr, keep),
-                            NULL));
+  /* over the nsel boxes kept so far (not the bound M: with a large max_output that is every box), and only
+   * while the candidate still stands */
+  Stmt *check = tir_for(A, sv, I(A, 0), ld0(A, nsel), FOR_SERIAL,
+                        tir_if(A, tir_bin(A, E_NE, ld0(A, keep), zero_i),
+                               nms_suppress(A, k, boxes, b, ld1(A, kept, s), bi, thr, keep), NULL));
   Expr *tot = ld0(A, total);
   Expr *o0[2] = {tot, I(A, 0)}, *o1[2] = {tot, I(A, 1)}, *o2[2] = {tot, I(A, 2)};
   Stmt *emit[6] = {st1(A, kept, ld0(A, nsel), bi), tir_store(A, out, 2, o0, b), tir_store(A, out, 2, o1, cc),
@@ -262,7 +286,8 @@ static Stmt *nms_extern(TeCtx *c, Buffer **ins, Buffer **outs, void *user) {
   Stmt *pick[4] = {st1(A, done, bi, one_i), st0(A, keep, one_i), check,
                    tir_if(A, tir_bin(A, E_NE, ld0(A, keep), zero_i), tir_seq(A, 6, emit), NULL)};
   Stmt *step[3] = {st0(A, best, I(A, -1)), scan, tir_if(A, tir_bin(A, E_GE, ld0(A, best), I(A, 0)), tir_seq(A, 4, pick), NULL)};
-  Stmt *iter = loop(A, tv, N, tir_if(A, tir_bin(A, E_LT, ld0(A, nsel), I(A, M)), tir_seq(A, 3, step), NULL));
+  Stmt *iter = tir_for(A, tv, I(A, 0), nbox, FOR_SERIAL,
+                       tir_if(A, tir_bin(A, E_LT, ld0(A, nsel), I(A, M)), tir_seq(A, 3, step), NULL));
   Stmt *cls[3] = {st0(A, nsel, I(A, 0)), init_done, iter};
   Stmt *body = loop(A, bv, B, loop(A, cv, C, tir_seq(A, 3, cls)));
   Stmt *all[4] = {zero_fill(A, out), st0(A, total, I(A, 0)), body, st0(A, count, ld0(A, total))};
@@ -278,9 +303,10 @@ static mlc_status nms_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs
   k->max_out = ir_attr_int(n, "max_output", 0);
   k->center = ir_attr_int(n, "center_point_box", 0) != 0;
   k->has_score = ir_attr_int(n, "has_score_threshold", 0) != 0;
+  k->counted = n->ninputs > 4;
   TeTensor types[2];
   extern_types(n, types);
-  te_extern(c, "non_max_suppression", "vision", 4, ins, 2, types, nms_extern, k, outs);
+  te_extern(c, "non_max_suppression", "vision", n->ninputs, ins, 2, types, nms_extern, k, outs);
   return MLC_OK;
 }
 
@@ -536,13 +562,156 @@ static mlc_status compress_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor *
   return MLC_OK;
 }
 
+
+/* ---------------------------------------------------------------- dyn_mask */
+
+/* the fill constant of dyn_mask: "zero", "one", "lowest" (-inf, the dtype's minimum for integers, false) or
+ * "highest" (+inf, the maximum, true) */
+static bool fill_known(const char *f) {
+  return !strcmp(f, "zero") || !strcmp(f, "one") || !strcmp(f, "lowest") || !strcmp(f, "highest");
+}
+
+static Expr *fill_const(Arena *A, mlc_dtype t, const char *f) {
+  bool lo = !strcmp(f, "lowest"), hi = !strcmp(f, "highest");
+  if (!lo && !hi) return tir_const(A, t, !strcmp(f, "one") ? 1 : 0);
+  if (dtype_is_float(t)) return tir_const(A, t, lo ? -INFINITY : INFINITY);
+  if (t == MLC_BOOL) return tir_int(A, t, hi);
+  int bits = 8 * mlc_dtype_size(t);
+  bool is_unsigned = t == MLC_U8 || t == MLC_U16 || t == MLC_U32 || t == MLC_U64;
+  if (is_unsigned) return tir_int(A, t, lo ? 0 : bits == 64 ? -1 : (int64_t)((UINT64_C(1) << bits) - 1));
+  if (bits == 64) return tir_int(A, t, lo ? INT64_MIN : INT64_MAX);
+  return tir_int(A, t, lo ? -(INT64_C(1) << (bits - 1)) : (INT64_C(1) << (bits - 1)) - 1);
+}
+
+static mlc_status extent_input(const Node *n, int i, Diag *d) {
+  const TensorType *e = &n->inputs[i]->type;
+  if (e->dtype != MLC_I64 || tt_numel(e) != 1 || e->ndim > 1)
+    return diag_set(d, MLC_ERR_INVALID, "%s: input %d (an extent) must be an int64 scalar or [1] tensor", n->op->name, i);
+  return MLC_OK;
+}
+
+static mlc_status dyn_mask_infer(Node *n, Diag *d) {
+  const TensorType *x = &n->inputs[0]->type;
+  int64_t axis = ir_attr_int(n, "axis", 0);
+  const char *fill = ir_attr_string(n, "fill", "zero");
+  if (axis < 0 || axis >= x->ndim)
+    return diag_set(d, MLC_ERR_INVALID, "dyn_mask: axis %lld out of range for rank %d", (long long)axis, x->ndim);
+  if (!fill_known(fill)) return diag_set(d, MLC_ERR_INVALID, "dyn_mask: unknown fill '%s'", fill);
+  if (x->dtype == MLC_STRING || mlc_dtype_size(x->dtype) <= 0)
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "dyn_mask of %s is not supported", mlc_dtype_name(x->dtype));
+  mlc_status st = extent_input(n, 1, d);
+  if (st) return st;
+  n->outputs[0]->type = *x;
+  return MLC_OK;
+}
+
+typedef struct MaskCtx {
+  TeTensor *x, *ext;
+  int axis;
+  const char *fill;
+} MaskCtx;
+
+static Expr *te_scalar(TeCtx *c, TeTensor *t) {
+  Expr *z[MLC_MAX_DIMS];
+  for (int i = 0; i < t->ndim; i++) z[i] = I(c->arena, 0);
+  return te_read(c, t, t->ndim, z);
+}
+
+static Expr *dyn_mask_body(TeCtx *c, Expr **idx, void *user) {
+  MaskCtx *k = user;
+  Arena *A = c->arena;
+  Expr *in = tir_bin(A, E_LT, idx[k->axis], te_scalar(c, k->ext));
+  return tir_select(A, in, te_read(c, k->x, k->x->ndim, idx), fill_const(A, k->x->dtype, k->fill));
+}
+
+static mlc_status dyn_mask_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  (void)d;
+  MaskCtx *k = arena_alloc(c->arena, sizeof *k);
+  *k = (MaskCtx){.x = ins[0], .ext = ins[1], .axis = (int)ir_attr_int(n, "axis", 0),
+                 .fill = ir_attr_string(n, "fill", "zero")};
+  const TensorType *o = &n->outputs[0]->type;
+  outs[0] = te_compute(c, "dyn_mask", "injective", o->dtype, o->ndim, o->dims, dyn_mask_body, k);
+  return MLC_OK;
+}
+
+/* ---------------------------------------------------------------- dyn_pack */
+
+static mlc_status dyn_pack_infer(Node *n, Diag *d) {
+  if (n->ninputs < 3 || n->ninputs % 2 == 0)
+    return diag_set(d, MLC_ERR_INVALID, "dyn_pack takes pieces, their extents and the total extent (2n+1 inputs)");
+  int np = (n->ninputs - 1) / 2;
+  const TensorType *x = &n->inputs[0]->type;
+  int64_t axis = ir_attr_int(n, "axis", 0);
+  if (axis < 0 || axis >= x->ndim)
+    return diag_set(d, MLC_ERR_INVALID, "dyn_pack: axis %lld out of range for rank %d", (long long)axis, x->ndim);
+  if (x->dtype == MLC_STRING || mlc_dtype_size(x->dtype) <= 0)
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "dyn_pack of %s is not supported", mlc_dtype_name(x->dtype));
+  TensorType o = *x;
+  o.dims[axis] = 0;
+  for (int i = 0; i < np; i++) {
+    const TensorType *t = &n->inputs[i]->type;
+    if (t->ndim != x->ndim || t->dtype != x->dtype)
+      return diag_set(d, MLC_ERR_INVALID, "dyn_pack: piece %d has a different rank or dtype", i);
+    for (int j = 0; j < x->ndim; j++)
+      if (j != axis && t->dims[j] != x->dims[j])
+        return diag_set(d, MLC_ERR_INVALID, "dyn_pack: piece %d differs in dim %d", i, j);
+    o.dims[axis] += t->dims[axis];
+  }
+  for (int i = np; i < n->ninputs; i++) {
+    mlc_status st = extent_input(n, i, d);
+    if (st) return st;
+  }
+  n->outputs[0]->type = o; /* its extent, the last input, by the rule DYN_PACK (src/ir/dynamic.c) */
+  return MLC_OK;
+}
+
+/* piece p's first min(extent_p, bound_p) slices along axis go to the running offset (the sum of the extents
+ * before it, each clamped into its piece's bound; kept in a one-element buffer so the code stays linear in the
+ * number of pieces), the rest of the output stays zero */
+static Stmt *dyn_pack_extern(TeCtx *c, Buffer **ins, Buffer **outs, void *user) {
+  int axis = ((int *)user)[0], np = ((int *)user)[1];
+  Arena *A = c->arena;
+  Buffer *out = outs[0];
+  int64_t one = 1;
+  Buffer *off = tir_buffer(A, "pack_offset", MLC_I64, 1, &one);
+  Stmt **s = arena_alloc(A, sizeof(Stmt *) * (size_t)(2 * np + 2));
+  int ns = 0;
+  s[ns++] = zero_fill(A, out);
+  s[ns++] = st0(A, off, I(A, 0));
+  for (int p = 0; p < np; p++) {
+    Buffer *x = ins[p];
+    Expr *e = tir_bin(A, E_MIN, tir_bin(A, E_MAX, ld_scalar(A, ins[np + p]), I(A, 0)), I(A, x->shape[axis]));
+    Var *jv = ivar(A, arena_printf(A, "j%d", p));
+    Expr *j = V(A, jv);
+    UniqueCopy *cp = arena_alloc(A, sizeof *cp);
+    *cp = (UniqueCopy){.x = x, .y = out, .axis = axis, .from = j, .to = tir_add(A, ld0(A, off), j)};
+    Expr *ix[MLC_MAX_DIMS];
+    s[ns++] = tir_for(A, jv, I(A, 0), e, FOR_SERIAL, nest_except(A, x->ndim, x->shape, axis, unique_copy_elem, cp, ix));
+    s[ns++] = st0(A, off, tir_add(A, ld0(A, off), e));
+  }
+  return tir_allocate(A, off, tir_seq(A, ns, s));
+}
+
+static mlc_status dyn_pack_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  (void)d;
+  int *u = arena_alloc(c->arena, 2 * sizeof *u);
+  u[0] = (int)ir_attr_int(n, "axis", 0);
+  u[1] = (n->ninputs - 1) / 2;
+  TeTensor types[1];
+  extern_types(n, types);
+  te_extern(c, "dyn_pack", "dyn_pack", n->ninputs, ins, 1, types, dyn_pack_extern, u, outs);
+  return MLC_OK;
+}
+
 /* ---------------------------------------------------------------- the table */
 
 const OpDef topi_ops_dynamic[] = {
     /* name                        pattern     min max nout infer          compute  dyn */
-    {"vision.non_max_suppression", PAT_OPAQUE, 4, 4, 2, nms_infer, nms_compute, DYN_SOURCE},
+    {"vision.non_max_suppression", PAT_OPAQUE, 4, 5, 2, nms_infer, nms_compute, DYN_SOURCE},
     {"unique", PAT_OPAQUE, 1, 1, 5, unique_infer, unique_compute, DYN_SOURCE},
     {"nonzero", PAT_OPAQUE, 1, 1, 2, nonzero_infer, nonzero_compute, DYN_SOURCE},
     {"compress", PAT_OPAQUE, 2, 2, 2, compress_infer, compress_compute, DYN_SOURCE},
+    {"dyn_mask", PAT_INJECTIVE, 2, 2, 1, dyn_mask_infer, dyn_mask_compute, DYN_MASK},
+    {"dyn_pack", PAT_OPAQUE, 3, -1, 1, dyn_pack_infer, dyn_pack_compute, DYN_PACK},
     {0},
 };

@@ -41,7 +41,7 @@ for k in want.files:
         continue
     same = (np.isnan(gf) & np.isnan(wf)) | (gf == wf)  # NaN matches NaN, an infinity the same infinity
     with np.errstate(invalid="ignore"):
-        diff = np.where(same, 0.0, np.abs(gf - wf))
+        diff = np.where(same, 0.0, np.abs(np.where(same, 0.0, gf - wf)))
     fin = np.abs(wf[np.isfinite(wf)])
     scale = max(float(fin.max()) if fin.size else 0.0, 1e-30)
     rel = float(diff.max()) / scale

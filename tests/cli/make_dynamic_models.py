@@ -14,9 +14,10 @@ ONNX reference, cross-checked against torchvision.ops.nms where both apply (corn
 Unique from numpy.unique (unsorted order recovered as the ONNX test generator does); NonZero from
 numpy.nonzero; the exported models from torch. Names are listed in DIR/models.txt; DIR/tol.txt gives
 NAME<TAB>tolerance for the few computed in float arithmetic (the rest must match exactly). DIR/fail.txt lists
-the models that must fail to compile (a reader that cannot carry the data-dependent shape: Shape, Size, a
-reduction over the dynamic axis, two different extents meeting, ...), one per line as NAME<TAB>expected message
-part.
+the models that must fail to compile (a reader that cannot carry the data-dependent shape: CumSum over the
+dynamic axis, GatherElements along it, two different extents meeting, ...), one per line as NAME<TAB>expected
+message part. (Shape, Size, reductions, ArgMax and TopK over the data-dependent axis, Gather along it, and the rest
+of the run-time extents are tested in make_dynshape_models.py.)
 Used by tests/cli/test_dynamic.sh."""
 import os
 import sys
@@ -163,13 +164,6 @@ nms_model("nms_center_ties", B=1, C=4, N=16, max_out=16, center=1, thr_inputs="b
           ties=True)
 nms_model("nms_opset10", B=2, C=1, N=12, max_out=5, center=0, thr_inputs="both", settings=[(0.5, 0.4)], opset=10)
 
-# the shape of a NonZero: refused too (its static bound is not the answer)
-g = helper.make_graph(
-    [helper.make_node("NonZero", ["x"], ["nz"], name="nz"), helper.make_node("Shape", ["nz"], ["s"], name="shape")],
-    "nonzero_shape", [vi("x", np.zeros((3, 4), np.float32))], [helper.make_tensor_value_info("s", TensorProto.INT64, None)])
-onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), f"{out}/nonzero_shape.onnx")
-fails.append(("nonzero_shape", "node 'nz' (NonZero, opset 13): error: NonZero's output 'nz' has a data-dependent shape "
-              "and feeds 'shape' (Shape): its result would be computed from the static upper bound, not the run's shape"))
 # max_output_boxes_per_class from a graph input bounds the shape: it must be known at compile time
 g = helper.make_graph(
     [helper.make_node("NonMaxSuppression", ["boxes", "scores", "max_out"], ["sel"], name="nms")], "nms_runtime_max",
@@ -442,10 +436,10 @@ def fail_model(name, nodes, inputs, outname, msg, opset=11, inits=()):
 
 H = helper.make_node
 x34, c4 = np.zeros((3, 4), np.float32), np.zeros(3, bool)
-fail_model("nonzero_reducesum", [H("NonZero", ["x"], ["nz"], name="nz"),
-                                 H("ReduceSum", ["nz"], ["s"], axes=[1], name="sum")], [("x", x34)], "s",
-           "node 'nz' (NonZero, opset 11): error: NonZero's output 'nz' has a data-dependent shape and feeds 'sum' "
-           "(ReduceSum): it reduces over the data-dependent axis")
+fail_model("nonzero_cumsum", [H("NonZero", ["x"], ["nz"], name="nz"),
+                              H("CumSum", ["nz", "one"], ["s"], name="cumsum")], [("x", x34)], "s",
+           "node 'nz' (NonZero, opset 11): error: NonZero's output 'nz' has a data-dependent shape and feeds 'cumsum' "
+           "(CumSum): cumsum works along the data-dependent axis", inits=[numpy_helper.from_array(i64(1)[0], "one")])
 fail_model("two_extents", [H("Compress", ["x", "c1"], ["a"], axis=0, name="ca"),
                            H("Compress", ["x", "c2"], ["b"], axis=0, name="cb"), H("Add", ["a", "b"], ["s"], name="add")],
            [("x", x34), ("c1", c4), ("c2", c4)], "s",
@@ -460,18 +454,21 @@ fail_model("nonzero_of_compress", [H("Compress", ["x", "c"], ["a"], axis=0, name
                                    H("NonZero", ["a"], ["s"], name="nz")], [("x", x34), ("c", c4)], "s",
            "node 'ca' (Compress, opset 11): error: Compress's output 'a' has a data-dependent shape and feeds 'nz' "
            "(NonZero): it cannot read a data-dependent shape itself")
-fail_model("gather_dynamic_axis", [H("Compress", ["x", "c"], ["a"], axis=0, name="ca"),
-                                   H("Gather", ["a", "i"], ["s"], axis=0, name="pick")], [("x", x34), ("c", c4)], "s",
+fail_model("gather_elements_dynamic_axis", [H("Compress", ["x", "c"], ["a"], axis=0, name="ca"),
+                                            H("GatherElements", ["a", "i"], ["s"], axis=0, name="pick")],
+           [("x", x34), ("c", c4)], "s",
            "node 'ca' (Compress, opset 11): error: Compress's output 'a' has a data-dependent shape and feeds 'pick' "
-           "(Gather): its indices select along the data-dependent axis", inits=[numpy_helper.from_array(i64(0), "i")])
+           "(GatherElements): mlc cannot carry a data-dependent shape through gather",
+           inits=[numpy_helper.from_array(np.zeros((1, 4), np.int64), "i")])
+fail_model("topk_runtime_k_other_axis", [H("Compress", ["x", "c"], ["a"], axis=0, name="ca"),
+                                         H("TopK", ["a", "k"], ["s", "si"], axis=1, name="topk")],
+           [("x", x34), ("c", c4), ("k", i64(2))], "s",
+           "node 'ca' (Compress, opset 11): error: Compress's output 'a' has a data-dependent shape and feeds 'topk' "
+           "(TopK): its K is only known at run time and its input is data-dependent along another axis")
 fail_model("softmax_dynamic_axis", [H("Compress", ["x", "c"], ["a"], axis=0, name="ca"),
                                     H("Softmax", ["a"], ["s"], axis=0, name="sm")], [("x", x34), ("c", c4)], "s",
            "node 'ca' (Compress, opset 13): error: Compress's output 'a' has a data-dependent shape and feeds 'sm' "
            "(Softmax): nn.softmax works along the data-dependent axis", opset=13)
-fail_model("size_of_nonzero", [H("NonZero", ["x"], ["nz"], name="nz"), H("Size", ["nz"], ["s"], name="size")],
-           [("x", x34)], "s",
-           "NonZero's output 'nz' has a data-dependent shape and feeds 'size' (Size): its result would be computed "
-           "from the static upper bound, not the run's shape")
 
 
 with open(f"{out}/models.txt", "w") as fh:

@@ -230,6 +230,20 @@ static mlc_status sum_infer(Node *n, Diag *d) {
   return MLC_OK;
 }
 static const OpDef op_sum = {"test.sum", PAT_COMM_REDUCE, 1, 1, 1, sum_infer, NULL, DYN_REDUCE};
+/* test.masked(x, extent): DYN_MASK; test.packed(x1, x2, e1, e2, total): DYN_PACK along axis 0 */
+static mlc_status first_infer(Node *n, Diag *d) {
+  (void)d;
+  n->outputs[0]->type = n->inputs[0]->type;
+  return MLC_OK;
+}
+static mlc_status packed_infer(Node *n, Diag *d) {
+  (void)d;
+  n->outputs[0]->type = n->inputs[0]->type;
+  n->outputs[0]->type.dims[0] += n->inputs[1]->type.dims[0];
+  return MLC_OK;
+}
+static const OpDef op_masked = {"test.masked", PAT_INJECTIVE, 2, 2, 1, first_infer, NULL, DYN_MASK};
+static const OpDef op_packed = {"test.packed", PAT_OPAQUE, 5, 5, 1, packed_infer, NULL, DYN_PACK};
 
 static void test_dynamic(void) {
   Arena *a = arena_new();
@@ -269,6 +283,24 @@ static void test_dynamic(void) {
   Node *bad = ir_node_new(g, &op_mul, "m2", "Mul", 13, (Value *[]){y, full}, 2, 1);
   Diag d3 = {0};
   CHECK(ir_infer_node(g, bad, &d3) == MLC_ERR_UNSUPPORTED && strstr(d3.msg, "static size 4"));
+  /* DYN_MASK: reading the extent as an input makes the output static; another extent is refused */
+  Node *src2 = ir_node_new(g, &op_source, "nz2", "NonZero", 13, &x, 1, 2);
+  CHECK(ir_infer_node(g, src2, &d) == MLC_OK);
+  Value *y2 = src2->outputs[0], *ext2 = src2->outputs[1];
+  Node *m1 = ir_node_new(g, &op_masked, "mask", "ReduceSum", 13, (Value *[]){y, ext}, 2, 1);
+  CHECK(ir_infer_node(g, m1, &d) == MLC_OK && !m1->outputs[0]->dyn_extent);
+  Node *m2 = ir_node_new(g, &op_masked, "mask2", "ReduceSum", 13, (Value *[]){y, ext2}, 2, 1);
+  Diag d4 = {0};
+  CHECK(ir_infer_node(g, m2, &d4) == MLC_ERR_UNSUPPORTED && strstr(d4.msg, "another extent"));
+  /* DYN_PACK: pieces with different extents; the output carries the total, its last input */
+  Node *tot = ir_node_new(g, &op_mul, "tot", "Concat", 13, (Value *[]){ext, ext2}, 2, 1);
+  CHECK(ir_infer_node(g, tot, &d) == MLC_OK);
+  Node *pk = ir_node_new(g, &op_packed, "pack", "Concat", 13, (Value *[]){y, y2, ext, ext2, tot->outputs[0]}, 5, 1);
+  CHECK(ir_infer_node(g, pk, &d) == MLC_OK && pk->outputs[0]->dyn_extent == tot->outputs[0] &&
+        pk->outputs[0]->dyn_axis == 0);
+  Node *pk2 = ir_node_new(g, &op_packed, "pack2", "Concat", 13, (Value *[]){y, y2, ext2, ext, tot->outputs[0]}, 5, 1);
+  Diag d5 = {0};
+  CHECK(ir_infer_node(g, pk2, &d5) == MLC_ERR_UNSUPPORTED && strstr(d5.msg, "another extent"));
   arena_free(a);
 }
 
