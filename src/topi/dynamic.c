@@ -233,67 +233,92 @@ static Stmt *nms_suppress(Arena *A, const NmsCtx *k, Buffer *boxes, Expr *b, Exp
   return wrap_lets(A, &L, tir_if(A, all, st0(A, keep, tir_int(A, MLC_I32, 0)), NULL));
 }
 
+/* The candidates of one class in score order: ord[0..N) = 0..N-1 sorted by descending scores[b, c, .] with a
+ * bottom-up merge sort (stable, so equal scores keep the lower index first, the reference's pick), one pass
+ * per width 1, 2, 4, .. < N: each merges runs [lo, mid) and [mid, hi) into tmp, then tmp is copied back.
+ * The run pointers live in one-element buffers; reads past a run are clamped and never taken. */
+static Stmt *nms_sort(Arena *A, Buffer *scores, Expr *b, Expr *cc, Buffer *ord, Buffer *tmp, Buffer *pi, Buffer *pj) {
+  int64_t N = scores->shape[2];
+  int nst = 1;
+  for (int64_t w = 1; w < N; w *= 2) nst++;
+  Stmt **st = arena_alloc(A, sizeof(Stmt *) * (size_t)nst);
+  Var *iv = ivar(A, "i");
+  st[0] = loop(A, iv, N, st1(A, ord, V(A, iv), V(A, iv)));
+  int k = 1;
+  for (int64_t w = 1; w < N; w *= 2) {
+    Var *rv = ivar(A, "run"), *kv = ivar(A, "k"), *cv = ivar(A, "i");
+    Expr *lo = tir_mul(A, V(A, rv), I(A, 2 * w));
+    Expr *mid = tir_bin(A, E_MIN, tir_add(A, lo, I(A, w)), I(A, N));
+    Expr *hi = tir_bin(A, E_MIN, tir_add(A, lo, I(A, 2 * w)), I(A, N));
+    Expr *a = ld0(A, pi), *bb = ld0(A, pj);
+    Expr *oa = ld1(A, ord, tir_bin(A, E_MIN, a, I(A, N - 1))), *ob = ld1(A, ord, tir_bin(A, E_MIN, bb, I(A, N - 1)));
+    Expr *ia[3] = {b, cc, oa}, *ib[3] = {b, cc, ob};
+    Expr *left = tir_bin(A, E_AND, tir_bin(A, E_LT, a, mid),
+                         tir_bin(A, E_OR, tir_bin(A, E_GE, bb, hi),
+                                 tir_bin(A, E_GE, tir_load(A, scores, 3, ia), tir_load(A, scores, 3, ib))));
+    Stmt *ta[2] = {st1(A, tmp, V(A, kv), oa), st0(A, pi, tir_add(A, a, I(A, 1)))};
+    Stmt *tb[2] = {st1(A, tmp, V(A, kv), ob), st0(A, pj, tir_add(A, bb, I(A, 1)))};
+    Stmt *merge = tir_for(A, kv, lo, tir_sub(A, hi, lo), FOR_SERIAL, tir_if(A, left, tir_seq(A, 2, ta), tir_seq(A, 2, tb)));
+    Stmt *run[3] = {st0(A, pi, lo), st0(A, pj, mid), merge};
+    Stmt *pass[2] = {loop(A, rv, (N + 2 * w - 1) / (2 * w), tir_seq(A, 3, run)),
+                     loop(A, cv, N, st1(A, ord, V(A, cv), ld1(A, tmp, V(A, cv))))};
+    st[k++] = tir_seq(A, 2, pass);
+  }
+  return tir_seq(A, nst, st);
+}
+
+/* Per batch and class, the candidates in score order (nms_sort); each that passes the score threshold (and
+ * is one of the first `count` boxes) and overlaps none of the boxes kept so far by more than the IoU threshold
+ * is kept, until max_output are. O(N log N + N * kept) per class, as ONNX Runtime's priority queue. */
 static Stmt *nms_extern(TeCtx *c, Buffer **ins, Buffer **outs, void *user) {
   NmsCtx *k = user;
   Arena *A = c->arena;
   Buffer *boxes = ins[0], *scores = ins[1], *out = outs[0], *count = outs[1];
   int64_t B = scores->shape[0], C = scores->shape[1], N = scores->shape[2];
   int64_t M = k->max_out < N ? k->max_out : N, one = 1;
-  Buffer *done = tir_buffer(A, "nms_done", MLC_I32, 1, &N);
+  Buffer *ord = tir_buffer(A, "nms_order", MLC_I64, 1, &N);
+  Buffer *tmp = tir_buffer(A, "nms_merge", MLC_I64, 1, &N);
+  Buffer *pi = tir_buffer(A, "nms_left", MLC_I64, 1, &one);
+  Buffer *pj = tir_buffer(A, "nms_right", MLC_I64, 1, &one);
   Buffer *kept = tir_buffer(A, "nms_kept", MLC_I64, 1, &M);
   Buffer *nsel = tir_buffer(A, "nms_nsel", MLC_I64, 1, &one);
   Buffer *total = tir_buffer(A, "nms_total", MLC_I64, 1, &one);
-  Buffer *best = tir_buffer(A, "nms_best", MLC_I64, 1, &one);
-  Buffer *bests = tir_buffer(A, "nms_best_score", MLC_F32, 1, &one);
   Buffer *keep = tir_buffer(A, "nms_keep", MLC_I32, 1, &one);
-  Var *bv = ivar(A, "b"), *cv = ivar(A, "c"), *iv = ivar(A, "i"), *tv = ivar(A, "t"), *sv = ivar(A, "s");
-  Var *qv = ivar(A, "i");
-  Expr *b = V(A, bv), *cc = V(A, cv);
+  Var *bv = ivar(A, "b"), *cv = ivar(A, "c"), *tv = ivar(A, "t"), *sv = ivar(A, "s"), *cand = ivar(A, "cand");
+  Expr *b = V(A, bv), *cc = V(A, cv), *bi = V(A, cand);
   Expr *thr = ld_scalar(A, ins[2]), *sthr = ld_scalar(A, ins[3]);
   Expr *one_i = tir_int(A, MLC_I32, 1), *zero_i = tir_int(A, MLC_I32, 0);
-  /* done[i] = 1 for boxes the score threshold removes */
-  Expr *si[3] = {b, cc, V(A, iv)};
-  Expr *score_i = tir_load(A, scores, 3, si);
-  Expr *gone = k->has_score ? tir_select(A, tir_bin(A, E_GT, score_i, sthr), zero_i, one_i) : zero_i;
-  /* with a run-time box count (boxes and scores carrying a data-dependent extent), only the first n are boxes:
-   * the rest start done, and the scans stop at n */
-  Expr *nbox = I(A, N);
+  /* a candidate: above the score threshold, and with a run-time box count (boxes and scores carrying a
+   * data-dependent extent) one of the first n */
+  Expr *si[3] = {b, cc, bi};
+  Expr *ok = k->has_score ? tir_bin(A, E_GT, tir_load(A, scores, 3, si), sthr) : NULL;
   if (k->counted) {
-    nbox = tir_bin(A, E_MIN, tir_bin(A, E_MAX, ld_scalar(A, ins[4]), I(A, 0)), I(A, N));
-    gone = tir_select(A, tir_bin(A, E_LT, V(A, iv), nbox), gone, one_i);
+    Expr *nbox = tir_bin(A, E_MIN, tir_bin(A, E_MAX, ld_scalar(A, ins[4]), I(A, 0)), I(A, N));
+    Expr *in = tir_bin(A, E_LT, bi, nbox);
+    ok = ok ? tir_bin(A, E_AND, in, ok) : in;
   }
-  Stmt *init_done = loop(A, iv, N, st1(A, done, V(A, iv), gone));
-  /* the best remaining candidate */
-  Expr *q = V(A, qv);
-  Expr *sq[3] = {b, cc, q};
-  Expr *score_q = tir_load(A, scores, 3, sq);
-  Expr *better = tir_bin(A, E_AND, tir_bin(A, E_EQ, ld1(A, done, q), zero_i),
-                         tir_bin(A, E_OR, tir_bin(A, E_LT, ld0(A, best), I(A, 0)), tir_bin(A, E_GT, score_q, ld0(A, bests))));
-  Stmt *take[2] = {st0(A, best, q), st0(A, bests, score_q)};
-  Stmt *scan = tir_for(A, qv, I(A, 0), nbox, FOR_SERIAL, tir_if(A, better, tir_seq(A, 2, take), NULL));
-  /* IoU against the boxes kept so far for this class */
-  Expr *bi = ld0(A, best), *s = V(A, sv);
-  /* over the nsel boxes kept so far (not the bound M: with a large max_output that is every box), and only
-   * while the candidate still stands */
+  /* IoU against the nsel boxes kept so far, only while the candidate still stands */
   Stmt *check = tir_for(A, sv, I(A, 0), ld0(A, nsel), FOR_SERIAL,
                         tir_if(A, tir_bin(A, E_NE, ld0(A, keep), zero_i),
-                               nms_suppress(A, k, boxes, b, ld1(A, kept, s), bi, thr, keep), NULL));
+                               nms_suppress(A, k, boxes, b, ld1(A, kept, V(A, sv)), bi, thr, keep), NULL));
   Expr *tot = ld0(A, total);
   Expr *o0[2] = {tot, I(A, 0)}, *o1[2] = {tot, I(A, 1)}, *o2[2] = {tot, I(A, 2)};
   Stmt *emit[6] = {st1(A, kept, ld0(A, nsel), bi), tir_store(A, out, 2, o0, b), tir_store(A, out, 2, o1, cc),
                    tir_store(A, out, 2, o2, bi), st0(A, total, tir_add(A, tot, I(A, 1))),
                    st0(A, nsel, tir_add(A, ld0(A, nsel), I(A, 1)))};
-  Stmt *pick[4] = {st1(A, done, bi, one_i), st0(A, keep, one_i), check,
-                   tir_if(A, tir_bin(A, E_NE, ld0(A, keep), zero_i), tir_seq(A, 6, emit), NULL)};
-  Stmt *step[3] = {st0(A, best, I(A, -1)), scan, tir_if(A, tir_bin(A, E_GE, ld0(A, best), I(A, 0)), tir_seq(A, 4, pick), NULL)};
-  Stmt *iter = tir_for(A, tv, I(A, 0), nbox, FOR_SERIAL,
-                       tir_if(A, tir_bin(A, E_LT, ld0(A, nsel), I(A, M)), tir_seq(A, 3, step), NULL));
-  Stmt *cls[3] = {st0(A, nsel, I(A, 0)), init_done, iter};
+  Stmt *pick[2] = {st0(A, keep, one_i), check};
+  Stmt *consider[2] = {tir_seq(A, 2, pick), tir_if(A, tir_bin(A, E_NE, ld0(A, keep), zero_i), tir_seq(A, 6, emit), NULL)};
+  Stmt *body_t = tir_seq(A, 2, consider);
+  Expr *go = tir_bin(A, E_LT, ld0(A, nsel), I(A, M));
+  if (ok) go = tir_bin(A, E_AND, go, ok);
+  Stmt *iter = tir_for(A, tv, I(A, 0), I(A, N), FOR_SERIAL,
+                       tir_let_stmt(A, cand, ld1(A, ord, V(A, tv)), tir_if(A, go, body_t, NULL)));
+  Stmt *cls[3] = {st0(A, nsel, I(A, 0)), nms_sort(A, scores, b, cc, ord, tmp, pi, pj), iter};
   Stmt *body = loop(A, bv, B, loop(A, cv, C, tir_seq(A, 3, cls)));
   Stmt *all[4] = {zero_fill(A, out), st0(A, total, I(A, 0)), body, st0(A, count, ld0(A, total))};
   Stmt *r = tir_seq(A, 4, all);
-  Buffer *scratch[7] = {done, kept, nsel, total, best, bests, keep};
-  for (int i = 0; i < 7; i++) r = tir_allocate(A, scratch[i], r);
+  Buffer *scratch[8] = {ord, tmp, pi, pj, kept, nsel, total, keep};
+  for (int i = 0; i < 8; i++) r = tir_allocate(A, scratch[i], r);
   return r;
 }
 
