@@ -179,58 +179,55 @@ static Stmt *wrap_lets(Arena *A, const Lets *L, Stmt *body) {
   return body;
 }
 
-/* The reference's SuppressByIOU(box j, box k) of batch b as a statement setting keep[0] = 0 when it holds. */
-static Stmt *nms_suppress(Arena *A, const NmsCtx *k, Buffer *boxes, Expr *b, Expr *j, Expr *kb, Expr *thr,
-                          Buffer *keep) {
-  Lets L = {0};
-  Expr *c1[4], *c2[4];
+/* The corners of box j of batch b as the reference's SuppressByIOU reads them, bound to lets in L:
+ * c[0..3] = xmin, xmax, ymin, ymax, c[4] = the area. */
+static void nms_corners(Lets *L, Arena *A, const NmsCtx *k, Buffer *boxes, Expr *b, Expr *j, Expr **c) {
+  Expr *v[4];
   for (int q = 0; q < 4; q++) {
-    Expr *i1[3] = {b, j, I(A, q)}, *i2[3] = {b, kb, I(A, q)};
-    c1[q] = let(&L, A, "b1", tir_load(A, boxes, 3, i1));
-    c2[q] = let(&L, A, "b2", tir_load(A, boxes, 3, i2));
+    Expr *i[3] = {b, j, I(A, q)};
+    v[q] = let(L, A, "bx", tir_load(A, boxes, 3, i));
   }
-  Expr *x1min, *x1max, *x2min, *x2max, *y1min, *y1max, *y2min, *y2max;
   if (!k->center) {
     /* [y1, x1, y2, x2], corners in either order (MaxMin: lhs >= rhs gives min = rhs) */
-    Expr *f1 = tir_bin(A, E_GE, c1[1], c1[3]), *f2 = tir_bin(A, E_GE, c2[1], c2[3]);
-    x1min = let(&L, A, "x1min", tir_select(A, f1, c1[3], c1[1]));
-    x1max = let(&L, A, "x1max", tir_select(A, f1, c1[1], c1[3]));
-    x2min = let(&L, A, "x2min", tir_select(A, f2, c2[3], c2[1]));
-    x2max = let(&L, A, "x2max", tir_select(A, f2, c2[1], c2[3]));
-    Expr *g1 = tir_bin(A, E_GE, c1[0], c1[2]), *g2 = tir_bin(A, E_GE, c2[0], c2[2]);
-    y1min = let(&L, A, "y1min", tir_select(A, g1, c1[2], c1[0]));
-    y1max = let(&L, A, "y1max", tir_select(A, g1, c1[0], c1[2]));
-    y2min = let(&L, A, "y2min", tir_select(A, g2, c2[2], c2[0]));
-    y2max = let(&L, A, "y2max", tir_select(A, g2, c2[0], c2[2]));
+    Expr *f = tir_bin(A, E_GE, v[1], v[3]), *g = tir_bin(A, E_GE, v[0], v[2]);
+    c[0] = let(L, A, "xmin", tir_select(A, f, v[3], v[1]));
+    c[1] = let(L, A, "xmax", tir_select(A, f, v[1], v[3]));
+    c[2] = let(L, A, "ymin", tir_select(A, g, v[2], v[0]));
+    c[3] = let(L, A, "ymax", tir_select(A, g, v[0], v[2]));
   } else {
     /* [x_center, y_center, width, height] */
     Expr *half = tir_float(A, MLC_F32, 2.0);
-    Expr *w1 = let(&L, A, "w1", tir_bin(A, E_DIV, c1[2], half)), *h1 = let(&L, A, "h1", tir_bin(A, E_DIV, c1[3], half));
-    Expr *w2 = let(&L, A, "w2", tir_bin(A, E_DIV, c2[2], half)), *h2 = let(&L, A, "h2", tir_bin(A, E_DIV, c2[3], half));
-    x1min = let(&L, A, "x1min", tir_sub(A, c1[0], w1));
-    x1max = let(&L, A, "x1max", tir_add(A, c1[0], w1));
-    x2min = let(&L, A, "x2min", tir_sub(A, c2[0], w2));
-    x2max = let(&L, A, "x2max", tir_add(A, c2[0], w2));
-    y1min = let(&L, A, "y1min", tir_sub(A, c1[1], h1));
-    y1max = let(&L, A, "y1max", tir_add(A, c1[1], h1));
-    y2min = let(&L, A, "y2min", tir_sub(A, c2[1], h2));
-    y2max = let(&L, A, "y2max", tir_add(A, c2[1], h2));
+    Expr *w = let(L, A, "w", tir_bin(A, E_DIV, v[2], half)), *h = let(L, A, "h", tir_bin(A, E_DIV, v[3], half));
+    c[0] = let(L, A, "xmin", tir_sub(A, v[0], w));
+    c[1] = let(L, A, "xmax", tir_add(A, v[0], w));
+    c[2] = let(L, A, "ymin", tir_sub(A, v[1], h));
+    c[3] = let(L, A, "ymax", tir_add(A, v[1], h));
   }
-  Expr *ixmin = let(&L, A, "ixmin", fmax_(A, x1min, x2min)), *ixmax = let(&L, A, "ixmax", fmin_(A, x1max, x2max));
-  Expr *iymin = let(&L, A, "iymin", fmax_(A, y1min, y2min)), *iymax = let(&L, A, "iymax", fmin_(A, y1max, y2max));
-  Expr *inter = let(&L, A, "inter", tir_mul(A, tir_sub(A, ixmax, ixmin), tir_sub(A, iymax, iymin)));
-  Expr *area1 = let(&L, A, "area1", tir_mul(A, tir_sub(A, x1max, x1min), tir_sub(A, y1max, y1min)));
-  Expr *area2 = let(&L, A, "area2", tir_mul(A, tir_sub(A, x2max, x2min), tir_sub(A, y2max, y2min)));
-  Expr *uni = let(&L, A, "union", tir_sub(A, tir_add(A, area1, area2), inter));
+  c[4] = let(L, A, "area", tir_mul(A, tir_sub(A, c[1], c[0]), tir_sub(A, c[3], c[2])));
+}
+
+/* The reference's SuppressByIOU(kept box, candidate) over 16 kept boxes at once: lane l of chunk ch compares
+ * kept box s = 16 ch + l (its corners and area from the kb[5] arrays, s < nsel) with the candidate (corners c2),
+ * hit[l] = 1 where it suppresses the candidate. */
+static Stmt *nms_check_chunk(Arena *A, Buffer **kb, Expr *ch, Expr *nsel, Expr **c2, Expr *thr, Buffer *hit) {
+  Var *lv = ivar(A, "lane");
+  Expr *sidx = tir_add(A, tir_mul(A, ch, I(A, 16)), V(A, lv));
+  Expr *c1[5];
+  for (int q = 0; q < 5; q++) c1[q] = ld1(A, kb[q], sidx);
+  Expr *ixmin = fmax_(A, c1[0], c2[0]), *ixmax = fmin_(A, c1[1], c2[1]);
+  Expr *iymin = fmax_(A, c1[2], c2[2]), *iymax = fmin_(A, c1[3], c2[3]);
+  Expr *inter = tir_mul(A, tir_sub(A, ixmax, ixmin), tir_sub(A, iymax, iymin));
+  Expr *uni = tir_sub(A, tir_add(A, c1[4], c2[4]), inter);
   Expr *zero = tir_float(A, MLC_F32, 0.0);
   Expr *conds[8] = {
-      tir_bin(A, E_GT, ixmax, ixmin), tir_bin(A, E_GT, iymax, iymin), tir_bin(A, E_GT, inter, zero),
-      tir_bin(A, E_GT, area1, zero),  tir_bin(A, E_GT, area2, zero),  tir_bin(A, E_GT, uni, zero),
-      tir_bin(A, E_GT, tir_bin(A, E_DIV, inter, uni), thr),
+      tir_bin(A, E_LT, sidx, nsel),   tir_bin(A, E_GT, ixmax, ixmin), tir_bin(A, E_GT, iymax, iymin),
+      tir_bin(A, E_GT, inter, zero),  tir_bin(A, E_GT, c1[4], zero),  tir_bin(A, E_GT, c2[4], zero),
+      tir_bin(A, E_GT, uni, zero),    tir_bin(A, E_GT, tir_bin(A, E_DIV, inter, uni), thr),
   };
   Expr *all = conds[0];
-  for (int i = 1; i < 7; i++) all = tir_bin(A, E_AND, all, conds[i]);
-  return wrap_lets(A, &L, tir_if(A, all, st0(A, keep, tir_int(A, MLC_I32, 0)), NULL));
+  for (int i = 1; i < 8; i++) all = tir_bin(A, E_AND, all, conds[i]);
+  Stmt *st = st1(A, hit, V(A, lv), tir_select(A, all, tir_int(A, MLC_I32, 1), tir_int(A, MLC_I32, 0)));
+  return tir_for(A, lv, I(A, 0), I(A, 16), FOR_VECTORIZED, st);
 }
 
 /* The candidates of one class in score order: ord[0..N) = 0..N-1 sorted by descending scores[b, c, .] with a
@@ -269,7 +266,8 @@ static Stmt *nms_sort(Arena *A, Buffer *scores, Expr *b, Expr *cc, Buffer *ord, 
 
 /* Per batch and class, the candidates in score order (nms_sort); each that passes the score threshold (and
  * is one of the first `count` boxes) and overlaps none of the boxes kept so far by more than the IoU threshold
- * is kept, until max_output are. O(N log N + N * kept) per class, as ONNX Runtime's priority queue. */
+ * is kept, until max_output are. O(N log N + N * kept) per class, as ONNX Runtime's priority queue; the kept
+ * boxes' corners and areas are kept in arrays, so the check against them is 16 boxes per vector step. */
 static Stmt *nms_extern(TeCtx *c, Buffer **ins, Buffer **outs, void *user) {
   NmsCtx *k = user;
   Arena *A = c->arena;
@@ -280,10 +278,14 @@ static Stmt *nms_extern(TeCtx *c, Buffer **ins, Buffer **outs, void *user) {
   Buffer *tmp = tir_buffer(A, "nms_merge", MLC_I64, 1, &N);
   Buffer *pi = tir_buffer(A, "nms_left", MLC_I64, 1, &one);
   Buffer *pj = tir_buffer(A, "nms_right", MLC_I64, 1, &one);
-  Buffer *kept = tir_buffer(A, "nms_kept", MLC_I64, 1, &M);
   Buffer *nsel = tir_buffer(A, "nms_nsel", MLC_I64, 1, &one);
   Buffer *total = tir_buffer(A, "nms_total", MLC_I64, 1, &one);
   Buffer *keep = tir_buffer(A, "nms_keep", MLC_I32, 1, &one);
+  /* the kept boxes' corners and areas, whole chunks of 16 for the vectorized check */
+  int64_t M16 = (M + 15) / 16 * 16, sixteen = 16;
+  Buffer *kb[5], *hit = tir_buffer(A, "nms_hit", MLC_I32, 1, &sixteen);
+  static const char *kbn[5] = {"nms_kept_xmin", "nms_kept_xmax", "nms_kept_ymin", "nms_kept_ymax", "nms_kept_area"};
+  for (int q = 0; q < 5; q++) kb[q] = tir_buffer(A, kbn[q], MLC_F32, 1, &M16);
   Var *bv = ivar(A, "b"), *cv = ivar(A, "c"), *tv = ivar(A, "t"), *sv = ivar(A, "s"), *cand = ivar(A, "cand");
   Expr *b = V(A, bv), *cc = V(A, cv), *bi = V(A, cand);
   Expr *thr = ld_scalar(A, ins[2]), *sthr = ld_scalar(A, ins[3]);
@@ -297,18 +299,26 @@ static Stmt *nms_extern(TeCtx *c, Buffer **ins, Buffer **outs, void *user) {
     Expr *in = tir_bin(A, E_LT, bi, nbox);
     ok = ok ? tir_bin(A, E_AND, in, ok) : in;
   }
-  /* IoU against the nsel boxes kept so far, only while the candidate still stands */
-  Stmt *check = tir_for(A, sv, I(A, 0), ld0(A, nsel), FOR_SERIAL,
-                        tir_if(A, tir_bin(A, E_NE, ld0(A, keep), zero_i),
-                               nms_suppress(A, k, boxes, b, ld1(A, kept, V(A, sv)), bi, thr, keep), NULL));
-  Expr *tot = ld0(A, total);
+  /* IoU against the nsel boxes kept so far, 16 at a time, only while the candidate still stands */
+  Lets L = {0};
+  Expr *c2[5];
+  nms_corners(&L, A, k, boxes, b, bi, c2);
+  Var *lv = ivar(A, "lane");
+  Stmt *any = tir_for(A, lv, I(A, 0), I(A, 16), FOR_SERIAL,
+                      tir_if(A, tir_bin(A, E_NE, ld1(A, hit, V(A, lv)), zero_i), st0(A, keep, zero_i), NULL));
+  Stmt *chunk[2] = {nms_check_chunk(A, kb, V(A, sv), ld0(A, nsel), c2, thr, hit), any};
+  Expr *nchunks = tir_bin(A, E_FLOORDIV, tir_add(A, ld0(A, nsel), I(A, 15)), I(A, 16));
+  Stmt *check = tir_for(A, sv, I(A, 0), nchunks, FOR_SERIAL,
+                        tir_if(A, tir_bin(A, E_NE, ld0(A, keep), zero_i), tir_seq(A, 2, chunk), NULL));
+  Expr *tot = ld0(A, total), *ns = ld0(A, nsel);
   Expr *o0[2] = {tot, I(A, 0)}, *o1[2] = {tot, I(A, 1)}, *o2[2] = {tot, I(A, 2)};
-  Stmt *emit[6] = {st1(A, kept, ld0(A, nsel), bi), tir_store(A, out, 2, o0, b), tir_store(A, out, 2, o1, cc),
-                   tir_store(A, out, 2, o2, bi), st0(A, total, tir_add(A, tot, I(A, 1))),
-                   st0(A, nsel, tir_add(A, ld0(A, nsel), I(A, 1)))};
+  Stmt *emit[10] = {tir_store(A, out, 2, o0, b), tir_store(A, out, 2, o1, cc), tir_store(A, out, 2, o2, bi)};
+  for (int q = 0; q < 5; q++) emit[3 + q] = st1(A, kb[q], ns, c2[q]);
+  emit[8] = st0(A, total, tir_add(A, tot, I(A, 1)));
+  emit[9] = st0(A, nsel, tir_add(A, ns, I(A, 1)));
   Stmt *pick[2] = {st0(A, keep, one_i), check};
-  Stmt *consider[2] = {tir_seq(A, 2, pick), tir_if(A, tir_bin(A, E_NE, ld0(A, keep), zero_i), tir_seq(A, 6, emit), NULL)};
-  Stmt *body_t = tir_seq(A, 2, consider);
+  Stmt *consider[2] = {tir_seq(A, 2, pick), tir_if(A, tir_bin(A, E_NE, ld0(A, keep), zero_i), tir_seq(A, 10, emit), NULL)};
+  Stmt *body_t = wrap_lets(A, &L, tir_seq(A, 2, consider));
   Expr *go = tir_bin(A, E_LT, ld0(A, nsel), I(A, M));
   if (ok) go = tir_bin(A, E_AND, go, ok);
   Stmt *iter = tir_for(A, tv, I(A, 0), I(A, N), FOR_SERIAL,
@@ -317,8 +327,8 @@ static Stmt *nms_extern(TeCtx *c, Buffer **ins, Buffer **outs, void *user) {
   Stmt *body = loop(A, bv, B, loop(A, cv, C, tir_seq(A, 3, cls)));
   Stmt *all[4] = {zero_fill(A, out), st0(A, total, I(A, 0)), body, st0(A, count, ld0(A, total))};
   Stmt *r = tir_seq(A, 4, all);
-  Buffer *scratch[8] = {ord, tmp, pi, pj, kept, nsel, total, keep};
-  for (int i = 0; i < 8; i++) r = tir_allocate(A, scratch[i], r);
+  Buffer *scratch[13] = {ord, tmp, pi, pj, nsel, total, keep, hit, kb[0], kb[1], kb[2], kb[3], kb[4]};
+  for (int i = 0; i < 13; i++) r = tir_allocate(A, scratch[i], r);
   return r;
 }
 
