@@ -4,7 +4,8 @@
  *   cumsum(x)    axis, exclusive, reverse      cumprod(x): the same with products
  *   hardmax(x)   axis, flatten: 1 at the first maximum along axis (flatten=1: over all dims from axis on,
  *                as the opset < 13 2-D coercion), 0 elsewhere
- * Algorithms, all as TE computes (no data-dependent control flow, so the generic schedules apply):
+ * Algorithms, as TE computes (no data-dependent control flow, so the generic schedules apply), except
+ * top-k of rows longer than SORT_MIN on CPU targets, an extern merge sort (see topk_sort_extern):
  *   - top-k by ranking: rank[i] = #{m : x[m] beats x[i]} where m beats i if it is strictly better (larger for
  *     largest=1, smaller otherwise) or equal with a lower index, which is the stable order of the ONNX
  *     reference. Ranks are a permutation, so the j-th output is the unique i with rank[i] == j, found by a
@@ -99,6 +100,86 @@ static Expr *topk_val_body(TeCtx *c, Expr **idx, void *user) {
   return te_read(c, k->x, k->x->ndim, xi);
 }
 
+/* ---- top-k by sorting (CPU, rows of more than SORT_MIN elements): per row along the axis, the indices
+ * 0..n-1 sorted by a bottom-up merge sort (one pass per width 1, 2, 4, .. < n, merging runs [lo, mid) and
+ * [mid, hi) into a scratch row and copying it back; the right run's head goes first only when strictly
+ * better, so equal elements keep the lower index first, the order of the ranking form), then the first k
+ * written out. O(n log n) per row instead of the ranking form's O(n^2) comparisons, which took 1.6 ms per
+ * 3234-long row (SSDlite's 90 per-class TopKs). The rows run one after another in one extern kernel. */
+enum { SORT_MIN = 64 };
+
+static Expr *I(Arena *A, int64_t v) { return tir_idx(A, v); }
+static Expr *ld1(Arena *A, Buffer *b, Expr *i) { return tir_load(A, b, 1, &i); }
+static Stmt *st1(Arena *A, Buffer *b, Expr *i, Expr *v) { return tir_store(A, b, 1, &i, v); }
+
+/* the index of element pos of row (o, in) of buffer b along axis: o over the dims before it, in after */
+static void row_index(Arena *A, const Buffer *b, int axis, Expr *o, Expr *pos, Expr *in, Expr **idx) {
+  for (int d = b->ndim - 1; d > axis; d--) {
+    idx[d] = tir_bin(A, E_FLOORMOD, in, I(A, b->shape[d]));
+    in = tir_bin(A, E_FLOORDIV, in, I(A, b->shape[d]));
+  }
+  idx[axis] = pos;
+  for (int d = axis - 1; d >= 0; d--) {
+    idx[d] = tir_bin(A, E_FLOORMOD, o, I(A, b->shape[d]));
+    o = tir_bin(A, E_FLOORDIV, o, I(A, b->shape[d]));
+  }
+}
+
+static Stmt *topk_sort_extern(TeCtx *c, Buffer **ins, Buffer **outs, void *user) {
+  TopkCtx *k = user;
+  Arena *A = c->arena;
+  Buffer *x = ins[0], *vals = outs[0], *inds = outs[1];
+  int64_t n = k->n, kk = vals->shape[k->axis], outer = 1, inner = 1, one = 1;
+  for (int d = 0; d < k->axis; d++) outer *= x->shape[d];
+  for (int d = k->axis + 1; d < x->ndim; d++) inner *= x->shape[d];
+  Buffer *ord = tir_buffer(A, "topk_order", MLC_I64, 1, &n), *tmp = tir_buffer(A, "topk_merge", MLC_I64, 1, &n);
+  Buffer *pi = tir_buffer(A, "topk_left", MLC_I64, 1, &one), *pj = tir_buffer(A, "topk_right", MLC_I64, 1, &one);
+  Var *ov = tir_var(A, "o", MLC_I64), *inv = tir_var(A, "in", MLC_I64), *iv = tir_var(A, "i", MLC_I64);
+  Expr *o = tir_varref(A, ov), *in = tir_varref(A, inv), *zero = I(A, 0);
+  int nst = 3;
+  for (int64_t w = 1; w < n; w *= 2) nst++;
+  Stmt **st = arena_alloc(A, sizeof(Stmt *) * (size_t)nst);
+  int s = 0;
+  st[s++] = tir_for(A, iv, zero, I(A, n), FOR_SERIAL, st1(A, ord, tir_varref(A, iv), tir_varref(A, iv)));
+  for (int64_t w = 1; w < n; w *= 2) {
+    Var *rv = tir_var(A, "run", MLC_I64), *kv = tir_var(A, "k", MLC_I64), *cv = tir_var(A, "i", MLC_I64);
+    Expr *lo = tir_mul(A, tir_varref(A, rv), I(A, 2 * w));
+    Expr *mid = tir_bin(A, E_MIN, tir_add(A, lo, I(A, w)), I(A, n));
+    Expr *hi = tir_bin(A, E_MIN, tir_add(A, lo, I(A, 2 * w)), I(A, n));
+    Expr *a = ld1(A, pi, zero), *b = ld1(A, pj, zero);
+    Expr *oa = ld1(A, ord, tir_bin(A, E_MIN, a, I(A, n - 1))), *ob = ld1(A, ord, tir_bin(A, E_MIN, b, I(A, n - 1)));
+    Expr *xa[MLC_MAX_DIMS], *xb[MLC_MAX_DIMS];
+    row_index(A, x, k->axis, o, oa, in, xa);
+    row_index(A, x, k->axis, o, ob, in, xb);
+    Expr *va = to(c, k->acc, tir_load(A, x, x->ndim, xa)), *vb = to(c, k->acc, tir_load(A, x, x->ndim, xb));
+    Expr *right_better = tir_bin(A, k->largest ? E_GT : E_LT, vb, va);
+    Expr *left = tir_bin(A, E_AND, tir_bin(A, E_LT, a, mid),
+                         tir_bin(A, E_OR, tir_bin(A, E_GE, b, hi), tir_bin(A, E_EQ, right_better, tir_const(A, MLC_BOOL, 0))));
+    Stmt *ta[2] = {st1(A, tmp, tir_varref(A, kv), oa), st1(A, pi, zero, tir_add(A, a, I(A, 1)))};
+    Stmt *tb[2] = {st1(A, tmp, tir_varref(A, kv), ob), st1(A, pj, zero, tir_add(A, b, I(A, 1)))};
+    Stmt *merge = tir_for(A, kv, lo, tir_sub(A, hi, lo), FOR_SERIAL,
+                          tir_if(A, left, tir_seq(A, 2, ta), tir_seq(A, 2, tb)));
+    Stmt *run[3] = {st1(A, pi, zero, lo), st1(A, pj, zero, mid), merge};
+    Stmt *pass[2] = {tir_for(A, rv, zero, I(A, (n + 2 * w - 1) / (2 * w)), FOR_SERIAL, tir_seq(A, 3, run)),
+                     tir_for(A, cv, zero, I(A, n), FOR_SERIAL, st1(A, ord, tir_varref(A, cv), ld1(A, tmp, tir_varref(A, cv))))};
+    st[s++] = tir_seq(A, 2, pass);
+  }
+  /* the first k */
+  Var *jv = tir_var(A, "j", MLC_I64);
+  Expr *j = tir_varref(A, jv), *sel = ld1(A, ord, j);
+  Expr *xi[MLC_MAX_DIMS], *oi[MLC_MAX_DIMS];
+  row_index(A, x, k->axis, o, sel, in, xi);
+  row_index(A, vals, k->axis, o, j, in, oi);
+  Stmt *w2[2] = {tir_store(A, vals, vals->ndim, oi, tir_load(A, x, x->ndim, xi)),
+                 tir_store(A, inds, inds->ndim, oi, sel)};
+  st[s++] = tir_for(A, jv, zero, I(A, kk), FOR_SERIAL, tir_seq(A, 2, w2));
+  Stmt *row = tir_seq(A, s, st);
+  Stmt *r = tir_for(A, ov, zero, I(A, outer), FOR_SERIAL, tir_for(A, inv, zero, I(A, inner), FOR_SERIAL, row));
+  Buffer *scratch[4] = {ord, tmp, pi, pj};
+  for (int i = 0; i < 4; i++) r = tir_allocate(A, scratch[i], r);
+  return r;
+}
+
 static mlc_status topk_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
   TopkCtx *k = arena_alloc(c->arena, sizeof *k);
   memset(k, 0, sizeof *k);
@@ -109,6 +190,17 @@ static mlc_status topk_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **out
   k->largest = ir_attr_int(n, "largest", 1) != 0;
   k->acc = acc_of(ins[0]->dtype);
   const TensorType *ot = &n->outputs[0]->type;
+  if (c->target && c->target->kind == TARGET_CPU && k->n > SORT_MIN) {
+    TeTensor types[2];
+    memset(types, 0, sizeof types);
+    for (int i = 0; i < 2; i++) {
+      types[i].dtype = i ? MLC_I64 : ins[0]->dtype;
+      types[i].ndim = ot->ndim;
+      memcpy(types[i].shape, ot->dims, sizeof(int64_t) * (size_t)ot->ndim);
+    }
+    te_extern(c, "topk", "sort", 1, ins, 2, types, topk_sort_extern, k, outs);
+    return MLC_OK;
+  }
   k->rank = te_compute(c, "topk_rank", "reduce", MLC_I64, ins[0]->ndim, ins[0]->shape, topk_rank_body, k);
   k->sel = te_compute(c, "topk_select", "reduce", MLC_I64, ot->ndim, ot->dims, topk_sel_body, k);
   outs[0] = te_compute(c, "topk_values", "injective", ins[0]->dtype, ot->ndim, ot->dims, topk_val_body, k);
