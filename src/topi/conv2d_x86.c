@@ -340,15 +340,15 @@ static bool rows_anchor_ok(const TeOp *a) { return a->kind == TE_COMPUTE && a->n
  * accumulators (hide the 4-cycle FMA latency of two pipes). */
 static int64_t rows_max_acc(const Target *t) { return target_lanes(t) >= 16 ? 24 : 12; }
 
-static bool rows_ok(int64_t oc, int64_t r) { return r >= 1 && r <= 16 && (r & (r - 1)) == 0 && oc % r == 0; }
+bool topi_conv_rows_ok(int64_t oc, int64_t r) { return r >= 1 && r <= 16 && (r & (r - 1)) == 0 && oc % r == 0; }
 
-static void rows_tile(const Target *t, int64_t oc, int64_t nvec, int64_t *rows, int64_t *vecs) {
+void topi_conv_rows_tile(const Target *t, int64_t oc, int64_t nvec, int64_t *rows, int64_t *vecs) {
   int64_t mx = rows_max_acc(t), br = 1, bv = 1;
   double best = 0;
   for (int64_t v = 1; v <= 4; v++) {
     if (nvec % v) continue;
     for (int64_t r = 1; r * v <= mx; r *= 2) {
-      if (!rows_ok(oc, r)) continue;
+      if (!topi_conv_rows_ok(oc, r)) continue;
       double score = (double)(r * v) / (double)(r + v);
       if (score > best + 1e-9 || (score > best - 1e-9 && r * v > br * bv)) best = score, br = r, bv = v;
     }
@@ -413,7 +413,7 @@ void topi_conv2d_packed_space(const Target *t, const TeOp *a, TopiConfigSpace *s
     TopiKnob *k = &s->knobs[s->nknobs++];
     k->name = "tile_rows";
     for (int64_t r = 1; r <= 16; r *= 2)
-      if (rows_ok(oc, r)) k->choices[k->nchoices++] = r;
+      if (topi_conv_rows_ok(oc, r)) k->choices[k->nchoices++] = r;
     k = &s->knobs[s->nknobs++];
     k->name = "tile_vecs";
     for (int64_t v = 1; v <= 4 && v <= nvec; v++)
@@ -447,7 +447,7 @@ void topi_conv2d_packed_fallback(const Target *t, const TeOp *a, TopiConfig *cfg
   memset(cfg, 0, sizeof *cfg);
   if (rows_anchor_ok(a)) {
     int64_t r, v;
-    rows_tile(t, a->axes[1]->extent, a->axes[2]->extent / target_lanes(t), &r, &v);
+    topi_conv_rows_tile(t, a->axes[1]->extent, a->axes[2]->extent / target_lanes(t), &r, &v);
     cfg->names[0] = "tile_rows";
     cfg->values[0] = r;
     cfg->names[1] = "tile_vecs";
@@ -489,9 +489,9 @@ static void schedule_pad(TeStage *st) {
 static void schedule_rows(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, const TopiConfig *cfg) {
   TeStage *cs = te_stage(s, a->outputs[0]);
   int64_t lanes = target_lanes(c->target), oc = a->axes[1]->extent, hw = a->axes[2]->extent, r0, v0;
-  rows_tile(c->target, oc, hw / lanes, &r0, &v0);
+  topi_conv_rows_tile(c->target, oc, hw / lanes, &r0, &v0);
   int64_t rows = topi_config_get(cfg, "tile_rows", r0), vecs = topi_config_get(cfg, "tile_vecs", v0);
-  if (!rows_ok(oc, rows)) rows = r0;
+  if (!topi_conv_rows_ok(oc, rows)) rows = r0;
   if (vecs < 1 || (hw / lanes) % vecs) vecs = v0;
   IterVar *cro, *cri, *cho, *chi, *chv, *chl;
   topi_split(cs, a->axes[1], rows, &cro, &cri);

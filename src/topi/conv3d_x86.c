@@ -206,26 +206,6 @@ static bool anchor_ok(const TeOp *a) { return a->kind == TE_COMPUTE && a->naxes 
 /* anchor of the temporal form: [n, oc, od, hw], reduce axes ic, kd */
 static bool temporal_anchor_ok(const TeOp *a) { return a->kind == TE_COMPUTE && a->naxes == 4 && a->nreduce == 2; }
 
-/* The temporal form's register tile: tile_rows output channels (a power of two dividing OC, at most 16: the
- * rows' broadcasts come from one cache line of the packed weight) x tile_vecs vectors along hw (dividing
- * HW / lanes); the fallback: the most FMAs per load whose accumulators fit (AVX-512: 24 zmm, else 12). */
-static bool rows_ok(int64_t oc, int64_t r) { return r >= 1 && r <= 16 && (r & (r - 1)) == 0 && oc % r == 0; }
-
-static void rows_tile(const Target *t, int64_t oc, int64_t nvec, int64_t *rows, int64_t *vecs) {
-  int64_t mx = lanes_of(t) >= 16 ? 24 : 12, br = 1, bv = 1;
-  double best = 0;
-  for (int64_t v = 1; v <= 4; v++) {
-    if (nvec % v) continue;
-    for (int64_t r = 1; r * v <= mx; r *= 2) {
-      if (!rows_ok(oc, r)) continue;
-      double score = (double)(r * v) / (double)(r + v);
-      if (score > best + 1e-9 || (score > best - 1e-9 && r * v > br * bv)) best = score, br = r, bv = v;
-    }
-  }
-  *rows = br;
-  *vecs = bv;
-}
-
 /* The temporal form's schedule: the output [n, OC, OD, OH, OW] (unpack + epilogue) is tiled
  * n, od, hw.o, oc.o | oc.i (unrolled rows), hw.v (unrolled vectors), hw.l (lanes) with hw = OH x OW fused and
  * n x od x hw.o the parallel loop; the conv is computed at oc.o: ic, kd, then the rows x vectors tile. The
@@ -234,9 +214,9 @@ static void rows_tile(const Target *t, int64_t oc, int64_t nvec, int64_t *rows, 
 static void schedule_temporal(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, const TopiConfig *cfg) {
   TeStage *cs = te_stage(s, a->outputs[0]);
   int64_t lanes = lanes_of(c->target), oc = a->axes[1]->extent, hw = a->axes[3]->extent, r0, v0;
-  rows_tile(c->target, oc, hw / lanes, &r0, &v0);
+  topi_conv_rows_tile(c->target, oc, hw / lanes, &r0, &v0);
   int64_t rows = topi_config_get(cfg, "tile_rows", r0), vecs = topi_config_get(cfg, "tile_vecs", v0);
-  if (!rows_ok(oc, rows)) rows = r0;
+  if (!topi_conv_rows_ok(oc, rows)) rows = r0;
   if (vecs < 1 || (hw / lanes) % vecs) vecs = v0;
   IterVar *cro, *cri, *cho, *chi, *chv, *chl;
   topi_split(cs, a->axes[1], rows, &cro, &cri);
@@ -296,7 +276,7 @@ void topi_conv3d_packed_space(const Target *t, const TeOp *a, TopiConfigSpace *s
     int64_t oc = a->axes[1]->extent, nvec = a->axes[3]->extent / lanes_of(t);
     TopiKnob *k = topi_knob_add(s, "tile_rows");
     for (int64_t r = 1; r <= 16; r *= 2)
-      if (rows_ok(oc, r)) topi_knob_choice(k, r);
+      if (topi_conv_rows_ok(oc, r)) topi_knob_choice(k, r);
     k = topi_knob_add(s, "tile_vecs");
     for (int64_t v = 1; v <= 4 && v <= nvec; v++)
       if (nvec % v == 0) topi_knob_choice(k, v);
@@ -320,7 +300,7 @@ void topi_conv3d_packed_fallback(const Target *t, const TeOp *a, TopiConfig *cfg
   memset(cfg, 0, sizeof *cfg);
   if (temporal_anchor_ok(a)) {
     int64_t r, v;
-    rows_tile(t, a->axes[1]->extent, a->axes[3]->extent / lanes_of(t), &r, &v);
+    topi_conv_rows_tile(t, a->axes[1]->extent, a->axes[3]->extent / lanes_of(t), &r, &v);
     topi_cfg_set(cfg, "tile_rows", r);
     topi_cfg_set(cfg, "tile_vecs", v);
     return;

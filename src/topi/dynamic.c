@@ -230,41 +230,19 @@ static Stmt *nms_check_chunk(Arena *A, Buffer **kb, Expr *ch, Expr *nsel, Expr *
   return tir_for(A, lv, I(A, 0), I(A, 16), FOR_VECTORIZED, st);
 }
 
-/* The candidates of one class in score order: ord[0..N) = 0..N-1 sorted by descending scores[b, c, .] with a
- * bottom-up merge sort (stable, so equal scores keep the lower index first, the reference's pick), one pass
- * per width 1, 2, 4, .. < N: each merges runs [lo, mid) and [mid, hi) into tmp, then tmp is copied back.
- * The run pointers live in one-element buffers; reads past a run are clamped and never taken. */
-static Stmt *nms_sort(Arena *A, Buffer *scores, Expr *b, Expr *cc, Buffer *ord, Buffer *tmp, Buffer *pi, Buffer *pj) {
-  int64_t N = scores->shape[2];
-  int nst = 1;
-  for (int64_t w = 1; w < N; w *= 2) nst++;
-  Stmt **st = arena_alloc(A, sizeof(Stmt *) * (size_t)nst);
-  Var *iv = ivar(A, "i");
-  st[0] = loop(A, iv, N, st1(A, ord, V(A, iv), V(A, iv)));
-  int k = 1;
-  for (int64_t w = 1; w < N; w *= 2) {
-    Var *rv = ivar(A, "run"), *kv = ivar(A, "k"), *cv = ivar(A, "i");
-    Expr *lo = tir_mul(A, V(A, rv), I(A, 2 * w));
-    Expr *mid = tir_bin(A, E_MIN, tir_add(A, lo, I(A, w)), I(A, N));
-    Expr *hi = tir_bin(A, E_MIN, tir_add(A, lo, I(A, 2 * w)), I(A, N));
-    Expr *a = ld0(A, pi), *bb = ld0(A, pj);
-    Expr *oa = ld1(A, ord, tir_bin(A, E_MIN, a, I(A, N - 1))), *ob = ld1(A, ord, tir_bin(A, E_MIN, bb, I(A, N - 1)));
-    Expr *ia[3] = {b, cc, oa}, *ib[3] = {b, cc, ob};
-    Expr *left = tir_bin(A, E_AND, tir_bin(A, E_LT, a, mid),
-                         tir_bin(A, E_OR, tir_bin(A, E_GE, bb, hi),
-                                 tir_bin(A, E_GE, tir_load(A, scores, 3, ia), tir_load(A, scores, 3, ib))));
-    Stmt *ta[2] = {st1(A, tmp, V(A, kv), oa), st0(A, pi, tir_add(A, a, I(A, 1)))};
-    Stmt *tb[2] = {st1(A, tmp, V(A, kv), ob), st0(A, pj, tir_add(A, bb, I(A, 1)))};
-    Stmt *merge = tir_for(A, kv, lo, tir_sub(A, hi, lo), FOR_SERIAL, tir_if(A, left, tir_seq(A, 2, ta), tir_seq(A, 2, tb)));
-    Stmt *run[3] = {st0(A, pi, lo), st0(A, pj, mid), merge};
-    Stmt *pass[2] = {loop(A, rv, (N + 2 * w - 1) / (2 * w), tir_seq(A, 3, run)),
-                     loop(A, cv, N, st1(A, ord, V(A, cv), ld1(A, tmp, V(A, cv))))};
-    st[k++] = tir_seq(A, 2, pass);
-  }
-  return tir_seq(A, nst, st);
+/* the score of candidate i of class c of batch b: NonMaxSuppression's sort key (topi_merge_sort) */
+typedef struct ScoreKey {
+  Buffer *scores;
+  Expr *b, *c;
+} ScoreKey;
+static Expr *score_key(Arena *A, Expr *i, void *user) {
+  ScoreKey *k = user;
+  Expr *ix[3] = {k->b, k->c, i};
+  return tir_load(A, k->scores, 3, ix);
 }
 
-/* Per batch and class, the candidates in score order (nms_sort); each that passes the score threshold (and
+/* Per batch and class, the candidates in descending score order (topi_merge_sort: equal scores keep the
+ * lower index first, the reference's pick); each that passes the score threshold (and
  * is one of the first `count` boxes) and overlaps none of the boxes kept so far by more than the IoU threshold
  * is kept, until max_output are. O(N log N + N * kept) per class, as ONNX Runtime's priority queue; the kept
  * boxes' corners and areas are kept in arrays, so the check against them is 16 boxes per vector step. */
@@ -323,7 +301,9 @@ static Stmt *nms_extern(TeCtx *c, Buffer **ins, Buffer **outs, void *user) {
   if (ok) go = tir_bin(A, E_AND, go, ok);
   Stmt *iter = tir_for(A, tv, I(A, 0), I(A, N), FOR_SERIAL,
                        tir_let_stmt(A, cand, ld1(A, ord, V(A, tv)), tir_if(A, go, body_t, NULL)));
-  Stmt *cls[3] = {st0(A, nsel, I(A, 0)), nms_sort(A, scores, b, cc, ord, tmp, pi, pj), iter};
+  ScoreKey *sk = arena_alloc(A, sizeof *sk);
+  *sk = (ScoreKey){.scores = scores, .b = b, .c = cc};
+  Stmt *cls[3] = {st0(A, nsel, I(A, 0)), topi_merge_sort(A, N, ord, tmp, pi, pj, true, score_key, sk), iter};
   Stmt *body = loop(A, bv, B, loop(A, cv, C, tir_seq(A, 3, cls)));
   Stmt *all[4] = {zero_fill(A, out), st0(A, total, I(A, 0)), body, st0(A, count, ld0(A, total))};
   Stmt *r = tir_seq(A, 4, all);

@@ -102,6 +102,10 @@ void topi_layer_norm_schedule(TeCtx *c, TeSchedule *s, TeOp *anchor, TeTensor *o
  * fallback tile_ow) over the width *owp it pads OW up to, and the most columns the register file holds ---- */
 int64_t topi_conv_packed_tile(const Target *t, int64_t ow, int64_t ocb, int64_t *owp);
 int64_t topi_conv_packed_reg_max(const Target *t, int64_t ocb);
+/* ---- conv2d_x86.c's rows form (vectors along H x W) register tile, shared with conv3d_x86.c's temporal form:
+ * tile_rows output channels (a power of two <= 16 dividing OC) x tile_vecs vectors (dividing nvec) ---- */
+bool topi_conv_rows_ok(int64_t oc, int64_t rows);
+void topi_conv_rows_tile(const Target *t, int64_t oc, int64_t nvec, int64_t *rows, int64_t *vecs);
 /* ---- conv3d_x86.c: the template of nn.conv3d_packed (tag "conv3d_packed", knobs tile_ow, tile_ic) ---- */
 void topi_conv3d_packed_space(const Target *t, const TeOp *anchor, TopiConfigSpace *space);
 void topi_conv3d_packed_fallback(const Target *t, const TeOp *anchor, TopiConfig *cfg);
@@ -126,6 +130,11 @@ typedef struct TopiEinsum {
   int64_t size[TOPI_EINSUM_LABELS];           /* each label's extent (the broadcast one) */
 } TopiEinsum;
 mlc_status topi_einsum_parse(const Node *n, TopiEinsum *e, Diag *d);
+/* ---- sort.c: a stable bottom-up merge sort as TIR (TopK's long rows, NonMaxSuppression's candidates):
+ * ord[0..n) = 0..n-1 ordered by key(index) (descending or ascending; equal keys keep index order), with the
+ * scratch tmp[n] and the one-element run pointers pi, pj ---- */
+Stmt *topi_merge_sort(Arena *A, int64_t n, Buffer *ord, Buffer *tmp, Buffer *pi, Buffer *pj, bool descending,
+                      Expr *(*key)(Arena *A, Expr *index, void *user), void *user);
 /* ---- helpers shared by op families (common.c) ---- */
 /* numpy broadcasting of input shapes -> output type (dtype of a) */
 mlc_status topi_broadcast_shape(const TensorType *a, const TensorType *b, TensorType *out);
