@@ -90,15 +90,16 @@ static Value *line_up(Lower *w, Value *v, const int *lab, int r, int nx, const i
   return reshape(w, t, nx + 2, shape, name);
 }
 
-/* Rewrites w->n (see the file comment); false when it does not apply or a new node failed (w->d says). */
-static bool lower(Lower *w) {
+/* Rewrites w->n (see the file comment): the value that replaces its output, NULL when it does not apply or
+ * a new node failed (w->d says). */
+static Value *lower(Lower *w) {
   Node *n = w->n;
-  if (n->ninputs != 2 || !n->inputs[0] || !n->inputs[1]) return false;
+  if (n->ninputs != 2 || !n->inputs[0] || !n->inputs[1]) return NULL;
   mlc_dtype dt = n->inputs[0]->type.dtype;
-  if (dt != MLC_F32 && dt != MLC_F64 && dt != MLC_F16 && dt != MLC_BF16) return false;
+  if (dt != MLC_F32 && dt != MLC_F64 && dt != MLC_F16 && dt != MLC_BF16) return NULL;
   TopiEinsum e;
   Diag quiet = {0};
-  if (topi_einsum_parse(n, &e, &quiet) != MLC_OK) return false;
+  if (topi_einsum_parse(n, &e, &quiet) != MLC_OK) return NULL;
   const int *la = e.lab[0], *lb = e.lab[1];
   int ra = e.rank[0], rb = e.rank[1];
   int x[MLC_MAX_DIMS], p[MLC_MAX_DIMS], q[MLC_MAX_DIMS], k[MLC_MAX_DIMS], nx = 0, np = 0, nq = 0, nk = 0;
@@ -106,10 +107,10 @@ static bool lower(Lower *w) {
     const int *lab = e.lab[i];
     const Value *v = n->inputs[i];
     for (int j = 0; j < e.rank[i]; j++) {
-      if (find(lab, j, lab[j]) >= 0) return false; /* a diagonal */
+      if (find(lab, j, lab[j]) >= 0) return NULL; /* a diagonal */
       bool other = find(e.lab[1 - i], e.rank[1 - i], lab[j]) >= 0, out = find(e.out, e.nout, lab[j]) >= 0;
-      if (!out && !other) return false;                                     /* summed out of one operand */
-      if (v->type.dims[j] != e.size[lab[j]] && !(other && out)) return false; /* broadcast off the batch */
+      if (!out && !other) return NULL;                                     /* summed out of one operand */
+      if (v->type.dims[j] != e.size[lab[j]] && !(other && out)) return NULL; /* broadcast off the batch */
     }
   }
   for (int j = 0; j < e.nout; j++) {
@@ -123,8 +124,8 @@ static bool lower(Lower *w) {
     if (find(e.out, e.nout, la[j]) < 0) k[nk++] = la[j];
   /* a contracted label of extent 1 on one side would broadcast: the generic op handles it */
   for (int j = 0; j < nk; j++)
-    if (n->inputs[0]->type.dims[find(la, ra, k[j])] != n->inputs[1]->type.dims[find(lb, rb, k[j])]) return false;
-  if (nx + np + nq != e.nout || nx + np + nk != ra || nx + nq + nk != rb) return false;
+    if (n->inputs[0]->type.dims[find(la, ra, k[j])] != n->inputs[1]->type.dims[find(lb, rb, k[j])]) return NULL;
+  if (nx + np + nq != e.nout || nx + np + nk != ra || nx + nq + nk != rb) return NULL;
   int a0[MLC_MAX_DIMS], a1[MLC_MAX_DIMS], b0[MLC_MAX_DIMS];
   memcpy(a0, x, sizeof(int) * (size_t)nx), memcpy(a1, x, sizeof(int) * (size_t)nx);
   memcpy(b0, x, sizeof(int) * (size_t)nx);
@@ -136,13 +137,13 @@ static bool lower(Lower *w) {
   /* B is never read transposed: the GEMM templates load its rows [K, N] as vectors along N, which
    * transpose_b would turn into gathers; a transpose of B costs one pass over it instead */
   Value *b = line_up(w, n->inputs[1], lb, rb, nx, b0, NULL, nk, nq, false, &tb, "b");
-  if (!a || !b) return false;
+  if (!a || !b) return NULL;
   Value *ins[2] = {a, b};
   Node *mm;
   Value *y = add_node(w, a->type.ndim > 2 ? "nn.batch_matmul" : "nn.matmul", "matmul", ins, 2, &mm);
   ir_set_int(w->g, mm, "transpose_a", ta);
   ir_set_int(w->g, mm, "transpose_b", tb);
-  if (ir_infer_node(w->g, mm, w->d)) return false;
+  if (ir_infer_node(w->g, mm, w->d)) return NULL;
   /* [X, M, N] -> [X, P..., Q...] -> the output's order */
   int64_t shape[MLC_MAX_DIMS], perm[MLC_MAX_DIMS];
   int mid[MLC_MAX_DIMS];
@@ -152,12 +153,11 @@ static bool lower(Lower *w) {
   y = reshape(w, y, e.nout, shape, "split");
   for (int j = 0; j < e.nout; j++) perm[j] = find(mid, e.nout, e.out[j]);
   if (y) y = transpose(w, y, perm, "out");
-  if (!y) return false;
-  if (!tt_equal(&y->type, &n->outputs[0]->type)) {
+  if (y && !tt_equal(&y->type, &n->outputs[0]->type)) {
     diag_set(w->d, MLC_ERR_INTERNAL, "LowerEinsum: node '%s' would change its output type", n->name);
-    return false;
+    return NULL;
   }
-  return true;
+  return y;
 }
 
 mlc_status pass_lower_einsum(Graph *g, const PassOptions *opt, Diag *d) {
@@ -169,11 +169,11 @@ mlc_status pass_lower_einsum(Graph *g, const PassOptions *opt, Diag *d) {
     Node *n = g->nodes.v[i];
     if (strcmp(n->op->name, "einsum")) continue;
     ws[i] = (Lower){.g = g, .n = n, .d = d};
-    if (!lower(&ws[i])) {
+    Value *old = n->outputs[0], *y = lower(&ws[i]);
+    if (!y) {
       if (d->status) return d->status; /* a new node failed its type relation: a bug here, d says which */
       continue;
     }
-    Value *old = n->outputs[0], *y = ws[i].added[ws[i].nadded - 1]->outputs[0];
     y->name = old->name; /* a graph output keeps its name */
     pass_replace_uses(g, old, y);
     for (int k = 0; k < g->outputs.n; k++)
