@@ -74,6 +74,10 @@ static mlc_status window_attrs(OnnxCtx *cx, const OnnxNode *n, const TensorType 
   if ((st = spatial_ints(cx, n, "strides", nsp, 1, w->strides, d))) return st;
   if ((st = spatial_ints(cx, n, "dilations", nsp, 1, w->dil, d))) return st;
   if ((st = spatial_ints(cx, n, "pads", 2 * nsp, 0, w->pads, d))) return st;
+  /* checked here, before auto_pad divides by the strides (the ops check them again) */
+  for (int i = 0; i < nsp; i++)
+    if (w->strides[i] < 1 || w->dil[i] < 1 || w->kernel[i] < 0)
+      return onnx_error(cx, n, d, MLC_ERR_INVALID, "strides and dilations must be >= 1 and kernel_shape >= 0");
   const char *ap = onnx_attr_string(n, "auto_pad", "NOTSET");
   if (!strcmp(ap, "NOTSET") || !*ap) return MLC_OK;
   if (!strcmp(ap, "VALID")) {

@@ -126,14 +126,10 @@ static Expr *unpack_body(TeCtx *c, Expr **idx, void *user) {
  * broadcasts one weight per output channel row, as conv2d_x86.c's rows form. A frame in the depth padding
  * reads a clamped frame and selects zero (the condition is the same for the whole vector), so no padded copy
  * of the often huge input is made. It needs whole vectors: OH*OW a multiple of the float lanes. */
-static int64_t lanes_of(const Target *t) {
-  int vb = t && t->vector_bytes > 0 ? t->vector_bytes : 16;
-  return vb / 4 < 1 ? 1 : vb / 4;
-}
 
 static bool temporal_form(const Target *t, const Conv3 *p) {
   return p->k[1] == 1 && p->k[2] == 1 && p->s[1] == 1 && p->s[2] == 1 && !p->pb[1] && !p->pb[2] && !p->pe[1] &&
-         !p->pe[2] && p->oc == p->occ * p->ocb && (p->out[1] * p->out[2]) % lanes_of(t) == 0;
+         !p->pe[2] && p->oc == p->occ * p->ocb && (p->out[1] * p->out[2]) % topi_vector_lanes(t, MLC_F32) == 0;
 }
 
 static Expr *temporal_body(TeCtx *c, Expr **idx, void *user) {
@@ -213,7 +209,7 @@ static bool temporal_anchor_ok(const TeOp *a) { return a->kind == TE_COMPUTE && 
  * channel row block reuses them, instead of the whole input streaming past once per block. */
 static void schedule_temporal(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, const TopiConfig *cfg) {
   TeStage *cs = te_stage(s, a->outputs[0]);
-  int64_t lanes = lanes_of(c->target), oc = a->axes[1]->extent, hw = a->axes[3]->extent, r0, v0;
+  int64_t lanes = topi_vector_lanes(c->target, MLC_F32), oc = a->axes[1]->extent, hw = a->axes[3]->extent, r0, v0;
   topi_conv_rows_tile(c->target, oc, hw / lanes, &r0, &v0);
   int64_t rows = topi_config_get(cfg, "tile_rows", r0), vecs = topi_config_get(cfg, "tile_vecs", v0);
   if (!topi_conv_rows_ok(oc, rows)) rows = r0;
@@ -273,7 +269,7 @@ static int direct_order(const Target *t, const TeOp *a) {
 void topi_conv3d_packed_space(const Target *t, const TeOp *a, TopiConfigSpace *s) {
   memset(s, 0, sizeof *s);
   if (temporal_anchor_ok(a)) {
-    int64_t oc = a->axes[1]->extent, nvec = a->axes[3]->extent / lanes_of(t);
+    int64_t oc = a->axes[1]->extent, nvec = a->axes[3]->extent / topi_vector_lanes(t, MLC_F32);
     TopiKnob *k = topi_knob_add(s, "tile_rows");
     for (int64_t r = 1; r <= 16; r *= 2)
       if (topi_conv_rows_ok(oc, r)) topi_knob_choice(k, r);
@@ -300,7 +296,7 @@ void topi_conv3d_packed_fallback(const Target *t, const TeOp *a, TopiConfig *cfg
   memset(cfg, 0, sizeof *cfg);
   if (temporal_anchor_ok(a)) {
     int64_t r, v;
-    topi_conv_rows_tile(t, a->axes[1]->extent, a->axes[3]->extent / lanes_of(t), &r, &v);
+    topi_conv_rows_tile(t, a->axes[1]->extent, a->axes[3]->extent / topi_vector_lanes(t, MLC_F32), &r, &v);
     topi_cfg_set(cfg, "tile_rows", r);
     topi_cfg_set(cfg, "tile_vecs", v);
     return;
