@@ -63,14 +63,7 @@ static mlc_status gather_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, D
   }
   Node *nd = onnx_emit(cx, n, op, 2, n->inputs, 1, d);
   if (nd) ir_set_int(onnx_graph(cx), nd, "axis", axis);
-  if ((st = done(cx, n, nd, &outs[0], d))) return st;
-  /* the element of a run-time shape at the data-dependent axis: that value's extent (Range's limit) */
-  Value *like = onnx_shape_source(cx, x);
-  int64_t at;
-  if (like && tt_numel(&ix->type) == 1 && onnx_const_ints(ix, &at, 1) == 1 &&
-      (at < 0 ? at + like->type.ndim : at) == like->dyn_axis)
-    onnx_note_extent(cx, outs[0], like);
-  return MLC_OK;
+  return done(cx, n, nd, &outs[0], d);
 }
 
 static mlc_status gather_nd_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {

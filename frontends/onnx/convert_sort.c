@@ -24,7 +24,8 @@ static mlc_status const_scalar(OnnxCtx *cx, const OnnxNode *n, int i, const char
  * post-processing), or along an axis with a data-dependent extent: the padding masked to lose every
  * comparison, the whole axis ranked (topk with k = the axis' static bound), and both outputs carry the
  * run-time extent min(max(K, 0), the axis' extent) (dyn_pack of one piece keeps that many and zeroes the
- * rest). ONNX makes K > the axis' length an error; here it gives the whole axis. */
+ * rest). ONNX makes K > the axis' length an error; here it gives the whole axis. The outputs' static bound is
+ * K's upper bound where the importer knows one (onnx_sym_shape: min(1000, n) is at most 1000). */
 static mlc_status topk_dynamic(OnnxCtx *cx, const OnnxNode *n, Value *x, Value *kv, int64_t k, int64_t axis,
                                Value **outs, Diag *d) {
   bool largest = onnx_attr_int(n, "largest", 1) != 0;
@@ -33,6 +34,8 @@ static mlc_status topk_dynamic(OnnxCtx *cx, const OnnxNode *n, Value *x, Value *
                                 "its K is only known at run time and its input is data-dependent along another axis", d);
   int64_t bound = x->type.dims[axis];
   Value *ext = x->dyn_extent ? x->dyn_extent : onnx_extent_const(cx, bound);
+  OnnxSymShape kb; /* K's upper bound, when it was computed from a data-dependent length */
+  if (kv && onnx_sym_shape(cx, kv, &kb) && kb.n == 1 && kb.dims[0] < bound) bound = kb.dims[0] < 0 ? 0 : kb.dims[0];
   if (kv) {
     Node *c = onnx_emit(cx, n, "cast", 1, &kv, 1, d); /* K: int64 [1] */
     if (c) ir_set_int(onnx_graph(cx), c, "dtype", MLC_I64);

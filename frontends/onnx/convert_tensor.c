@@ -27,6 +27,11 @@ static mlc_status const_input(OnnxCtx *cx, const OnnxNode *n, int i, const char 
     return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "%s: input '%s' has too many values (%lld)", n->op_type, what,
                       (long long)tt_numel(&v->type));
   int c = onnx_const_ints(v, out, max);
+  OnnxSymShape sym; /* a run-time shape value none of whose elements is a data-dependent extent */
+  if (c < 0 && onnx_sym_shape(cx, v, &sym) && sym.at < 0 && !sym.bounded && sym.n <= max) {
+    memcpy(out, sym.dims, sizeof(int64_t) * (size_t)sym.n);
+    c = sym.n;
+  }
   if (c < 0)
     return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "%s: input '%s' must be known at compile time", n->op_type,
                       what);
@@ -41,10 +46,19 @@ static mlc_status reshape_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, 
   if (st) return st;
   Value *x = n->inputs[0];
   int64_t shape[MLC_MAX_DIMS + 1];
-  int cnt = 0;
+  int cnt = 0, at = -1; /* the element of a run-time shape that is x's data-dependent extent */
+  OnnxSymShape sym;
   if (n->opset < 5) {
     cnt = onnx_attr_ints(n, "shape", shape, MLC_MAX_DIMS + 1);
     if (cnt < 0) return onnx_error(cx, n, d, MLC_ERR_INVALID, "Reshape needs the attribute 'shape'");
+  } else if (n->ninputs > 1 && onnx_sym_shape(cx, n->inputs[1], &sym) && sym.at >= 0 && !sym.bounded) {
+    if (sym.extent != x->dyn_extent)
+      return ir_dynamic_use_error(onnx_graph(cx), sym.of, n->name, n->op_type,
+                                  x->dyn_extent ? "it reshapes a data-dependent value by the shape of another"
+                                                : "it reshapes a static value to a data-dependent shape",
+                                  d);
+    cnt = sym.n, at = sym.at;
+    memcpy(shape, sym.dims, sizeof(int64_t) * (size_t)cnt);
   } else if ((st = const_input(cx, n, 1, "shape", shape, MLC_MAX_DIMS + 1, &cnt, d))) {
     return st;
   }
@@ -75,7 +89,12 @@ static mlc_status reshape_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, 
                         (long long)total, (long long)known);
     shape[neg] = total / known;
   }
-  return emit_reshape(cx, n, x, cnt, shape, &outs[0], d);
+  if ((st = emit_reshape(cx, n, x, cnt, shape, &outs[0], d)) || at < 0) return st;
+  /* the run-time extent must land on the shape's element that is that extent */
+  if (outs[0]->dyn_axis != at)
+    return ir_dynamic_use_error(onnx_graph(cx), x, n->name, n->op_type,
+                                "the data-dependent axis does not become the output axis its shape names", d);
+  return MLC_OK;
 }
 
 static mlc_status flatten_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
@@ -308,13 +327,11 @@ static mlc_status shape_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Di
     parts[np++] = onnx_const(cx, NULL, (TensorType){.dtype = MLC_I64, .ndim = 1, .dims = {e - a - 1}}, dims + (a - b) + 1);
   if (np == 1) { /* a copy, so the value takes the node's output name */
     Node *nd = onnx_emit(cx, n, "copy", 1, parts, 1, d);
-    if ((st = onnx_finish_one(cx, n, nd, &outs[0], d)) == MLC_OK && b == 0 && e == r) onnx_note_shape(cx, outs[0], xv);
-    return st;
+    return onnx_finish_one(cx, n, nd, &outs[0], d);
   }
   Node *nd = onnx_emit(cx, n, "concatenate", np, parts, 1, d);
   if (nd) ir_set_int(onnx_graph(cx), nd, "axis", 0);
-  if ((st = onnx_finish_one(cx, n, nd, &outs[0], d)) == MLC_OK && b == 0 && e == r) onnx_note_shape(cx, outs[0], xv);
-  return st;
+  return onnx_finish_one(cx, n, nd, &outs[0], d);
 }
 
 static mlc_status size_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
@@ -488,12 +505,12 @@ static mlc_status expand_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, D
   Value *x = n->inputs[0];
   TensorType sh = {.dtype = x->type.dtype}, o;
   int cnt = 0;
-  Value *like = onnx_shape_source(cx, n->inputs[1]); /* the shape of a data-dependent value */
-  if (like && !x->dyn_extent) {
-    sh.ndim = like->type.ndim;
-    memcpy(sh.dims, like->type.dims, sizeof(int64_t) * (size_t)sh.ndim);
+  OnnxSymShape like; /* a run-time shape with a data-dependent extent */
+  if (onnx_sym_shape(cx, n->inputs[1], &like) && like.at >= 0 && !like.bounded && !x->dyn_extent) {
+    sh.ndim = like.n;
+    memcpy(sh.dims, like.dims, sizeof(int64_t) * (size_t)sh.ndim);
   } else {
-    like = NULL;
+    like.at = -1;
     if ((st = const_input(cx, n, 1, "shape", sh.dims, MLC_MAX_DIMS, &cnt, d))) return st;
     sh.ndim = cnt;
   }
@@ -510,12 +527,12 @@ static mlc_status expand_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, D
   }
   Node *nd = onnx_emit(cx, n, "broadcast_to", 1, &x, 1, d);
   if (nd) ir_set_ints(onnx_graph(cx), nd, "shape", o.dims, o.ndim);
-  if (!like) return onnx_finish_one(cx, n, nd, &outs[0], d);
+  if (like.at < 0) return onnx_finish_one(cx, n, nd, &outs[0], d);
   /* broadcast to the bound; x's own dim along the data-dependent axis is 1 (else it is the bound itself, which
    * the extent then cuts: a shape mismatch ONNX rejects, given as the valid part) */
-  int a = like->dyn_axis + (o.ndim - sh.ndim);
+  int a = like.at + (o.ndim - sh.ndim);
   if (!nd || onnx_finish(cx, n, nd, d) != MLC_OK) return d->status;
-  outs[0] = onnx_dyn_pack(cx, n, a, 1, &nd->outputs[0], &like->dyn_extent, d);
+  outs[0] = onnx_dyn_pack(cx, n, a, 1, &nd->outputs[0], &like.extent, d);
   return outs[0] ? MLC_OK : d->status;
 }
 
@@ -539,10 +556,12 @@ static mlc_status constant_of_shape_convert(OnnxCtx *cx, const OnnxNode *n, Valu
   if (st) return st;
   TensorType o = {0};
   int cnt = 0;
-  Value *like = onnx_shape_source(cx, n->inputs[0]); /* the shape of a data-dependent value */
-  if (like) {
-    o = like->type;
+  OnnxSymShape like; /* a run-time shape with a data-dependent extent */
+  if (onnx_sym_shape(cx, n->inputs[0], &like) && like.at >= 0 && !like.bounded) {
+    o.ndim = like.n;
+    memcpy(o.dims, like.dims, sizeof(int64_t) * (size_t)like.n);
   } else {
+    like.at = -1;
     if ((st = const_input(cx, n, 0, "shape", o.dims, MLC_MAX_DIMS, &cnt, d))) return st;
     o.ndim = cnt;
   }
@@ -555,10 +574,10 @@ static mlc_status constant_of_shape_convert(OnnxCtx *cx, const OnnxNode *n, Valu
   if (tt_numel(&v->type) != 1) return onnx_error(cx, n, d, MLC_ERR_INVALID, "ConstantOfShape: value must have one element");
   Node *nd = onnx_emit(cx, n, "full", 1, &v, 1, d);
   if (nd) ir_set_ints(onnx_graph(cx), nd, "shape", o.dims, o.ndim);
-  if (!like) return onnx_finish_one(cx, n, nd, &outs[0], d);
-  /* filled up to the bound; the result carries the extent of the value whose shape it took */
+  if (like.at < 0) return onnx_finish_one(cx, n, nd, &outs[0], d);
+  /* filled up to the bound; the result carries the extent at the shape's element that is one */
   if (!nd || onnx_finish(cx, n, nd, d) != MLC_OK) return d->status;
-  outs[0] = onnx_dyn_pack(cx, n, like->dyn_axis, 1, &nd->outputs[0], &like->dyn_extent, d);
+  outs[0] = onnx_dyn_pack(cx, n, like.at, 1, &nd->outputs[0], &like.extent, d);
   return outs[0] ? MLC_OK : d->status;
 }
 
@@ -567,23 +586,23 @@ static mlc_status constant_of_shape_convert(OnnxCtx *cx, const OnnxNode *n, Valu
 /* Range(start, n, delta) with n the run-time length of a data-dependent axis (Gather of its Shape), start
  * and delta integer constants, delta > 0: arange over the static bound, carrying the run-time count
  * ceil(max(n - start, 0) / delta) */
-static mlc_status range_dynamic(OnnxCtx *cx, const OnnxNode *n, Value *like, Value **outs, Diag *d) {
+static mlc_status range_dynamic(OnnxCtx *cx, const OnnxNode *n, const OnnxSymShape *like, Value **outs, Diag *d) {
   double v0, v2;
   mlc_status st;
   mlc_dtype t = n->inputs[0]->type.dtype;
   if ((st = scalar_value(cx, n, 0, "start", &v0, d)) || (st = scalar_value(cx, n, 2, "delta", &v2, d))) return st;
   if (t == MLC_F32 || t == MLC_F64 || t == MLC_F16 || t == MLC_BF16 || v2 <= 0)
-    return ir_dynamic_use_error(onnx_graph(cx), like, n->name, n->op_type,
+    return ir_dynamic_use_error(onnx_graph(cx), like->of, n->name, n->op_type,
                                 "its limit is a data-dependent length, supported for integer ranges with a positive "
                                 "delta only",
                                 d);
-  int64_t start = (int64_t)v0, delta = (int64_t)v2, bound = like->type.dims[like->dyn_axis];
+  int64_t start = (int64_t)v0, delta = (int64_t)v2, bound = like->dims[like->at];
   int64_t num = bound > start ? (bound - start + delta - 1) / delta : 0;
   Value *ins[2] = {n->inputs[0], n->inputs[2]};
   Node *nd = onnx_emit(cx, n, "arange", 2, ins, 1, d);
   if (nd) ir_set_int(onnx_graph(cx), nd, "num", num);
   if (!nd || onnx_finish(cx, n, nd, d) != MLC_OK) return d->status;
-  Value *len = onnx_binary(cx, n, "subtract", like->dyn_extent, onnx_extent_const(cx, start), d);
+  Value *len = onnx_binary(cx, n, "subtract", like->extent, onnx_extent_const(cx, start), d);
   len = onnx_binary(cx, n, "maximum", len, onnx_extent_const(cx, 0), d);
   len = onnx_binary(cx, n, "add", len, onnx_extent_const(cx, delta - 1), d);
   len = onnx_binary(cx, n, "divide", len, onnx_extent_const(cx, delta), d);
@@ -595,8 +614,8 @@ static mlc_status range_dynamic(OnnxCtx *cx, const OnnxNode *n, Value *like, Val
 static mlc_status range_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
   mlc_status st = onnx_need_inputs(cx, n, 3, d);
   if (st) return st;
-  Value *like = onnx_extent_source(cx, n->inputs[1]);
-  if (like) return range_dynamic(cx, n, like, outs, d);
+  OnnxSymShape like; /* the limit: one run-time extent */
+  if (onnx_sym_shape(cx, n->inputs[1], &like) && like.n == 1 && like.at == 0) return range_dynamic(cx, n, &like, outs, d);
   double v[3];
   static const char *what[3] = {"start", "limit", "delta"};
   StrBuf missing = {0};

@@ -337,27 +337,3 @@ Value *onnx_dyn_pack(OnnxCtx *cx, const OnnxNode *n, int axis, int np, Value **p
   return onnx_finish(cx, n, nd, d) == MLC_OK ? nd->outputs[0] : NULL;
 }
 
-static void note(OnnxCtx *cx, const Value *shape, Value *of, bool extent) {
-  if (cx->nshapes == cx->capshapes) {
-    int cap = cx->capshapes ? 2 * cx->capshapes : 16;
-    void *p = arena_alloc(cx->arena, sizeof *cx->shapes * (size_t)cap);
-    if (cx->nshapes) memcpy(p, cx->shapes, sizeof *cx->shapes * (size_t)cx->nshapes);
-    cx->shapes = p;
-    cx->capshapes = cap;
-  }
-  cx->shapes[cx->nshapes].shape = shape;
-  cx->shapes[cx->nshapes].extent = extent;
-  cx->shapes[cx->nshapes++].of = of;
-}
-
-void onnx_note_shape(OnnxCtx *cx, const Value *shape, Value *of) { note(cx, shape, of, false); }
-void onnx_note_extent(OnnxCtx *cx, const Value *v, Value *of) { note(cx, v, of, true); }
-
-static Value *source(OnnxCtx *cx, const Value *v, bool extent) {
-  for (int i = cx->nshapes - 1; i >= 0; i--)
-    if (cx->shapes[i].shape == v && cx->shapes[i].extent == extent) return cx->shapes[i].of;
-  return NULL;
-}
-
-Value *onnx_shape_source(OnnxCtx *cx, const Value *shape) { return source(cx, shape, false); }
-Value *onnx_extent_source(OnnxCtx *cx, const Value *v) { return source(cx, v, true); }

@@ -498,6 +498,7 @@ static mlc_status convert_node(OnnxCtx *cx, const Onnx__NodeProto *np, const cha
     if (fresh) v->name = arena_strdup(a, on_name);
     onnx_scope_put(a, &cx->scope, on_name, v);
   }
+  onnx_sym_propagate(cx, &on, outs);
   return MLC_OK;
 }
 

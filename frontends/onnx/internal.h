@@ -23,10 +23,14 @@ struct OnnxCtx {
   int first_new_node;  /* g->nodes.n when the current ONNX node's conversion began */
   int nconst;          /* for generated constant names */
   bool extent_free;    /* set by the current converter: see onnx_extent_free */
-  /* the run-time values Shape made of data-dependent values and the extents taken from them (onnx_note_shape) */
-  struct { const Value *shape; Value *of; bool extent; } *shapes;
+  /* the run-time shape values followed symbolically (sym_shape.c) */
+  struct { const Value *v; OnnxSymShape s; } *shapes;
   int nshapes, capshapes;
 };
+
+/* sym_shape.c: records the symbolic shapes of n's outputs after its conversion */
+void onnx_sym_propagate(OnnxCtx *cx, const OnnxNode *n, Value **outs);
+void onnx_note_sym(OnnxCtx *cx, const Value *v, const OnnxSymShape *s);
 
 /* What OnnxNode.proto points to: the NodeProto and the context (the getters copy strings into its arena). */
 typedef struct OnnxNodeRef {

@@ -111,14 +111,19 @@ Value *onnx_dyn_pack(OnnxCtx *cx, const OnnxNode *n, int axis, int np, Value **p
 Value *onnx_extent_const(OnnxCtx *cx, int64_t v);
 Value *onnx_binary(OnnxCtx *cx, const OnnxNode *n, const char *op, Value *a, Value *b, Diag *d);
 void onnx_extent_free(OnnxCtx *cx);
-/* Shape of a value x with a data-dependent extent is a run-time value; onnx_note_shape remembers it, and
- * onnx_shape_source gives x back for a value that is x's whole shape (ConstantOfShape, Expand: the static
- * bound as the shape, x's extent on the result), NULL otherwise. onnx_note_extent / onnx_extent_source do
- * the same for the element of such a shape at x's data-dependent axis (Gather of it: Range's limit). */
-void onnx_note_shape(OnnxCtx *cx, const Value *shape, Value *of);
-Value *onnx_shape_source(OnnxCtx *cx, const Value *shape);
-void onnx_note_extent(OnnxCtx *cx, const Value *v, Value *of);
-Value *onnx_extent_source(OnnxCtx *cx, const Value *v);
+/* Shape of a value x with a data-dependent extent is a run-time value, followed through the shape arithmetic
+ * of exported models (sym_shape.c). onnx_sym_shape gives such a value's elements: n of them, dims[at] is the
+ * one that is the run-time extent (its static bound in dims; at -1 when no element is), extent the int64 [1]
+ * extent value and of the data-dependent value whose shape it is. An element with its bit set in `bounded`
+ * was computed from the extent (min(1000, n) for a TopK's K): dims holds only an upper bound of it. With
+ * at -1 and no bounded element the value is known at compile time. False when v is not such a value. */
+typedef struct OnnxSymShape {
+  int n, at;
+  unsigned bounded;
+  int64_t dims[MLC_MAX_DIMS];
+  Value *extent, *of;
+} OnnxSymShape;
+bool onnx_sym_shape(OnnxCtx *cx, const Value *v, OnnxSymShape *s);
 /* Values of a constant integer tensor (int32/int64) as int64; -1 if v is not a compile-time constant. */
 int onnx_const_ints(const Value *v, int64_t *out, int max);
 /* The graph inputs that vs[0..nv) are computed from, as "'a', 'b'" ("" when none): errors asking for values at

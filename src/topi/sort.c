@@ -5,7 +5,8 @@
  *   hardmax(x)   axis, flatten: 1 at the first maximum along axis (flatten=1: over all dims from axis on,
  *                as the opset < 13 2-D coercion), 0 elsewhere
  * Algorithms, as TE computes (no data-dependent control flow, so the generic schedules apply), except
- * top-k of rows longer than SORT_MIN on CPU targets, an extern merge sort (see topk_sort_extern):
+ * top-k of rows longer than SORT_MIN on CPU targets, an extern: a selection for k <= n / 4 with keys of at
+ * most 32 bits (topk_select_extern), a merge sort otherwise (topk_sort_extern):
  *   - top-k by ranking: rank[i] = #{m : x[m] beats x[i]} where m beats i if it is strictly better (larger for
  *     largest=1, smaller otherwise) or equal with a lower index, which is the stable order of the ONNX
  *     reference. Ranks are a permutation, so the j-th output is the unique i with rank[i] == j, found by a
@@ -199,6 +200,97 @@ static Stmt *topk_sort_extern(TeCtx *c, Buffer **ins, Buffer **outs, void *user)
   return r;
 }
 
+/* ---- top-k by selection (CPU, k at most a quarter of a long row, keys of at most 32 bits): each element's
+ * key and index packed into one int64, key(x) * 2^32 + (2^31 - 1 - i), where key is an order-preserving
+ * int32 map of x (floats: their bits with the magnitude flipped for negatives, -0 as +0, NaN above +inf;
+ * reversed for largest=0). The packed values are distinct and order the elements as the sort does (better
+ * first, then lower index). One pass over the row keeps the candidates in a buffer of 2k: an element
+ * enters when it beats the k-th best kept so far; a full buffer is sorted (topi_merge_sort, descending) and
+ * cut back to its best k. At the end the buffer (padded with INT64_MIN) is sorted and its first k unpacked.
+ * O(n + k log k * (insertions / k)) per row: RetinaNet's 1000 best of 1.3M anchors took 330 ms as a full
+ * sort. */
+static bool packable(mlc_dtype t) {
+  return t == MLC_F32 || t == MLC_F16 || t == MLC_BF16 || t == MLC_I32 || t == MLC_U32 || t == MLC_I16 ||
+         t == MLC_U16 || t == MLC_I8 || t == MLC_U8 || t == MLC_BOOL;
+}
+
+/* the packed int64 of value v (of dtype t) at row position i */
+static Expr *packed_key(Arena *A, mlc_dtype t, bool largest, Expr *v, Expr *i) {
+  Expr *key;
+  if (dtype_is_float(t)) {
+    Expr *f = t == MLC_F32 ? v : tir_cast(A, MLC_F32, v);
+    f = tir_add(A, f, tir_const(A, MLC_F32, 0.0)); /* -0 + 0 = +0 */
+    Expr *bits = tir_cast(A, MLC_I64, tir_call(A, INTRIN_REINTERPRET, MLC_I32, 1, &f));
+    key = tir_select(A, tir_bin(A, E_GE, bits, I(A, 0)), bits, tir_bin(A, E_BITXOR, bits, I(A, 0x7FFFFFFF)));
+    key = tir_select(A, tir_bin(A, E_NE, f, f), I(A, 0x7FFFFFFF), key);
+  } else {
+    key = tir_cast(A, MLC_I64, v);
+    if (t == MLC_U32) key = tir_sub(A, key, I(A, (int64_t)1 << 31));
+  }
+  if (!largest) key = tir_sub(A, I(A, -1), key);
+  return tir_add(A, tir_mul(A, key, I(A, (int64_t)1 << 32)), tir_sub(A, I(A, 0x7FFFFFFF), i));
+}
+
+typedef struct BufKey {
+  Buffer *buf;
+} BufKey;
+
+static Expr *buf_key(Arena *A, Expr *pos, void *user) { return ld1(A, ((BufKey *)user)->buf, pos); }
+
+static Stmt *topk_select_extern(TeCtx *c, Buffer **ins, Buffer **outs, void *user) {
+  TopkCtx *k = user;
+  Arena *A = c->arena;
+  Buffer *x = ins[0], *vals = outs[0], *inds = outs[1];
+  int64_t n = k->n, kk = vals->shape[k->axis], cap = 2 * kk, outer = 1, inner = 1, one = 1;
+  for (int d = 0; d < k->axis; d++) outer *= x->shape[d];
+  for (int d = k->axis + 1; d < x->ndim; d++) inner *= x->shape[d];
+  Buffer *buf = tir_buffer(A, "topk_kept", MLC_I64, 1, &cap), *best = tir_buffer(A, "topk_best", MLC_I64, 1, &kk);
+  Buffer *ord = tir_buffer(A, "topk_order", MLC_I64, 1, &cap), *tmp = tir_buffer(A, "topk_merge", MLC_I64, 1, &cap);
+  Buffer *pi = tir_buffer(A, "topk_left", MLC_I64, 1, &one), *pj = tir_buffer(A, "topk_right", MLC_I64, 1, &one);
+  Buffer *cnt = tir_buffer(A, "topk_count", MLC_I64, 1, &one), *thr = tir_buffer(A, "topk_threshold", MLC_I64, 1, &one);
+  Var *ov = tir_var(A, "o", MLC_I64), *inv = tir_var(A, "in", MLC_I64), *iv = tir_var(A, "i", MLC_I64);
+  Var *jv = tir_var(A, "j", MLC_I64), *j2 = tir_var(A, "j", MLC_I64), *j3 = tir_var(A, "j", MLC_I64);
+  Var *j4 = tir_var(A, "j", MLC_I64), *pv = tir_var(A, "packed", MLC_I64);
+  Expr *o = tir_varref(A, ov), *in = tir_varref(A, inv), *i = tir_varref(A, iv), *zero = I(A, 0);
+  BufKey *bk = arena_alloc(A, sizeof *bk);
+  bk->buf = buf;
+  /* the scan: packed value p of element i enters when it beats the threshold */
+  Expr *xi[MLC_MAX_DIMS];
+  row_index(A, x, k->axis, o, i, in, xi);
+  Expr *p = tir_varref(A, pv);
+  Expr *nc = ld1(A, cnt, zero);
+  Expr *j = tir_varref(A, jv);
+  Stmt *cut[5] = {topi_merge_sort(A, cap, ord, tmp, pi, pj, true, buf_key, bk),
+                  tir_for(A, jv, zero, I(A, kk), FOR_SERIAL, st1(A, best, j, ld1(A, buf, ld1(A, ord, j)))),
+                  tir_for(A, j2, zero, I(A, kk), FOR_SERIAL,
+                          st1(A, buf, tir_varref(A, j2), ld1(A, best, tir_varref(A, j2)))),
+                  st1(A, cnt, zero, I(A, kk)), st1(A, thr, zero, ld1(A, buf, I(A, kk - 1)))};
+  Stmt *enter[3] = {st1(A, buf, nc, p), st1(A, cnt, zero, tir_add(A, nc, I(A, 1))),
+                    tir_if(A, tir_bin(A, E_EQ, ld1(A, cnt, zero), I(A, cap)), tir_seq(A, 5, cut), NULL)};
+  Stmt *scan_body = tir_let_stmt(A, pv, packed_key(A, x->dtype, k->largest, tir_load(A, x, x->ndim, xi), i),
+                                 tir_if(A, tir_bin(A, E_GT, p, ld1(A, thr, zero)), tir_seq(A, 3, enter), NULL));
+  /* the end: pad, sort, unpack the first k */
+  Expr *q = ld1(A, buf, ld1(A, ord, tir_varref(A, j4)));
+  Expr *idx = tir_sub(A, I(A, 0x7FFFFFFF), tir_bin(A, E_BITAND, q, I(A, 0xFFFFFFFF)));
+  Expr *ri[MLC_MAX_DIMS], *oi[MLC_MAX_DIMS];
+  Var *sv = tir_var(A, "sel", MLC_I64);
+  Expr *sel = tir_varref(A, sv);
+  row_index(A, x, k->axis, o, sel, in, ri);
+  row_index(A, vals, k->axis, o, tir_varref(A, j4), in, oi);
+  Stmt *w2[2] = {tir_store(A, vals, vals->ndim, oi, tir_load(A, x, x->ndim, ri)),
+                 tir_store(A, inds, inds->ndim, oi, sel)};
+  Stmt *row[6] = {st1(A, cnt, zero, zero), st1(A, thr, zero, I(A, INT64_MIN)),
+                  tir_for(A, iv, zero, I(A, n), FOR_SERIAL, scan_body),
+                  tir_for(A, j3, nc, tir_sub(A, I(A, cap), nc), FOR_SERIAL, st1(A, buf, tir_varref(A, j3), I(A, INT64_MIN))),
+                  topi_merge_sort(A, cap, ord, tmp, pi, pj, true, buf_key, bk),
+                  tir_for(A, j4, zero, I(A, kk), FOR_SERIAL, tir_let_stmt(A, sv, idx, tir_seq(A, 2, w2)))};
+  Stmt *r = tir_for(A, ov, zero, I(A, outer), FOR_SERIAL,
+                    tir_for(A, inv, zero, I(A, inner), FOR_SERIAL, tir_seq(A, 6, row)));
+  Buffer *scratch[8] = {buf, best, ord, tmp, pi, pj, cnt, thr};
+  for (int s = 0; s < 8; s++) r = tir_allocate(A, scratch[s], r);
+  return r;
+}
+
 static mlc_status topk_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
   TopkCtx *k = arena_alloc(c->arena, sizeof *k);
   memset(k, 0, sizeof *k);
@@ -217,7 +309,9 @@ static mlc_status topk_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **out
       types[i].ndim = ot->ndim;
       memcpy(types[i].shape, ot->dims, sizeof(int64_t) * (size_t)ot->ndim);
     }
-    te_extern(c, "topk", "sort", 1, ins, 2, types, topk_sort_extern, k, outs);
+    int64_t kk = ot->dims[k->axis];
+    bool select = kk >= 1 && 4 * kk <= k->n && k->n < ((int64_t)1 << 31) && packable(ins[0]->dtype);
+    te_extern(c, "topk", "sort", 1, ins, 2, types, select ? topk_select_extern : topk_sort_extern, k, outs);
     return MLC_OK;
   }
   k->rank = te_compute(c, "topk_rank", "reduce", MLC_I64, ins[0]->ndim, ins[0]->shape, topk_rank_body, k);

@@ -6,7 +6,8 @@ the data-dependent axis; TopK with K = min(K, n) computed at run time; Gather al
 data-dependent indices (negative ones counted from the extent); ConstantOfShape / Expand of such a shape, Range up to such a length; ArgMax / ArgMin over the data-dependent
 axis;
 Concat of pieces with different extents along their data-dependent axis (packed); Slice of part of the
-data-dependent axis; If on run-time data whose branches give different data-dependent shapes (an empty
+data-dependent axis; Reshape / ConstantOfShape / Expand by shapes built from the run-time length (Shape, Gather,
+Unsqueeze, Concat with constants), TopK with K = min(10, n) bounded by 10; If on run-time data whose branches give different data-dependent shapes (an empty
 constant or a NonZero result); NonMaxSuppression of a data-dependent number of boxes (torchvision.ops.nms as
 the reference). The last model is the
 per-class post-processing of torchvision's SSD / RetinaNet heads (score threshold, topk of min(K, n) candidates,
@@ -270,6 +271,38 @@ nodes = [H("Greater", ["x", "t"], ["m"]), H("Cast", ["m"], ["mi"], to=TensorProt
 ds = [({"x": x7, "t": np.array(t)}, {"val": x7[x7 > t] if (x7 > t).any() else x7}) for t in thresholds]
 save("if_same_bound", nodes, [("x", x7), ("t", np.array(np.float32(0)))], [("val", TensorProto.FLOAT)], ds,
      inits=[c("zero", i64(0)[0])], opset=11)
+
+
+# Reshape, ConstantOfShape and Expand by shapes built from the run-time length (torchvision's RetinaNet / FCOS
+# heads: Shape -> Gather -> Unsqueeze -> Concat with constants -> Reshape), and TopK with K = min(10, n) from
+# ReduceMin or Min (its output bounded by 10, not by n's bound 40)
+x40 = rng.standard_normal((40, 4)).astype(np.float32)
+nodes = [H("Greater", ["s", "t"], ["m"]), H("Compress", ["x", "m"], ["kb"], axis=0), H("Compress", ["s", "m"], ["ks"], axis=0),
+         H("Shape", ["kb"], ["sh"]), H("Gather", ["sh", "zero"], ["n"], axis=0), H("Unsqueeze", ["n", "ax"], ["n1"]),
+         H("Concat", ["n1", "two_two"], ["shp"], axis=0), H("Reshape", ["kb", "shp"], ["r"]),
+         H("Concat", ["n1", "minus1"], ["shp2"], axis=0), H("Reshape", ["r", "shp2"], ["back"]),
+         H("Slice", ["sh", "zero1", "one1"], ["s1"]), H("Concat", ["s1", "three"], ["lshape"], axis=0),
+         H("ConstantOfShape", ["lshape"], ["labels"], value=helper.make_tensor("v", TensorProto.INT64, [1], [5])),
+         H("Concat", ["n1", "two"], ["eshape"], axis=0), H("Expand", ["ones12", "eshape"], ["ex"]),
+         H("Concat", ["ten", "n1"], ["kn"], axis=0), H("ReduceMin", ["kn"], ["k0"], keepdims=1),
+         H("TopK", ["ks", "k0"], ["best", "besti"]), H("Min", ["n1", "ten"], ["k1"]),
+         H("TopK", ["ks", "k1"], ["worst", "worsti"], largest=0)]
+ds = []
+for t in (np.float32(9), np.float32(1.0), np.float32(0.2), np.float32(-9)):
+    keep = x40[:, 0] > t
+    kb, ks = x40[keep], x40[keep, 0]
+    hi = np.argsort(-ks, kind="stable")[:min(10, len(ks))]
+    lo = np.argsort(ks, kind="stable")[:min(10, len(ks))]
+    ds.append(({"x": x40, "s": x40[:, 0], "t": np.array(t)},
+               {"r": kb.reshape(-1, 2, 2), "back": kb, "labels": np.full((len(kb), 3), 5, np.int64),
+                "ex": np.broadcast_to(np.array([[1, 2]], np.float32), (len(kb), 2)), "best": ks[hi],
+                "besti": hi.astype(np.int64), "worst": ks[lo], "worsti": lo.astype(np.int64)}))
+save("reshape_runtime_shape", nodes, [("x", x40), ("s", x40[:, 0]), ("t", np.array(np.float32(0)))],
+     [(o, TensorProto.FLOAT if o in ("r", "back", "ex", "best", "worst") else TensorProto.INT64)
+      for o in ("r", "back", "labels", "ex", "best", "besti", "worst", "worsti")], ds,
+     inits=[c("zero", i64(0)[0]), c("ax", i64(0)), c("two_two", i64(2, 2)), c("minus1", i64(-1)), c("zero1", i64(0)),
+            c("one1", i64(1)), c("three", i64(3)), c("two", i64(2)), c("ones12", np.array([[1, 2]], np.float32)),
+            c("ten", i64(10))])
 
 
 # NonMaxSuppression of the boxes kept by a score threshold (a data-dependent box count), and the kept boxes'
