@@ -16,6 +16,7 @@ static const GraphPass passes[] = {
     {"LayerNormFusion",         1, pass_layer_norm_fusion}, /* decomposed layer norm -> nn.layer_norm */
     {"FoldScaleAxis",           3, pass_fold_scale_axis},
     {"FoldConstant",            3, pass_fold_constant}, /* the weights FoldScaleAxis scaled */
+    {"LowerConv",               2, pass_lower_conv}, /* conv1d, transposed convs -> nn.conv2d */
     {"AlterOpLayout",           2, pass_alter_op_layout},
     {"ConvertLayoutNCHWc",      2, pass_convert_layout_nchwc}, /* activations NCHWc between packed convs */
     {"FoldConstant",            2, pass_fold_constant}, /* packs the weights AlterOpLayout blocked */

@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""make_lowerconv_models.py DIR: Conv (1-D) and ConvTranspose (1-D and 2-D) models with constant weights, the
+ops the LowerConv pass turns into nn.conv2d (passes/graph/lower_conv.c), each with an input (NAME_in.npz, x)
+and torch's float32 output as the reference (NAME_ref.npz, y). The transposed convs cover strides 1, 2 and 3,
+kernels smaller than, equal to, and not divisible by the stride, symmetric and asymmetric pads (ONNX pads,
+which torch expresses as a crop of its output), output_padding, groups, non-square windows, output_shape, and
+a bias; the 1-D convs strides, dilation, padding and groups. Names one per line in DIR/models.txt
+(tests/cli/test_lowerconv.sh)."""
+import os
+import sys
+
+import numpy as np
+import onnx
+import torch
+import torch.nn.functional as F
+from onnx import TensorProto, helper, numpy_helper
+
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+torch.manual_seed(3)
+names = []
+
+
+def save(name, x, w, b, y, op, attrs):
+    inits = [numpy_helper.from_array(w.numpy(), "w")] + ([numpy_helper.from_array(b.numpy(), "b")] if b is not None else [])
+    node = helper.make_node(op, ["x", "w"] + (["b"] if b is not None else []), ["y"], **attrs)
+    g = helper.make_graph([node], name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(y.shape))], inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), f"{out}/{name}.onnx")
+    np.savez(f"{out}/{name}_in.npz", x=x.numpy())
+    np.savez(f"{out}/{name}_ref.npz", y=y.numpy())
+    names.append(name)
+
+
+def crop(y, pads, nsp):  # ONNX's begin/end pads of a transposed conv: torch's output with those rows cut
+    idx = [slice(None), slice(None)]
+    for i in range(nsp):
+        idx.append(slice(pads[i], y.shape[2 + i] - pads[nsp + i]))
+    return y[tuple(idx)]
+
+
+# ConvTranspose 2-D: (name, N, C, O, H, W, kernel, strides, pads [hb, wb, he, we], output_padding, groups, bias)
+cases2 = [("t2_k4_s2_p1", 2, 16, 8, 9, 7, (4, 4), (2, 2), (1, 1, 1, 1), (0, 0), 1, True),
+          ("t2_k2_s2", 1, 8, 16, 6, 6, (2, 2), (2, 2), (0, 0, 0, 0), (0, 0), 1, False),
+          ("t2_k3_s2_outpad", 1, 12, 5, 5, 8, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 1, True),
+          ("t2_k3_s1_p1", 1, 8, 8, 7, 7, (3, 3), (1, 1), (1, 1, 1, 1), (0, 0), 1, False),
+          ("t2_k5_s3_asym", 1, 6, 7, 4, 5, (5, 5), (3, 3), (2, 0, 1, 3), (0, 0), 1, True),
+          ("t2_k1_s3", 1, 4, 6, 5, 4, (1, 1), (3, 3), (0, 0, 0, 0), (2, 1), 1, False),
+          ("t2_groups", 2, 8, 12, 6, 5, (4, 3), (2, 1), (1, 1, 1, 0), (0, 0), 4, True),
+          ("t2_rect_s21", 1, 10, 6, 5, 9, (3, 5), (2, 3), (0, 1, 2, 0), (1, 2), 2, False)]
+for name, N, C, O, H, W, k, s, p, op, g, bias in cases2:
+    x = torch.randn(N, C, H, W)
+    w = torch.randn(C, O // g, *k) * 0.2
+    b = torch.randn(O) if bias else None
+    y = crop(F.conv_transpose2d(x, w, b, stride=s, output_padding=op, groups=g), p, 2)
+    save(name, x, w, b, y, "ConvTranspose", dict(kernel_shape=list(k), strides=list(s), pads=list(p),
+                                                output_padding=list(op), group=g))
+# output_shape instead of pads: the total padding 1 per dim (11 -> 10) goes at the start (the spec's rule for
+# auto_pad NOTSET: pads[start] = total - total / 2)
+x = torch.randn(1, 6, 5, 5)
+w = torch.randn(6, 4, 3, 3) * 0.2
+full = F.conv_transpose2d(x, w, stride=2)
+save("t2_output_shape", x, w, None, full[:, :, 1:, 1:], "ConvTranspose",
+     dict(kernel_shape=[3, 3], strides=[2, 2], output_shape=[10, 10]))
+# ConvTranspose 1-D
+for name, C, O, L, k, s, p, op, g in (("t1_k4_s2_p1", 8, 6, 11, 4, 2, (1, 1), 0, 1), ("t1_k7_s3", 4, 8, 9, 7, 3, (2, 3), 1, 2),
+                                      ("t1_k2_s2", 16, 16, 10, 2, 2, (0, 0), 0, 1)):
+    x = torch.randn(2, C, L)
+    w = torch.randn(C, O // g, k) * 0.2
+    b = torch.randn(O)
+    y = crop(F.conv_transpose1d(x, w, b, stride=s, output_padding=op, groups=g), p, 1)
+    save(name, x, w, b, y, "ConvTranspose", dict(kernel_shape=[k], strides=[s], pads=list(p), output_padding=[op], group=g))
+# Conv 1-D (wav2vec2's feature extractor: strided, then grouped and padded positional convs)
+for name, C, O, L, k, s, d, p, g in (("c1_k10_s5", 1, 32, 400, 10, 5, 1, (0, 0), 1), ("c1_k3_s2", 32, 32, 79, 3, 2, 1, (0, 0), 1),
+                                     ("c1_groups_pad", 32, 32, 50, 9, 1, 1, (4, 4), 4), ("c1_dilated", 16, 24, 60, 3, 1, 2, (2, 1), 1)):
+    x = torch.randn(1, C, L)
+    w = torch.randn(O, C // g, k) * 0.2
+    b = torch.randn(O)
+    y = F.conv1d(F.pad(x, p), w, b, stride=s, dilation=d, groups=g)
+    save(name, x, w, b, y, "Conv", dict(kernel_shape=[k], strides=[s], dilations=[d], pads=list(p), group=g))
+with open(f"{out}/models.txt", "w") as f:
+    f.write("\n".join(names) + "\n")
