@@ -18,6 +18,9 @@
  *    transposed conv's multiply-adds and no others when s divides K. UNet decoders' ConvTranspose2d(4, 2, 1)
  *    ran at 1.8 GFLOP/s on the generic loop nest.
  *
+ * 3. nn.conv2d whose kernel has taps that read padding only, for every output (a dilation as large as the
+ *    image), loses those taps (see trim_taps).
+ *
  * Float32 only (the packed templates' dtype); other transposed convs (dilated, 3-D, a weight computed at run
  * time) keep the generic op. */
 #include <string.h>
@@ -165,6 +168,54 @@ static Value *lower_transpose(Lower *w, int nsp) {
   return nsp == 2 || !y ? y : reshape(w, y, 3, ot->dims, "out_1d");
 }
 
+/* 3. nn.conv2d with kernel taps that read only padding for every output position (a dilation as large as the
+ * image: DeepLabV3's ASPP convs, dilation 24 and 36 on a 16x16 map, are 1x1 convs in effect): the dead taps
+ * are cut from the weight and the padding moved with them, when that needs no negative padding */
+static bool live_tap(int64_t k, int64_t s, int64_t d, int64_t pb, int64_t in, int64_t out) {
+  int64_t first = k * d - pb; /* input position of output 0's tap; output j reads first + j*s */
+  int64_t j = first >= 0 ? 0 : (-first + s - 1) / s;
+  return j < out && first + j * s < in;
+}
+
+static Value *trim_taps(Lower *w) {
+  Node *n = w->n;
+  Value *x = n->inputs[0], *k = n->inputs[1];
+  const TensorType *xt = &x->type, *kt = &k->type, *ot = &n->outputs[0]->type;
+  if (!k->data || xt->ndim != 4) return NULL;
+  int64_t s[2], dil[2], pads[4], lo[2], hi[2], np[4];
+  window2(n, "strides", 2, 1, s);
+  window2(n, "dilation", 2, 1, dil);
+  pads2(n, 2, pads);
+  bool cut = false;
+  for (int i = 0; i < 2; i++) {
+    int64_t in = xt->dims[2 + i], K = kt->dims[2 + i], out = ot->dims[2 + i];
+    lo[i] = 0, hi[i] = K - 1, np[i] = pads[i], np[2 + i] = pads[2 + i];
+    int64_t a = K, b = -1;
+    for (int64_t t = 0; t < K; t++)
+      if (live_tap(t, s[i], dil[i], pads[i], in, out)) a = a < t ? a : t, b = t;
+    if (b < 0 || (a == 0 && b == K - 1)) continue;
+    int64_t pb = pads[i] - a * dil[i], pe = (out - 1) * s[i] + (b - a) * dil[i] + 1 - in - pb;
+    /* no padding at the end may still give `out` positions: the stride's rounding drops the rest */
+    if (pe < 0 && (in + pb - (b - a) * dil[i] - 1) / s[i] + 1 == out) pe = 0;
+    if (pb < 0 || pe < 0) continue;
+    lo[i] = a, hi[i] = b, np[i] = pb, np[2 + i] = pe;
+    cut = true;
+  }
+  if (!cut) return NULL;
+  int64_t O = kt->dims[0], C = kt->dims[1], KH = hi[0] - lo[0] + 1, KW = hi[1] - lo[1] + 1;
+  TensorType wt = {.dtype = MLC_F32, .ndim = 4, .dims = {O, C, KH, KW}};
+  float *wd = arena_alloc(w->g->arena, (size_t)tt_nbytes(&wt));
+  const float *src = k->data;
+  for (int64_t oc = 0; oc < O * C; oc++)
+    for (int64_t h = 0; h < KH; h++)
+      for (int64_t v = 0; v < KW; v++)
+        wd[(oc * KH + h) * KW + v] = src[(oc * kt->dims[2] + lo[0] + h) * kt->dims[3] + lo[1] + v];
+  Value *ins[2] = {x, ir_const_new(w->g, arena_printf(w->g->arena, "%s_live_taps", n->name), wt, wd)};
+  Node *conv = add_node(w, "nn.conv2d", "live_taps", ins, 2);
+  copy_window(w, conv, s, dil, np, ir_attr_int(n, "groups", 1));
+  return finish(w, conv);
+}
+
 static Value *lower(Lower *w) {
   Node *n = w->n;
   const char *op = n->op->name;
@@ -174,6 +225,7 @@ static Value *lower(Lower *w) {
   if (!strcmp(op, "nn.conv1d")) return lower_conv1d(w);
   bool t2 = !strcmp(op, "nn.conv2d_transpose"), t1 = !strcmp(op, "nn.conv1d_transpose");
   if ((t1 || t2) && n->inputs[1]->data) return lower_transpose(w, t2 ? 2 : 1);
+  if (!strcmp(op, "nn.conv2d")) return trim_taps(w);
   return NULL;
 }
 
