@@ -4,8 +4,8 @@
  * 1. nn.conv1d(x [N, C, W], w [O, C/g, K]) is nn.conv2d over [N, C, 1, W] with a (1, K) kernel: two reshapes
  *    around it. wav2vec2's strided feature-extractor convs ran on the generic NCW loop nest at 3-5 GFLOP/s.
  *
- * 2. nn.conv2d_transpose / nn.conv1d_transpose with a constant weight and dilation 1 become one ordinary
- *    convolution followed by an interleave (the sub-pixel form of a transposed convolution). Along a spatial
+ * 2. nn.conv{1,2,3}d_transpose with a constant weight and dilation 1 become one ordinary convolution
+ *    (nn.conv2d, nn.conv3d for 3-D) followed by an interleave (the sub-pixel form of a transposed convolution). Along a spatial
  *    dim with stride s, kernel K and J = ceil(K / s) taps per phase, the uncropped output at o' = q*s + r
  *    (phase r < s) is
  *        out'[q*s + r] = sum_{j < J} x[q - j] * w[r + j*s]          (w[k] = 0 for k >= K)
@@ -14,14 +14,15 @@
  *    order (groups stay groups: a group's channels stay contiguous), weight [O*sh*sw, C/g, Jh, Jw]. Then
  *        y [N, O*sh*sw, Qh, Qw] -> reshape [N, O, sh, sw, Qh, Qw] -> transpose [N, O, Qh, sh, Qw, sw]
  *          -> reshape [N, O, Qh*sh, Qw*sw] -> strided_slice [pb, pb + out)   (the transposed conv's pads crop)
- *    Q covers pb + out, padding the input at the back where the output needs more rows. The conv does the
- *    transposed conv's multiply-adds and no others when s divides K. UNet decoders' ConvTranspose2d(4, 2, 1)
- *    ran at 1.8 GFLOP/s on the generic loop nest.
+ *    (3-D: the same with three phase dims.) Q covers pb + out, padding the input at the back where the output
+ *    needs more rows. The conv does the transposed conv's multiply-adds and no others when s divides K. UNet
+ *    decoders' ConvTranspose2d(4, 2, 1) ran at 1.8 GFLOP/s on the generic loop nest, 3-D UNets'
+ *    ConvTranspose3d(2, 2) 150x slower than after.
  *
  * 3. nn.conv2d whose kernel has taps that read padding only, for every output (a dilation as large as the
  *    image), loses those taps (see trim_taps).
  *
- * Float32 only (the packed templates' dtype); other transposed convs (dilated, 3-D, a weight computed at run
+ * Float32 only (the packed templates' dtype); other transposed convs (dilated, a weight computed at run
  * time) keep the generic op. */
 #include <string.h>
 #include "passes/graph/passes.h"
@@ -50,30 +51,31 @@ static Value *reshape(Lower *w, Value *v, int ndim, const int64_t *shape, const 
   return finish(w, n);
 }
 
-/* the conv attributes of n's window (2-D; a 1-D window gets the H entries of a 1-row image) */
-static void copy_window(Lower *w, Node *conv, const int64_t *strides, const int64_t *dil, const int64_t *pads,
+/* the window attributes of a new conv of D spatial dims */
+static void copy_window(Lower *w, Node *conv, int D, const int64_t *strides, const int64_t *dil, const int64_t *pads,
                         int64_t groups) {
-  ir_set_ints(w->g, conv, "strides", strides, 2);
-  ir_set_ints(w->g, conv, "dilation", dil, 2);
-  ir_set_ints(w->g, conv, "padding", pads, 4);
+  ir_set_ints(w->g, conv, "strides", strides, D);
+  ir_set_ints(w->g, conv, "dilation", dil, D);
+  ir_set_ints(w->g, conv, "padding", pads, 2 * D);
   ir_set_int(w->g, conv, "groups", groups);
 }
 
-/* an attribute of a 1-D or 2-D window as 2-D: (1, v) for 1-D (or the default when absent) */
-static void window2(const Node *n, const char *name, int nsp, int64_t dflt, int64_t *out) {
-  int64_t v[4];
-  int c = ir_attr_ints(n, name, v, 4);
-  for (int i = 0; i < 2; i++) out[i] = dflt;
-  if (c == nsp) memcpy(out + 2 - nsp, v, sizeof(int64_t) * (size_t)nsp);
+/* a window attribute of n (nsp spatial dims) as D >= nsp dims: the missing leading ones get dflt (a 1-D window
+ * becomes the W dim of a 1-row image) */
+static void window_attr(const Node *n, const char *name, int nsp, int D, int64_t dflt, int64_t *out) {
+  int64_t v[3];
+  int c = ir_attr_ints(n, name, v, 3);
+  for (int i = 0; i < D; i++) out[i] = dflt;
+  if (c == nsp) memcpy(out + D - nsp, v, sizeof(int64_t) * (size_t)nsp);
 }
 
-/* [pb_h, pb_w, pe_h, pe_w] from a 1-D or 2-D padding attribute */
-static void pads2(const Node *n, int nsp, int64_t *out) {
-  int64_t v[4] = {0};
-  int c = ir_attr_ints(n, "padding", v, 4);
-  memset(out, 0, 4 * sizeof(int64_t));
+/* the padding [begins..., ends...] of n (nsp dims) as D dims */
+static void window_pads(const Node *n, int nsp, int D, int64_t *out) {
+  int64_t v[6] = {0};
+  int c = ir_attr_ints(n, "padding", v, 6);
+  memset(out, 0, 2 * (size_t)D * sizeof(int64_t));
   if (c != 2 * nsp) return;
-  for (int i = 0; i < nsp; i++) out[2 - nsp + i] = v[i], out[4 - nsp + i] = v[nsp + i];
+  for (int i = 0; i < nsp; i++) out[D - nsp + i] = v[i], out[2 * D - nsp + i] = v[nsp + i];
 }
 
 /* 1. nn.conv1d -> reshape, nn.conv2d, reshape */
@@ -82,9 +84,9 @@ static Value *lower_conv1d(Lower *w) {
   Value *x = n->inputs[0], *k = n->inputs[1];
   const TensorType *xt = &x->type, *kt = &k->type, *ot = &n->outputs[0]->type;
   int64_t strides[2], dil[2], pads[4];
-  window2(n, "strides", 1, 1, strides);
-  window2(n, "dilation", 1, 1, dil);
-  pads2(n, 1, pads);
+  window_attr(n, "strides", 1, 2, 1, strides);
+  window_attr(n, "dilation", 1, 2, 1, dil);
+  window_pads(n, 1, 2, pads);
   int64_t xs[4] = {xt->dims[0], xt->dims[1], 1, xt->dims[2]}, ks[4] = {kt->dims[0], kt->dims[1], 1, kt->dims[2]};
   Value *ins[2] = {reshape(w, x, 4, xs, "data_2d"), NULL};
   if (k->data) { /* a constant weight stays one, for AlterOpLayout to pack */
@@ -95,77 +97,98 @@ static Value *lower_conv1d(Lower *w) {
   }
   if (!ins[0] || !ins[1]) return NULL;
   Node *conv = add_node(w, "nn.conv2d", "2d", ins, 2);
-  copy_window(w, conv, strides, dil, pads, ir_attr_int(n, "groups", 1));
+  copy_window(w, conv, 2, strides, dil, pads, ir_attr_int(n, "groups", 1));
   Value *y = finish(w, conv);
   return y ? reshape(w, y, 3, ot->dims, "out_1d") : NULL;
 }
 
-/* 2. nn.conv2d_transpose / nn.conv1d_transpose (constant weight, dilation 1) -> nn.conv2d + interleave */
+/* 2. nn.conv{1,2,3}d_transpose (constant weight, dilation 1) -> nn.conv2d / nn.conv3d + interleave; a 1-D one
+ * as a 2-D one over a 1-row image */
 static Value *lower_transpose(Lower *w, int nsp) {
   Node *n = w->n;
   Value *x = n->inputs[0], *k = n->inputs[1];
   const TensorType *xt = &x->type, *kt = &k->type, *ot = &n->outputs[0]->type;
-  int64_t s[2], dil[2], pads[4], groups = ir_attr_int(n, "groups", 1);
-  window2(n, "strides", nsp, 1, s);
-  window2(n, "dilation", nsp, 1, dil);
-  pads2(n, nsp, pads);
-  if (dil[0] != 1 || dil[1] != 1 || groups < 1) return NULL;
-  /* as 2-D: x [N, C, H, W], weight [C, O/g, KH, KW], output [N, O, OH, OW] */
-  int64_t N = xt->dims[0], C = xt->dims[1], in[2] = {nsp == 2 ? xt->dims[2] : 1, xt->dims[xt->ndim - 1]};
-  int64_t opg = kt->dims[1], K[2] = {nsp == 2 ? kt->dims[2] : 1, kt->dims[kt->ndim - 1]};
-  int64_t O = ot->dims[1], out[2] = {nsp == 2 ? ot->dims[2] : 1, ot->dims[ot->ndim - 1]}, cpg = C / groups;
-  int64_t J[2], Q[2], conv_pads[4];
-  for (int i = 0; i < 2; i++) {
+  int D = nsp == 3 ? 3 : 2, lead = D - nsp; /* working dims; leading dims of extent 1 added */
+  int64_t s[3], dil[3], pads[6], groups = ir_attr_int(n, "groups", 1);
+  window_attr(n, "strides", nsp, D, 1, s);
+  window_attr(n, "dilation", nsp, D, 1, dil);
+  window_pads(n, nsp, D, pads);
+  for (int i = 0; i < D; i++)
+    if (dil[i] != 1) return NULL;
+  if (groups < 1) return NULL;
+  /* x [N, C, in...], weight [C, O/g, K...], output [N, O, out...] */
+  int64_t N = xt->dims[0], C = xt->dims[1], opg = kt->dims[1], O = ot->dims[1], cpg = C / groups;
+  int64_t in[3], K[3], out[3], J[3], Q[3], conv_pads[6], P = 1;
+  for (int i = 0; i < D; i++) {
+    in[i] = i < lead ? 1 : xt->dims[2 + i - lead];
+    K[i] = i < lead ? 1 : kt->dims[2 + i - lead];
+    out[i] = i < lead ? 1 : ot->dims[2 + i - lead];
     J[i] = (K[i] + s[i] - 1) / s[i];
     int64_t need = (pads[i] + out[i] + s[i] - 1) / s[i]; /* rows q of the interleave the crop reaches */
     int64_t back = need > in[i] ? need - in[i] : 0;
-    conv_pads[i] = J[i] - 1, conv_pads[2 + i] = back;
+    conv_pads[i] = J[i] - 1, conv_pads[D + i] = back;
     Q[i] = in[i] + back; /* the conv's output extent: in + (J-1) + back - J + 1 */
+    P *= s[i];
   }
-  int64_t P = s[0] * s[1], OC = O * P;
-  if (OC * cpg * J[0] * J[1] > ((int64_t)1 << 28)) return NULL;
-  /* the phase weights: W'[(o, rh, rw)][c][jh'][jw'] = w[g*cpg + c][o % opg][rh + (Jh-1-jh')*sh][rw + (Jw-1-jw')*sw] */
-  TensorType wt = {.dtype = MLC_F32, .ndim = 4, .dims = {OC, cpg, J[0], J[1]}};
+  int64_t OC = O * P, taps = J[0] * J[1] * (D == 3 ? J[2] : 1);
+  if (OC * cpg * taps > ((int64_t)1 << 28)) return NULL;
+  /* the phase weights: W'[(o, r...)][c][j'...] = w[g*cpg + c][o % opg][r + (J-1-j')*s ...] (zero past K) */
+  TensorType wt = {.dtype = MLC_F32, .ndim = 2 + D, .dims = {OC, cpg}};
+  for (int i = 0; i < D; i++) wt.dims[2 + i] = J[i];
   float *wd = arena_alloc(w->g->arena, (size_t)tt_nbytes(&wt));
   const float *src = k->data;
   memset(wd, 0, (size_t)tt_nbytes(&wt));
+  int64_t Kz = D == 3 ? K[2] : 1, Jz = D == 3 ? J[2] : 1, sz = D == 3 ? s[2] : 1;
+  int64_t Ky = K[1], Jy = J[1], sy = s[1], Kx = K[0], Jx = J[0], sx = s[0];
   for (int64_t o = 0; o < O; o++)
-    for (int64_t rh = 0; rh < s[0]; rh++)
-      for (int64_t rw = 0; rw < s[1]; rw++)
-        for (int64_t c = 0; c < cpg; c++)
-          for (int64_t jh = 0; jh < J[0]; jh++)
-            for (int64_t jw = 0; jw < J[1]; jw++) {
-              int64_t kh = rh + (J[0] - 1 - jh) * s[0], kw = rw + (J[1] - 1 - jw) * s[1];
-              if (kh >= K[0] || kw >= K[1]) continue;
+    for (int64_t r = 0; r < P; r++) {
+      int64_t r0 = r / (sy * sz), r1 = r / sz % sy, r2 = r % sz;
+      for (int64_t c = 0; c < cpg; c++)
+        for (int64_t j0 = 0; j0 < Jx; j0++)
+          for (int64_t j1 = 0; j1 < Jy; j1++)
+            for (int64_t j2 = 0; j2 < Jz; j2++) {
+              int64_t k0 = r0 + (Jx - 1 - j0) * sx, k1 = r1 + (Jy - 1 - j1) * sy, k2 = r2 + (Jz - 1 - j2) * sz;
+              if (k0 >= Kx || k1 >= Ky || k2 >= Kz) continue;
               int64_t ic = o / opg * cpg + c, oc = o % opg;
-              wd[(((o * P + rh * s[1] + rw) * cpg + c) * J[0] + jh) * J[1] + jw] =
-                  src[((ic * opg + oc) * K[0] + kh) * K[1] + kw];
+              wd[((((o * P + r) * cpg + c) * Jx + j0) * Jy + j1) * Jz + j2] =
+                  src[(((ic * opg + oc) * Kx + k0) * Ky + k1) * Kz + k2];
             }
+    }
   Value *wv = ir_const_new(w->g, arena_printf(w->g->arena, "%s_phase_weight", n->name), wt, wd);
-  int64_t xs[4] = {N, C, in[0], in[1]};
-  Value *ins[2] = {nsp == 2 ? x : reshape(w, x, 4, xs, "data_2d"), wv};
+  int64_t xs[5] = {N, C, in[0], in[1], in[2]};
+  Value *ins[2] = {lead ? reshape(w, x, 2 + D, xs, "data_2d") : x, wv};
   if (!ins[0]) return NULL;
-  Node *conv = add_node(w, "nn.conv2d", "phases", ins, 2);
-  int64_t one[2] = {1, 1};
-  copy_window(w, conv, one, one, conv_pads, groups);
+  Node *conv = add_node(w, D == 3 ? "nn.conv3d" : "nn.conv2d", "phases", ins, 2);
+  int64_t one[3] = {1, 1, 1};
+  copy_window(w, conv, D, one, one, conv_pads, groups);
   Value *y = finish(w, conv);
-  int64_t split[6] = {N, O, s[0], s[1], Q[0], Q[1]}, perm[6] = {0, 1, 4, 2, 5, 3};
-  int64_t merged[4] = {N, O, Q[0] * s[0], Q[1] * s[1]};
-  y = reshape(w, y, 6, split, "phase_split");
+  /* [N, O, s..., Q...] -> [N, O, Q0, s0, Q1, s1, ...] -> [N, O, Q0*s0, ...] -> crop */
+  int64_t split[8] = {N, O}, perm[8] = {0, 1}, merged[5] = {N, O};
+  for (int i = 0; i < D; i++) {
+    split[2 + i] = s[i], split[2 + D + i] = Q[i];
+    perm[2 + 2 * i] = 2 + D + i, perm[3 + 2 * i] = 2 + i;
+    merged[2 + i] = Q[i] * s[i];
+  }
+  y = reshape(w, y, 2 + 2 * D, split, "phase_split");
   if (!y) return NULL;
   Node *t = add_node(w, "transpose", "interleave", &y, 1);
-  ir_set_ints(w->g, t, "axes", perm, 6);
-  y = reshape(w, finish(w, t), 4, merged, "phase_merge");
+  ir_set_ints(w->g, t, "axes", perm, 2 + 2 * D);
+  y = reshape(w, finish(w, t), 2 + D, merged, "phase_merge");
   if (!y) return NULL;
-  int64_t b[4] = {0, 0, pads[0], pads[1]}, e[4] = {N, O, pads[0] + out[0], pads[1] + out[1]}, st[4] = {1, 1, 1, 1};
-  if (pads[0] || pads[1] || merged[2] != out[0] || merged[3] != out[1]) {
+  int64_t b[5] = {0, 0}, e[5] = {N, O}, st[5] = {1, 1, 1, 1, 1};
+  bool crop = false;
+  for (int i = 0; i < D; i++) {
+    b[2 + i] = pads[i], e[2 + i] = pads[i] + out[i];
+    crop |= pads[i] || merged[2 + i] != out[i];
+  }
+  if (crop) {
     Node *sl = add_node(w, "strided_slice", "crop", &y, 1);
-    ir_set_ints(w->g, sl, "begin", b, 4);
-    ir_set_ints(w->g, sl, "end", e, 4);
-    ir_set_ints(w->g, sl, "strides", st, 4);
+    ir_set_ints(w->g, sl, "begin", b, 2 + D);
+    ir_set_ints(w->g, sl, "end", e, 2 + D);
+    ir_set_ints(w->g, sl, "strides", st, 2 + D);
     y = finish(w, sl);
   }
-  return nsp == 2 || !y ? y : reshape(w, y, 3, ot->dims, "out_1d");
+  return lead && y ? reshape(w, y, ot->ndim, ot->dims, "out_1d") : y;
 }
 
 /* 3. nn.conv2d with kernel taps that read only padding for every output position (a dilation as large as the
@@ -183,9 +206,9 @@ static Value *trim_taps(Lower *w) {
   const TensorType *xt = &x->type, *kt = &k->type, *ot = &n->outputs[0]->type;
   if (!k->data || xt->ndim != 4) return NULL;
   int64_t s[2], dil[2], pads[4], lo[2], hi[2], np[4];
-  window2(n, "strides", 2, 1, s);
-  window2(n, "dilation", 2, 1, dil);
-  pads2(n, 2, pads);
+  window_attr(n, "strides", 2, 2, 1, s);
+  window_attr(n, "dilation", 2, 2, 1, dil);
+  window_pads(n, 2, 2, pads);
   bool cut = false;
   for (int i = 0; i < 2; i++) {
     int64_t in = xt->dims[2 + i], K = kt->dims[2 + i], out = ot->dims[2 + i];
@@ -212,7 +235,7 @@ static Value *trim_taps(Lower *w) {
         wd[(oc * KH + h) * KW + v] = src[(oc * kt->dims[2] + lo[0] + h) * kt->dims[3] + lo[1] + v];
   Value *ins[2] = {x, ir_const_new(w->g, arena_printf(w->g->arena, "%s_live_taps", n->name), wt, wd)};
   Node *conv = add_node(w, "nn.conv2d", "live_taps", ins, 2);
-  copy_window(w, conv, s, dil, np, ir_attr_int(n, "groups", 1));
+  copy_window(w, conv, 2, s, dil, np, ir_attr_int(n, "groups", 1));
   return finish(w, conv);
 }
 
@@ -223,8 +246,9 @@ static Value *lower(Lower *w) {
       n->inputs[1]->type.dtype != MLC_F32 || n->inputs[0]->dyn_extent)
     return NULL;
   if (!strcmp(op, "nn.conv1d")) return lower_conv1d(w);
-  bool t2 = !strcmp(op, "nn.conv2d_transpose"), t1 = !strcmp(op, "nn.conv1d_transpose");
-  if ((t1 || t2) && n->inputs[1]->data) return lower_transpose(w, t2 ? 2 : 1);
+  static const char *const transposed[3] = {"nn.conv1d_transpose", "nn.conv2d_transpose", "nn.conv3d_transpose"};
+  for (int i = 0; i < 3; i++)
+    if (!strcmp(op, transposed[i]) && n->inputs[1]->data) return lower_transpose(w, i + 1);
   if (!strcmp(op, "nn.conv2d")) return trim_taps(w);
   return NULL;
 }

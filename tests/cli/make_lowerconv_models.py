@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""make_lowerconv_models.py DIR: Conv (1-D) and ConvTranspose (1-D and 2-D) models with constant weights, the
+"""make_lowerconv_models.py DIR: Conv (1-D, 2-D) and ConvTranspose (1-D, 2-D and 3-D) models with constant weights, the
 ops the LowerConv pass turns into nn.conv2d (passes/graph/lower_conv.c), each with an input (NAME_in.npz, x)
 and torch's float32 output as the reference (NAME_ref.npz, y). The transposed convs cover strides 1, 2 and 3,
 kernels smaller than, equal to, and not divisible by the stride, symmetric and asymmetric pads (ONNX pads,
@@ -70,6 +70,15 @@ for name, C, O, L, k, s, p, op, g in (("t1_k4_s2_p1", 8, 6, 11, 4, 2, (1, 1), 0,
     b = torch.randn(O)
     y = crop(F.conv_transpose1d(x, w, b, stride=s, output_padding=op, groups=g), p, 1)
     save(name, x, w, b, y, "ConvTranspose", dict(kernel_shape=[k], strides=[s], pads=list(p), output_padding=[op], group=g))
+# ConvTranspose 3-D (3-D UNets' upsampling): k = s = 2, and k 3 s 2 with pads and output_padding
+for name, C, O, D, H, W, k, s, p, op in (("t3_k2_s2", 8, 4, 4, 5, 3, 2, 2, (0,) * 6, 0),
+                                         ("t3_k3_s2_outpad", 6, 5, 3, 4, 4, 3, 2, (1, 0, 1, 1, 1, 0), 1)):
+    x = torch.randn(1, C, D, H, W)
+    w = torch.randn(C, O, k, k, k) * 0.2
+    b = torch.randn(O)
+    y = crop(F.conv_transpose3d(x, w, b, stride=s, output_padding=op), p, 3)
+    save(name, x, w, b, y, "ConvTranspose", dict(kernel_shape=[k] * 3, strides=[s] * 3, pads=list(p),
+                                                output_padding=[op] * 3))
 # Conv 1-D (wav2vec2's feature extractor: strided, then grouped and padded positional convs)
 for name, C, O, L, k, s, d, p, g in (("c1_k10_s5", 1, 32, 400, 10, 5, 1, (0, 0), 1), ("c1_k3_s2", 32, 32, 79, 3, 2, 1, (0, 0), 1),
                                      ("c1_groups_pad", 32, 32, 50, 9, 1, 1, (4, 4), 4), ("c1_dilated", 16, 24, 60, 3, 1, 2, (2, 1), 1)):
