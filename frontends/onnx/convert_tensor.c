@@ -5,6 +5,7 @@
  * Negative axes are made non-negative; 0 / -1 in Reshape's shape are resolved against the input shape, so
  * graph ops see fully known shapes. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 #include "frontends/onnx/onnx.h"
 #include "passes/graph/passes.h"
@@ -31,6 +32,15 @@ static mlc_status const_input(OnnxCtx *cx, const OnnxNode *n, int i, const char 
   if (c < 0 && onnx_sym_shape(cx, v, &sym) && sym.at < 0 && !sym.bounded && sym.n <= max) {
     memcpy(out, sym.dims, sizeof(int64_t) * (size_t)sym.n);
     c = sym.n;
+  }
+  const Value *dyn = c < 0 ? onnx_dyn_source(cx, v) : NULL;
+  if (dyn) {
+    char why[256];
+    snprintf(why, sizeof why,
+             "its input '%s' must be known at compile time, and is computed from the run-time length by ops mlc "
+             "does not follow (Shape, Gather, Slice, Concat, Squeeze, Unsqueeze, Reshape and Cast of it are)",
+             what);
+    return ir_dynamic_use_error(onnx_graph(cx), dyn, n->name, n->op_type, why, d);
   }
   if (c < 0)
     return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "%s: input '%s' must be known at compile time", n->op_type,

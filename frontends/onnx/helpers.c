@@ -201,8 +201,11 @@ Value *onnx_scalar(OnnxCtx *cx, const OnnxNode *n, const char *what, mlc_dtype t
 
 /* ---- what a value depends on ---- */
 
-/* Walks the producers of vs back to the graph inputs (an explicit stack; each node once). */
-const char *onnx_input_deps(OnnxCtx *cx, int nv, Value *const *vs) {
+/* Walks the producers of vs back to the graph inputs and constants (an explicit stack; each node once),
+ * calling leaf(x, u) for each value without a producer and dyn(x, u) for each value with a data-dependent
+ * extent, or whose extent is the value reached (its producers are not walked). */
+static void walk_producers(OnnxCtx *cx, int nv, Value *const *vs, void (*leaf)(const Value *, void *),
+                           void (*dyn)(const Value *, void *), void *u) {
   Graph *g = onnx_graph(cx);
   Arena *A = g->arena;
   int maxid = 0, cap = nv + 1; /* each node's inputs are pushed once at most */
@@ -213,25 +216,65 @@ const char *onnx_input_deps(OnnxCtx *cx, int nv, Value *const *vs) {
   bool *seen = arena_alloc(A, (size_t)maxid + 1);
   memset(seen, 0, (size_t)maxid + 1);
   const Value **stack = arena_alloc(A, sizeof(Value *) * (size_t)cap);
-  const Value **inputs = arena_alloc(A, sizeof(Value *) * (size_t)(g->inputs.n + 1));
-  int sp = 0, ninputs = 0;
+  int sp = 0;
   for (int i = 0; i < nv; i++)
     if (vs[i]) stack[sp++] = vs[i];
   while (sp > 0) {
     const Value *x = stack[--sp];
     if (x->data) continue;
+    if (x->dyn_extent && dyn) {
+      dyn(x, u);
+      continue;
+    }
     if (!x->producer) {
-      bool dup = false;
-      for (int i = 0; i < ninputs && !dup; i++) dup = inputs[i] == x;
-      if (x->is_input && !dup && ninputs < g->inputs.n) inputs[ninputs++] = x;
+      if (leaf) leaf(x, u);
       continue;
     }
     Node *p = x->producer;
+    const Value *of = NULL; /* x is the hidden extent output of a data-dependent op: its data-dependent output */
+    for (int k = 0; k < p->noutputs && !of; k++)
+      if (p->outputs[k] && p->outputs[k]->dyn_extent == x) of = p->outputs[k];
+    if (of && dyn) {
+      dyn(of, u);
+      continue;
+    }
     if (p->id < 0 || p->id > maxid || seen[p->id]) continue;
     seen[p->id] = true;
     for (int i = 0; i < p->ninputs; i++)
       if (p->inputs[i] && sp < cap) stack[sp++] = p->inputs[i];
   }
+}
+
+typedef struct InputSet {
+  const Value **v;
+  int n, cap;
+} InputSet;
+
+static void add_input(const Value *x, void *u) {
+  InputSet *s = u;
+  bool dup = false;
+  for (int i = 0; i < s->n && !dup; i++) dup = s->v[i] == x;
+  if (x->is_input && !dup && s->n < s->cap) s->v[s->n++] = x;
+}
+
+static void first_dyn(const Value *x, void *u) {
+  if (!*(const Value **)u) *(const Value **)u = x;
+}
+
+const Value *onnx_dyn_source(OnnxCtx *cx, const Value *v) {
+  const Value *found = NULL;
+  Value *vs[1] = {(Value *)v};
+  walk_producers(cx, 1, vs, NULL, first_dyn, &found);
+  return found;
+}
+
+const char *onnx_input_deps(OnnxCtx *cx, int nv, Value *const *vs) {
+  Graph *g = onnx_graph(cx);
+  Arena *A = g->arena;
+  InputSet set = {.v = arena_alloc(A, sizeof(Value *) * (size_t)(g->inputs.n + 1)), .cap = g->inputs.n};
+  walk_producers(cx, nv, vs, add_input, NULL, &set);
+  const Value **inputs = set.v;
+  int ninputs = set.n;
   StrBuf b = {0}; /* in the graph's input order */
   for (int k = 0, first = 1; k < g->inputs.n; k++)
     for (int i = 0; i < ninputs; i++)

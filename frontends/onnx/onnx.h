@@ -129,6 +129,9 @@ int onnx_const_ints(const Value *v, int64_t *out, int max);
 /* The graph inputs that vs[0..nv) are computed from, as "'a', 'b'" ("" when none): errors asking for values at
  * compile time name them, so the user (or the conformance runner) knows which inputs to freeze. */
 const char *onnx_input_deps(OnnxCtx *cx, int nv, Value *const *vs);
+/* The first value with a data-dependent extent that v is computed from (v itself if it has one), or NULL: an
+ * input that must be known at compile time but depends on a run-time length is refused naming it. */
+const Value *onnx_dyn_source(OnnxCtx *cx, const Value *v);
 /* Sequences exist only during import (convert_sequence.c): a sequence value is a Value outside the graph (id -1,
  * dtype MLC_UNDEF) whose items are tensors of the graph; onnx_seq gives its list, NULL for a tensor. */
 typedef struct OnnxSeq {

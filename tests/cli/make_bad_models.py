@@ -35,6 +35,17 @@ save("missing", [helper.make_node("Add", ["x", "nowhere"], ["y"], name="adder")]
 # NonZero on a run-time input: a package with a data-dependent output, whose mod.json the test then corrupts
 save("dyn", [helper.make_node("NonZero", ["x"], ["nz"], name="nz")], [x],
      [helper.make_tensor_value_info("nz", TensorProto.INT64, [2, None])])
+# a Reshape by a shape computed from a data-dependent length with arithmetic (n + 1): refused naming the
+# Compress that made the length and the Reshape (kept lengths are followed through Shape, Gather, Concat ...)
+i64 = TensorProto.INT64
+save("dyn_reshape", [helper.make_node("Greater", ["s", "t"], ["m"], name="keep"),
+                     helper.make_node("Compress", ["v", "m"], ["kept"], axis=0, name="compress"),
+                     helper.make_node("Shape", ["kept"], ["sh"], name="shape"),
+                     helper.make_node("Add", ["sh", "one"], ["sh1"], name="plus_one"),
+                     helper.make_node("Reshape", ["kept", "sh1"], ["r"], name="reshape_by_n_plus_1")],
+     [helper.make_tensor_value_info("v", f32, [6]), helper.make_tensor_value_info("s", f32, [6]),
+      helper.make_tensor_value_info("t", f32, [])], [helper.make_tensor_value_info("r", f32, None)],
+     [numpy_helper.from_array(np.array([1], np.int64), "one")])
 save("unsupported", [helper.make_node("FooOp", ["x"], ["t"], name="foo_node"),
                      helper.make_node("BarOp", ["t"], ["y"], name="bar_node")], [x], [y])
 w = numpy_helper.from_array(np.ones((4, 4), np.float32), "w")

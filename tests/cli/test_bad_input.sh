@@ -36,6 +36,8 @@ expect 2 "garbage.onnx" -- "$mlc" load "$dir/garbage.onnx"
 expect 2 "cycle.onnx" "first" -- "$mlc" compile "$dir/cycle.onnx" --output "$dir/t.tar"
 expect 2 "missing.onnx" "adder" "nowhere" -- "$mlc" compile "$dir/missing.onnx" --output "$dir/t.tar"
 expect 3 "unsupported op 'FooOp'" "foo_node" "unsupported op 'BarOp'" "bar_node" -- "$mlc" load "$dir/unsupported.onnx"
+expect 3 "dyn_reshape.onnx" "'compress'" "reshape_by_n_plus_1" "run-time length" -- \
+  "$mlc" compile "$dir/dyn_reshape.onnx" --output "$dir/t.tar"
 expect 2 "short_raw.onnx" "'w'" -- "$mlc" compile "$dir/short_raw.onnx" --output "$dir/t.tar"
 expect 2 "escape.onnx" "'w'" -- "$mlc" compile "$dir/escape.onnx" --output "$dir/t.tar"
 expect 2 "does_not_exist.onnx" -- "$mlc" load "$dir/does_not_exist.onnx"
