@@ -25,14 +25,11 @@ typedef struct Lower {
   Graph *g;
   Node *n; /* the einsum */
   Diag *d;
-  int nadded;
-  Node *added[8];
 } Lower;
 
 static Value *add_node(Lower *w, const char *op, const char *suffix, Value **ins, int nin, Node **out) {
   Node *n = ir_node_new(w->g, ir_op_find(op), arena_printf(w->g->arena, "%s_%s", w->n->name, suffix),
                         w->n->op_type, w->n->opset, ins, nin, 1);
-  w->added[w->nadded++] = n;
   *out = n;
   return n->outputs[0];
 }
@@ -160,35 +157,10 @@ static Value *lower(Lower *w) {
   return y;
 }
 
-mlc_status pass_lower_einsum(Graph *g, const PassOptions *opt, Diag *d) {
-  int n0 = g->nodes.n;
-  Lower *ws = arena_alloc(g->arena, (size_t)(n0 ? n0 : 1) * sizeof *ws);
-  memset(ws, 0, (size_t)(n0 ? n0 : 1) * sizeof *ws);
-  bool changed = false;
-  for (int i = 0; i < n0; i++) {
-    Node *n = g->nodes.v[i];
-    if (strcmp(n->op->name, "einsum")) continue;
-    ws[i] = (Lower){.g = g, .n = n, .d = d};
-    Value *old = n->outputs[0], *y = lower(&ws[i]);
-    if (!y) {
-      if (d->status) return d->status; /* a new node failed its type relation: a bug here, d says which */
-      continue;
-    }
-    y->name = old->name; /* a graph output keeps its name */
-    pass_replace_uses(g, old, y);
-    for (int k = 0; k < g->outputs.n; k++)
-      if (g->outputs.v[k] == old) g->outputs.v[k] = y;
-    changed = true;
-  }
-  if (!changed) return MLC_OK;
-  /* the new nodes were appended to g->nodes: put each einsum's where it was (the einsum itself is now dead) */
-  int total = g->nodes.n, k = 0;
-  Node **order = arena_alloc(g->arena, (size_t)total * sizeof(Node *));
-  for (int i = 0; i < n0; i++) {
-    for (int j = 0; j < ws[i].nadded; j++) order[k++] = ws[i].added[j];
-    order[k++] = g->nodes.v[i];
-  }
-  if (k != total) return diag_set(d, MLC_ERR_INTERNAL, "LowerEinsum: lost track of %d nodes", total - k);
-  memcpy(g->nodes.v, order, (size_t)total * sizeof(Node *));
-  return pass_dead_code_elim(g, opt, d);
+static Value *rewrite(Graph *g, Node *n, Diag *d) {
+  if (strcmp(n->op->name, "einsum")) return NULL;
+  Lower w = {.g = g, .n = n, .d = d};
+  return lower(&w);
 }
+
+mlc_status pass_lower_einsum(Graph *g, const PassOptions *opt, Diag *d) { return pass_rewrite_outputs(g, opt, rewrite, d); }

@@ -68,6 +68,40 @@ int64_t pass_config_int(const PassOptions *opt, const char *key) {
 
 /* ---- rewriting helpers shared by the passes ---- */
 
+void pass_place_new_nodes(Graph *g, int n0, const int *mark) {
+  int total = g->nodes.n, k = 0;
+  Node **order = arena_alloc(g->arena, (size_t)(total ? total : 1) * sizeof(Node *));
+  for (int i = 0; i < n0; i++) {
+    for (int j = mark[i]; j < mark[i + 1]; j++) order[k++] = g->nodes.v[j];
+    order[k++] = g->nodes.v[i];
+  }
+  for (int j = mark[n0]; j < total; j++) order[k++] = g->nodes.v[j];
+  memcpy(g->nodes.v, order, (size_t)total * sizeof(Node *));
+}
+
+mlc_status pass_rewrite_outputs(Graph *g, const PassOptions *opt, Value *(*rewrite)(Graph *g, Node *n, Diag *d),
+                                Diag *d) {
+  int n0 = g->nodes.n;
+  int *mark = arena_alloc(g->arena, sizeof(int) * (size_t)(n0 + 1));
+  for (int i = 0; i < n0; i++) {
+    mark[i] = g->nodes.n;
+    Node *n = g->nodes.v[i];
+    Value *old = n->outputs[0], *y = rewrite(g, n, d);
+    if (!y) {
+      if (d->status) return d->status; /* a new node failed its type relation: a bug there, d says which */
+      continue;
+    }
+    y->name = old->name; /* a graph output keeps its name */
+    pass_replace_uses(g, old, y);
+    for (int k = 0; k < g->outputs.n; k++)
+      if (g->outputs.v[k] == old) g->outputs.v[k] = y;
+  }
+  mark[n0] = g->nodes.n;
+  if (g->nodes.n == n0) return MLC_OK;
+  pass_place_new_nodes(g, n0, mark);
+  return pass_dead_code_elim(g, opt, d); /* the rewritten nodes, and any new node left unused */
+}
+
 void pass_replace_uses(Graph *g, Value *old, Value *new_value) {
   for (int i = 0; i < g->nodes.n; i++) {
     Node *n = g->nodes.v[i];

@@ -45,6 +45,14 @@ const GraphPass *pass_find(const char *name);
 mlc_status pass_run_all(Graph *g, const PassOptions *opt, void (*after)(void *, const char *, Graph *), void *user,
                         Diag *d);
 void pass_replace_uses(Graph *g, Value *old, Value *new_value);
+/* Passes that rewrite node by node append their new nodes to g->nodes. pass_place_new_nodes moves the nodes
+ * made while node i was rewritten (g->nodes [mark[i], mark[i + 1]), mark[n0] = where the rewrites' nodes end)
+ * right before node i, so the order stays topological. pass_rewrite_outputs runs rewrite on each node; a value
+ * it returns replaces the node's first output (a graph output keeps its name), NULL with d set stops the pass;
+ * then the new nodes are placed and the dead ones removed (LowerEinsum, LowerConv). */
+void pass_place_new_nodes(Graph *g, int n0, const int *mark);
+mlc_status pass_rewrite_outputs(Graph *g, const PassOptions *opt, Value *(*rewrite)(Graph *g, Node *n, Diag *d),
+                                Diag *d);
 bool pass_is_graph_output(const Graph *g, const Value *v);
 
 /* The passes, one file each. */

@@ -20,13 +20,10 @@
 #include "passes/graph/passes.h"
 #include "topi/topi.h"
 
-enum { MAX_NEW = 10 }; /* nodes added per recurrent node */
-
 typedef struct Hoist {
   Graph *g;
-  Node *n;                /* the recurrent node */
-  Node *added[MAX_NEW];   /* its new nodes, in order */
-  int nadded;
+  Node *n;    /* the recurrent node */
+  int nadded; /* how many nodes it made */
   Diag *d;
 } Hoist;
 
@@ -35,7 +32,7 @@ static Node *node(Hoist *h, const char *op, const char *suffix, Value **ins, int
   Graph *g = h->g;
   Node *n = ir_node_new(g, ir_op_find(op), arena_printf(g->arena, "%s_%s", h->n->name, suffix), h->n->op_type,
                         h->n->opset, ins, nin, 1);
-  h->added[h->nadded++] = n;
+  h->nadded++;
   return n;
 }
 
@@ -125,28 +122,16 @@ static bool hoist(Hoist *h) {
 mlc_status pass_hoist_rnn_projection(Graph *g, const PassOptions *opt, Diag *d) {
   (void)opt;
   int n0 = g->nodes.n;
-  Hoist *hs = arena_alloc(g->arena, (size_t)(n0 ? n0 : 1) * sizeof *hs);
-  memset(hs, 0, (size_t)(n0 ? n0 : 1) * sizeof *hs);
-  bool changed = false;
+  int *mark = arena_alloc(g->arena, sizeof(int) * (size_t)(n0 + 1));
   for (int i = 0; i < n0; i++) {
+    mark[i] = g->nodes.n;
     Node *n = g->nodes.v[i];
     if (!is_recurrent(n)) continue;
-    hs[i] = (Hoist){.g = g, .n = n, .d = d};
-    if (hoist(&hs[i])) {
-      changed = true;
-    } else if (hs[i].nadded) { /* a new node failed its type relation: a bug here, d says which */
+    Hoist h = {.g = g, .n = n, .d = d};
+    if (!hoist(&h) && h.nadded) /* a new node failed its type relation: a bug here, d says which */
       return d->status ? d->status : diag_set(d, MLC_ERR_INTERNAL, "HoistRnnProjection: '%s' failed", n->name);
-    }
   }
-  if (!changed) return MLC_OK;
-  /* the new nodes were appended to g->nodes: put each node's right before it */
-  int total = g->nodes.n, k = 0;
-  Node **order = arena_alloc(g->arena, (size_t)total * sizeof(Node *));
-  for (int i = 0; i < n0; i++) {
-    for (int j = 0; j < hs[i].nadded; j++) order[k++] = hs[i].added[j];
-    order[k++] = g->nodes.v[i];
-  }
-  if (k != total) return diag_set(d, MLC_ERR_INTERNAL, "HoistRnnProjection: lost track of %d nodes", total - k);
-  memcpy(g->nodes.v, order, (size_t)total * sizeof(Node *));
+  mark[n0] = g->nodes.n;
+  if (g->nodes.n > n0) pass_place_new_nodes(g, n0, mark); /* each node's new nodes right before it */
   return MLC_OK;
 }
