@@ -450,10 +450,10 @@ fail_model("reshape_merge", [H("NonZero", ["x"], ["nz"], name="nz"), H("Transpos
            "node 'nz' (NonZero, opset 11): error: 't' (computed from NonZero's output 'nz') has a data-dependent shape "
            "and feeds 'flat' (Reshape): it merges or splits the data-dependent axis",
            inits=[numpy_helper.from_array(i64(-1), "shape")])
-fail_model("nonzero_of_compress", [H("Compress", ["x", "c"], ["a"], axis=0, name="ca"),
-                                   H("NonZero", ["a"], ["s"], name="nz")], [("x", x34), ("c", c4)], "s",
-           "node 'ca' (Compress, opset 11): error: Compress's output 'a' has a data-dependent shape and feeds 'nz' "
-           "(NonZero): it cannot read a data-dependent shape itself")
+fail_model("unique_of_compress", [H("Compress", ["x", "c"], ["a"], axis=0, name="ca"),
+                                  H("Unique", ["a"], ["s"], axis=0, name="uq")], [("x", x34), ("c", c4)], "s",
+           "node 'ca' (Compress, opset 11): error: Compress's output 'a' has a data-dependent shape and feeds 'uq' "
+           "(Unique): it cannot read a data-dependent shape itself")
 fail_model("gather_elements_dynamic_axis", [H("Compress", ["x", "c"], ["a"], axis=0, name="ca"),
                                             H("GatherElements", ["a", "i"], ["s"], axis=0, name="pick")],
            [("x", x34), ("c", c4)], "s",

@@ -9,7 +9,7 @@ Concat of pieces with different extents along their data-dependent axis (packed)
 data-dependent axis; Reshape / ConstantOfShape / Expand by shapes built from the run-time length (Shape, Gather,
 Unsqueeze, Concat with constants), TopK with K = min(10, n) bounded by 10; If on run-time data whose branches give different data-dependent shapes (an empty
 constant or a NonZero result); NonMaxSuppression of a data-dependent number of boxes (torchvision.ops.nms as
-the reference). The last model is the
+the reference); NonZero / Compress of data-dependent values. The last model is the
 per-class post-processing of torchvision's SSD / RetinaNet heads (score threshold, topk of min(K, n) candidates,
 boxes gathered, labels filled, torch.cat over the classes, a mean of the kept scores), exported from torch.
 Each model NAME has data sets NAME_inputs[K].npz and references NAME_ref[K].npz (numpy or torch) with an empty,
@@ -377,6 +377,27 @@ def ssd_post_model():
         np.savez(f"{out}/ssd_post_ref{sfx}.npz", **{nm: r.numpy() for nm, r in zip(onames, res)})
     names.append("ssd_post")
     tols.append(("ssd_post", 1e-5))
+
+
+# NonZero and Compress of data-dependent values (torchvision's remove_small_boxes then the score threshold:
+# keep = where(...)[0] twice): the padding of the first result never counts, indices count in its run's
+# length; Gather of data-dependent rows by those indices
+x10 = rng.standard_normal((10, 2)).astype(np.float32)
+nodes = [H("Greater", ["a", "t"], ["m"]), H("NonZero", ["m"], ["nz"]), H("Squeeze", ["nz", "ax0"], ["keep"]),
+         H("Gather", ["x", "keep"], ["kx"], axis=0), H("Gather", ["kx", "one"], ["kb"], axis=1),
+         H("Greater", ["kb", "u"], ["m2"]), H("NonZero", ["m2"], ["nz2"]), H("Squeeze", ["nz2", "ax0"], ["keep2"]),
+         H("Gather", ["keep", "keep2"], ["sel"], axis=0), H("Gather", ["kx", "keep2"], ["rows"], axis=0),
+         H("Compress", ["kb", "m2"], ["vals"], axis=0), H("Compress", ["kx", "m2"], ["crows"], axis=0)]
+ds = []
+for t, u in ((np.float32(9), np.float32(0)), (np.float32(-0.3), np.float32(0.2)), (np.float32(-9), np.float32(-9))):
+    keep = np.nonzero(x10[:, 0] > t)[0]
+    kx = x10[keep]
+    keep2 = np.nonzero(kx[:, 1] > u)[0]
+    ds.append(({"x": x10, "a": x10[:, 0], "t": np.array(t), "u": np.array(u)},
+               {"sel": keep[keep2], "rows": kx[keep2], "vals": kx[keep2, 1], "crows": kx[keep2]}))
+save("nonzero_of_dynamic", nodes, [("x", x10), ("a", x10[:, 0]), ("t", np.array(np.float32(0))), ("u", np.array(np.float32(0)))],
+     [("sel", TensorProto.INT64), ("rows", TensorProto.FLOAT), ("vals", TensorProto.FLOAT), ("crows", TensorProto.FLOAT)],
+     ds, inits=[c("ax0", i64(0)), c("one", i64(1)[0])])
 
 
 ssd_post_model()
