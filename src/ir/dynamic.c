@@ -263,8 +263,10 @@ static const char *rule_norm_tail(const Node *n, const DynIn *in, int *oa, char 
 static const char *rule_rois(const Node *n, const DynIn *in, int *oa, char *buf, size_t size) {
   (void)buf, (void)size;
   if (dyn(n->inputs[0])) return "its feature map is data-dependent";
-  for (int k = 1; k < n->ninputs; k++)
-    if (dyn(n->inputs[k]) && n->inputs[k]->dyn_axis != 0) return "its boxes are data-dependent along another axis than the box axis";
+  for (int k = 1; k < n->ninputs; k++) {
+    if (!dyn(n->inputs[k])) return "its boxes and their batch indices do not share the data-dependent number of boxes";
+    if (n->inputs[k]->dyn_axis != 0) return "its boxes are data-dependent along another axis than the box axis";
+  }
   (void)in;
   *oa = 0;
   return NULL;
