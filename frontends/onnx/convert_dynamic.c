@@ -169,6 +169,16 @@ static mlc_status compress_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs,
   if (len > dim)
     return onnx_error(cx, n, d, MLC_ERR_INVALID, "Compress: condition has %lld entries for an axis of %lld",
                       (long long)len, (long long)dim);
+  if (x->dyn_extent || cond->dyn_extent) {
+    /* a data-dependent condition (and input, along the compressed axis with the same extent): the condition's
+     * padding set to false selects only valid entries (and the input's padding, set to zero, is never read) */
+    const char *why = !x->dyn_extent               ? NULL
+                      : x->dyn_axis != axis          ? "its input is data-dependent along another axis than the compressed one"
+                      : x->dyn_extent != cond->dyn_extent ? "its condition does not have the input's data-dependent extent"
+                                                          : NULL;
+    if (why) return ir_dynamic_use_error(g, x->dyn_extent ? x : cond, n->name, n->op_type, why, d);
+    if (!(x = onnx_dyn_mask(cx, n, x, "zero", d)) || !(cond = onnx_dyn_mask(cx, n, cond, "zero", d))) return d->status;
+  }
   if (!cond->data && len > 0) {
     /* a run-time condition: the output's extent along axis is its number of true entries */
     Value *ins[2] = {x, cond};
@@ -195,6 +205,9 @@ static mlc_status nonzero_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, 
   Value *x = n->inputs[0];
   if (x->type.dtype == MLC_STRING || mlc_dtype_size(x->type.dtype) <= 0)
     return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "NonZero of %s", mlc_dtype_name(x->type.dtype));
+  /* a data-dependent input: its padding set to zero is never selected, so the indices point into the valid
+   * part only (and count along the data-dependent axis as in the run's shape) */
+  if (x->dyn_extent && !(x = onnx_dyn_mask(cx, n, x, "zero", d))) return d->status;
   int r = x->type.ndim;
   int64_t total = tt_numel(&x->type), nnz = 0;
   if (!x->data && total > 0) {

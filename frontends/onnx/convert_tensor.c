@@ -12,8 +12,48 @@
 
 /* ---------------------------------------------------------------- helpers */
 
+/* the number of output axes that x's data-dependent axis could stay whole as (src/ir/dynamic.c: RESHAPE) */
+static int whole_axes(const Value *x, int ndim, const int64_t *shape) {
+  int64_t before = 1, p = 1;
+  int found = 0;
+  for (int i = 0; i < x->dyn_axis; i++) before *= x->type.dims[i];
+  for (int j = 0; j < ndim; j++) {
+    found += p == before && shape[j] == x->type.dims[x->dyn_axis];
+    p *= shape[j];
+  }
+  return found;
+}
+
+/* A reshape merging x's data-dependent axis with the axes after it, or splitting it, when only 1s are before
+ * it: the valid elements are the first E * inner of x in row-major order (E the extent, inner the size of the
+ * axes after it), so the output's first axis of size > 1 (only 1s before it) holds them as its first
+ * E * inner / trailing slices when its trailing size divides inner. Masked, reshaped, packed with that count. */
+static mlc_status reshape_prefix(OnnxCtx *cx, const OnnxNode *n, Value *x, int ndim, const int64_t *shape,
+                                 Value **out, Diag *d) {
+  int64_t before = 1, inner = 1, trailing = 1;
+  int a = x->dyn_axis, j = 0;
+  for (int i = 0; i < a; i++) before *= x->type.dims[i];
+  for (int i = a + 1; i < x->type.ndim; i++) inner *= x->type.dims[i];
+  while (j < ndim - 1 && shape[j] == 1) j++;
+  for (int i = j + 1; i < ndim; i++) trailing *= shape[i];
+  if (before != 1 || ndim == 0 || trailing == 0 || inner % trailing)
+    return ir_dynamic_use_error(onnx_graph(cx), x, n->name, n->op_type,
+                                "it merges or splits the data-dependent axis other than as a row-major prefix", d);
+  Value *xm = onnx_dyn_mask(cx, n, x, "zero", d), *r = NULL;
+  if (!xm) return d->status;
+  Node *nd = onnx_emit(cx, n, "reshape", 1, &xm, 1, d);
+  if (nd) ir_set_ints(onnx_graph(cx), nd, "newshape", shape, ndim);
+  mlc_status st = onnx_finish_one(cx, n, nd, &r, d);
+  if (st) return st;
+  Value *len = inner / trailing == 1 ? x->dyn_extent
+                                     : onnx_binary(cx, n, "multiply", x->dyn_extent, onnx_extent_const(cx, inner / trailing), d);
+  if (!len || !(*out = onnx_dyn_pack(cx, n, j, 1, &r, &len, d))) return d->status;
+  return MLC_OK;
+}
+
 static mlc_status emit_reshape(OnnxCtx *cx, const OnnxNode *n, Value *x, int ndim, const int64_t *shape,
                                Value **out, Diag *d) {
+  if (x->dyn_extent && whole_axes(x, ndim, shape) == 0) return reshape_prefix(cx, n, x, ndim, shape, out, d);
   Node *nd = onnx_emit(cx, n, "reshape", 1, &x, 1, d);
   if (nd) ir_set_ints(onnx_graph(cx), nd, "newshape", shape, ndim);
   return onnx_finish_one(cx, n, nd, out, d);
@@ -386,7 +426,7 @@ static mlc_status slice_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Di
   Value *x = n->inputs[0];
   int r = x->type.ndim;
   int64_t starts[MLC_MAX_DIMS + 1], ends[MLC_MAX_DIMS + 1], axes[MLC_MAX_DIMS + 1], steps[MLC_MAX_DIMS + 1];
-  int ns, ne, na = -1, nst = -1;
+  int ns, ne, na = -1, nst = -1, end_at = -1;
   if (n->opset < 10) {
     ns = onnx_attr_ints(n, "starts", starts, MLC_MAX_DIMS + 1);
     ne = onnx_attr_ints(n, "ends", ends, MLC_MAX_DIMS + 1);
@@ -394,9 +434,18 @@ static mlc_status slice_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Di
     if (ns < 0 || ne < 0) return onnx_error(cx, n, d, MLC_ERR_INVALID, "Slice needs 'starts' and 'ends'");
   } else {
     if ((st = onnx_need_inputs(cx, n, 3, d))) return st;
-    if ((st = const_input(cx, n, 1, "starts", starts, MLC_MAX_DIMS + 1, &ns, d)) ||
-        (st = const_input(cx, n, 2, "ends", ends, MLC_MAX_DIMS + 1, &ne, d)))
+    OnnxSymShape es;
+    if (x->dyn_extent && onnx_sym_shape(cx, n->inputs[2], &es) && es.at >= 0 && !es.bounded &&
+        es.extent == x->dyn_extent) {
+      /* an end that is x's own run-time length (torch splits a batch by its box counts): to the end */
+      ne = es.n;
+      memcpy(ends, es.dims, sizeof(int64_t) * (size_t)es.n);
+      ends[es.at] = INT64_MAX;
+      end_at = es.at;
+    } else if ((st = const_input(cx, n, 2, "ends", ends, MLC_MAX_DIMS + 1, &ne, d))) {
       return st;
+    }
+    if ((st = const_input(cx, n, 1, "starts", starts, MLC_MAX_DIMS + 1, &ns, d))) return st;
     if (n->ninputs > 3 && n->inputs[3] && (st = const_input(cx, n, 3, "axes", axes, MLC_MAX_DIMS + 1, &na, d)))
       return st;
     if (n->ninputs > 4 && n->inputs[4] && (st = const_input(cx, n, 4, "steps", steps, MLC_MAX_DIMS + 1, &nst, d)))
@@ -415,6 +464,11 @@ static mlc_status slice_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Di
     a = norm_axis(a, r);
     seen[a] = true;
     int64_t dim = x->type.dims[a], sp = nst >= 0 ? steps[i] : 1, st0 = starts[i], en = ends[i];
+    if (i == end_at && (a != x->dyn_axis || sp < 0))
+      return ir_dynamic_use_error(onnx_graph(cx), x, n->name, n->op_type,
+                                  "its end is the run-time length of the data-dependent axis, given for another axis "
+                                  "or with a negative step",
+                                  d);
     if (x->dyn_extent && a == x->dyn_axis) {
       dyn_neg = st0 < 0;
       dyn_end = en < 0 && sp > 0 ? en : 0;
@@ -516,13 +570,21 @@ static mlc_status expand_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, D
   TensorType sh = {.dtype = x->type.dtype}, o;
   int cnt = 0;
   OnnxSymShape like; /* a run-time shape with a data-dependent extent */
-  if (onnx_sym_shape(cx, n->inputs[1], &like) && like.at >= 0 && !like.bounded && !x->dyn_extent) {
+  if (onnx_sym_shape(cx, n->inputs[1], &like) && like.at >= 0 && !like.bounded &&
+      (!x->dyn_extent || x->dyn_extent == like.extent)) {
     sh.ndim = like.n;
     memcpy(sh.dims, like.dims, sizeof(int64_t) * (size_t)sh.ndim);
   } else {
     like.at = -1;
     if ((st = const_input(cx, n, 1, "shape", sh.dims, MLC_MAX_DIMS, &cnt, d))) return st;
     sh.ndim = cnt;
+  }
+  if (x->dyn_extent && like.at < 0) {
+    /* a static shape must not give x's data-dependent axis a length: a run whose extent is 1 would broadcast */
+    int ib = x->dyn_axis + sh.ndim - x->type.ndim;
+    if (ib >= 0 && ib < sh.ndim && sh.dims[ib] != 1)
+      return ir_dynamic_use_error(onnx_graph(cx), x, n->name, n->op_type,
+                                  "its static shape gives the data-dependent axis a length of its own", d);
   }
   /* numpy broadcasting of the input shape with the given one (a 1 in shape keeps the input's dim) */
   o.dtype = x->type.dtype;
@@ -542,6 +604,14 @@ static mlc_status expand_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, D
    * the extent then cuts: a shape mismatch ONNX rejects, given as the valid part) */
   int a = like.at + (o.ndim - sh.ndim);
   if (!nd || onnx_finish(cx, n, nd, d) != MLC_OK) return d->status;
+  if (x->dyn_extent) {
+    /* x carries the same extent (torch's expand_as of a data-dependent value): broadcast along the other axes */
+    if (nd->outputs[0]->dyn_axis != a)
+      return ir_dynamic_use_error(onnx_graph(cx), x, n->name, n->op_type,
+                                  "its shape has the data-dependent length on another axis than its input", d);
+    outs[0] = nd->outputs[0];
+    return MLC_OK;
+  }
   outs[0] = onnx_dyn_pack(cx, n, a, 1, &nd->outputs[0], &like.extent, d);
   return outs[0] ? MLC_OK : d->status;
 }

@@ -404,6 +404,21 @@ static mlc_status fold_shape_value(OnnxCtx *cx, const char *name, Value **slot, 
   if (v->data || !v->producer || (t != MLC_I64 && t != MLC_I32 && t != MLC_BOOL) || tt_numel(&v->type) > 4096)
     return MLC_OK;
   void *data;
+  OnnxSymShape s;
+  if (onnx_sym_shape(cx, v, &s) && s.at < 0 && !s.bounded && s.n == tt_numel(&v->type)) {
+    /* computed at run time from a data-dependent value's shape, but only from what is static about it */
+    int64_t i64[MLC_MAX_DIMS];
+    int32_t *i32 = (int32_t *)i64;
+    uint8_t *u8 = (uint8_t *)i64;
+    for (int i = 0; i < s.n; i++)
+      if (t == MLC_I64) i64[i] = s.dims[i];
+      else if (t == MLC_I32) i32[i] = (int32_t)s.dims[i];
+      else u8[i] = s.dims[i] != 0;
+    Value *c = ir_const_new(cx->g, name, v->type, i64);
+    onnx_scope_put(cx->arena, &cx->scope, name, c);
+    *slot = c;
+    return MLC_OK;
+  }
   mlc_status st = pass_evaluate(cx->g, v, &data, d);
   if (st == MLC_ERR_UNSUPPORTED && diag_ok(d)) return MLC_OK; /* depends on an input: not constant */
   if (st != MLC_OK) return st;

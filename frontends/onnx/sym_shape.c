@@ -9,8 +9,9 @@
  * a shape, its elements: the static ones as numbers, and the one element that is the extent. Ops followed:
  * Shape (start / end), Gather of constant indices (axis 0), Slice with constant arguments, Concat of such
  * values and constants, and the element-order-keeping Identity, Cast to an integer type, Squeeze, Unsqueeze
- * and Reshape. Arithmetic on the extent (Min, Max, Add, ReduceMin, ReduceMax) gives elements known only by an
- * upper bound: enough for a TopK's run-time K (min(1000, n) in torchvision's detection heads) to bound its
+ * and Reshape; Equal with constants where it is known at compile time (the extent is never negative), and Where
+ * of a constant condition (torch's expand_as replaces -1 in a shape so). Arithmetic on the extent (Min, Max, Add, ReduceMin, ReduceMax) gives elements known only by an
+ * upper bound (adding zeros keeps the other operand): enough for a TopK's run-time K (min(1000, n) in torchvision's detection heads) to bound its
  * output by 1000 instead of n's bound, not for a Reshape, which refuses them as before. */
 #include <string.h>
 #include "frontends/onnx/internal.h"
@@ -176,6 +177,16 @@ static bool bound_arith(OnnxCtx *cx, const OnnxNode *n, const char *op, OnnxSymS
     if (op[0] == 'R') break; /* a reduction: its axes input is not an operand */
   }
   if (!sym || nin == 0) return false;
+  for (int i = 0; i < nin && nin == 2 && !strcmp(op, "Add"); i++) {
+    /* adding constant zeros (torch's running offsets start at 0) keeps the other operand exactly */
+    const OnnxSymShape *z = &in[i], *o = &in[1 - i];
+    bool zeros = z->at < 0 && !z->bounded && (z->n == 1 || z->n == o->n);
+    for (int k = 0; k < z->n && zeros; k++) zeros = z->dims[k] == 0;
+    if (zeros && o->n == len) {
+      *s = *o;
+      return true;
+    }
+  }
   *s = (OnnxSymShape){.at = -1, .extent = in[0].at >= 0 || in[0].bounded ? in[0].extent : in[nin - 1].extent};
   s->of = in[0].at >= 0 || in[0].bounded ? in[0].of : in[nin - 1].of;
   if (op[0] == 'R') { /* ReduceMin / ReduceMax over the whole 1-D value (its only axis) */
@@ -200,17 +211,89 @@ static bool bound_arith(OnnxCtx *cx, const OnnxNode *n, const char *op, OnnxSymS
   return true;
 }
 
+/* the length of the numpy broadcast of 1-D operands of lengths len[0..k) (-1: they do not broadcast) */
+static int bcast_len(const int *len, int k) {
+  int r = 1;
+  for (int i = 0; i < k; i++)
+    if (len[i] != 1) {
+      if (r != 1 && len[i] != r) return -1;
+      r = len[i];
+    }
+  return r;
+}
+
+/* Equal of such a value and constants (torch's expand_as compares a shape with -1): known at compile time where
+ * both elements are static, and where the extent (at least 0, at most its bound) meets a number out of that
+ * range; the result (no extent) is then folded to a constant by the importer */
+static bool equal(OnnxCtx *cx, const OnnxNode *n, OnnxSymShape *s) {
+  OnnxSymShape in[2];
+  if (n->ninputs != 2) return false;
+  for (int i = 0; i < 2; i++)
+    if (!n->inputs[i] || n->inputs[i]->type.ndim > 1 || !elements(cx, n->inputs[i], &in[i]) || in[i].bounded) return false;
+  int lens[2] = {in[0].n, in[1].n}, len = bcast_len(lens, 2);
+  if (len < 0 || (in[0].at < 0 && in[1].at < 0)) return false;
+  *s = (OnnxSymShape){.n = len, .at = -1};
+  for (int i = 0; i < len; i++) {
+    int ka = in[0].n == 1 ? 0 : i, kb = in[1].n == 1 ? 0 : i;
+    int64_t a = in[0].dims[ka], b = in[1].dims[kb];
+    bool ea = ka == in[0].at, eb = kb == in[1].at;
+    if (ea && eb) return false;
+    if (ea || eb) {
+      int64_t c = ea ? b : a, bound = ea ? a : b;
+      if (c >= 0 && c <= bound) return false;
+      s->dims[i] = 0;
+    } else {
+      s->dims[i] = a == b;
+    }
+  }
+  return true;
+}
+
+/* Where of a constant condition picks each element from one of two such values (or constants) */
+static bool where(OnnxCtx *cx, const OnnxNode *n, OnnxSymShape *s) {
+  OnnxSymShape in[2];
+  int64_t c[MLC_MAX_DIMS];
+  const Value *cv = n->ninputs == 3 ? n->inputs[0] : NULL;
+  if (!cv || cv->type.ndim > 1 || tt_numel(&cv->type) > MLC_MAX_DIMS) return false;
+  int nc = onnx_const_ints(cv, c, MLC_MAX_DIMS);
+  if (nc < 1) return false;
+  for (int i = 0; i < 2; i++)
+    if (!n->inputs[i + 1] || n->inputs[i + 1]->type.ndim > 1 || !elements(cx, n->inputs[i + 1], &in[i])) return false;
+  int lens[3] = {nc, in[0].n, in[1].n}, len = bcast_len(lens, 3);
+  if (len < 0) return false;
+  *s = (OnnxSymShape){.n = len, .at = -1};
+  bool has = false;
+  for (int i = 0; i < len; i++) {
+    const OnnxSymShape *p = &in[c[nc == 1 ? 0 : i] ? 0 : 1];
+    int k = p->n == 1 ? 0 : i;
+    bool at = k == p->at, bounded = p->bounded >> k & 1;
+    if (at || bounded) {
+      if (has && p->extent != s->extent) return false;
+      has = true, s->extent = p->extent, s->of = p->of;
+    }
+    if (at) {
+      if (s->at >= 0) return false; /* the extent twice: not followed */
+      s->at = i;
+    }
+    if (bounded) s->bounded |= 1u << i;
+    s->dims[i] = p->dims[k];
+  }
+  return has;
+}
+
 void onnx_sym_propagate(OnnxCtx *cx, const OnnxNode *n, Value **outs) {
-  if (*n->domain || n->noutputs < 1 || !outs[0] || !is_int(outs[0]->type.dtype) || outs[0]->type.ndim > 1 ||
-      n->ninputs < 1 || !n->inputs[0])
+  if (*n->domain || n->noutputs < 1 || !outs[0] || outs[0]->type.ndim > 1 || n->ninputs < 1 || !n->inputs[0])
     return;
   const char *op = n->op_type;
+  if (!is_int(outs[0]->type.dtype) && !(outs[0]->type.dtype == MLC_BOOL && !strcmp(op, "Equal"))) return;
   OnnxSymShape s;
   bool ok = false;
   if (!strcmp(op, "Shape")) ok = from_shape(n, &s);
   else if (!strcmp(op, "Gather")) ok = gather(cx, n, &s);
   else if (!strcmp(op, "Slice")) ok = slice(cx, n, &s);
   else if (!strcmp(op, "Concat")) ok = concat(cx, n, &s);
+  else if (!strcmp(op, "Equal")) ok = equal(cx, n, &s);
+  else if (!strcmp(op, "Where")) ok = where(cx, n, &s);
   else if (!strcmp(op, "Min") || !strcmp(op, "Max") || !strcmp(op, "Add")) ok = bound_arith(cx, n, op, &s);
   else if ((!strcmp(op, "ReduceMin") || !strcmp(op, "ReduceMax")) && n->inputs[0]->type.ndim == 1)
     ok = bound_arith(cx, n, op, &s);

@@ -24,6 +24,8 @@
  *   DENSE      data [..., K] dynamic off K; MATMUL a's row axis or b's column axis
  *   REDUCE     over other axes (the axis shifts by the dropped ones); ALONG_AXIS softmax, topk, cumsum along
  *              another axis; NORM_TAIL layer / RMS norm over axes after the dynamic one
+ *   ROIS       RoI align / pool: the boxes (and batch indices) dynamic along the box axis 0, the features static:
+ *              output axis 0 (padding boxes are zeros, so they read batch 0 like any box)
  *   MASK       dyn_mask(x, extent): reads the extent itself and sets the padding to a fill value (the identity
  *              of a reduction, -inf for TopK, zero for a gather's data); the output is static
  *   PACK       dyn_pack(pieces..., their extents..., total): each piece's valid part packed at the running
@@ -258,11 +260,24 @@ static const char *rule_norm_tail(const Node *n, const DynIn *in, int *oa, char 
   return NULL;
 }
 
+static const char *rule_rois(const Node *n, const DynIn *in, int *oa, char *buf, size_t size) {
+  (void)buf, (void)size;
+  if (dyn(n->inputs[0])) return "its feature map is data-dependent";
+  for (int k = 1; k < n->ninputs; k++) {
+    if (!dyn(n->inputs[k])) return "its boxes and their batch indices do not share the data-dependent number of boxes";
+    if (n->inputs[k]->dyn_axis != 0) return "its boxes are data-dependent along another axis than the box axis";
+  }
+  (void)in;
+  *oa = 0;
+  return NULL;
+}
+
 static const RuleFn rules[] = {
     [DYN_ELEMWISE] = rule_elemwise, [DYN_TRANSPOSE] = rule_transpose, [DYN_RESHAPE] = rule_reshape,
     [DYN_SLICE] = rule_slice,       [DYN_CONCAT] = rule_concat,       [DYN_TAKE] = rule_take,
     [DYN_GATHER_ND] = rule_gather_nd, [DYN_DENSE] = rule_dense,       [DYN_MATMUL] = rule_matmul,
     [DYN_REDUCE] = rule_reduce,     [DYN_ALONG_AXIS] = rule_along_axis, [DYN_NORM_TAIL] = rule_norm_tail,
+    [DYN_ROIS] = rule_rois,
 };
 
 /* The extent and axis each output of n should carry by its op's rule (ext[k] NULL: static). A DYN_SOURCE op

@@ -802,8 +802,8 @@ const OpDef topi_ops_spatial[] = {
     /* name             pattern      min max nout infer           compute */
     {"nn.max_unpool", PAT_OPAQUE, 2, 2, 1, unpool_infer, unpool_compute},
     {"nn.col2im", PAT_OPAQUE, 1, 1, 1, col2im_infer, col2im_compute},
-    {"vision.roi_align", PAT_OPAQUE, 3, 3, 1, roi_align_infer, roi_align_compute},
-    {"vision.roi_pool", PAT_OPAQUE, 2, 2, 1, roi_pool_infer, roi_pool_compute},
+    {"vision.roi_align", PAT_OPAQUE, 3, 3, 1, roi_align_infer, roi_align_compute, DYN_ROIS},
+    {"vision.roi_pool", PAT_OPAQUE, 2, 2, 1, roi_pool_infer, roi_pool_compute, DYN_ROIS},
     {"nn.deform_im2col", PAT_OPAQUE, 2, 3, 1, deform_infer, deform_compute},
     {0},
 };

@@ -834,7 +834,7 @@ const OpDef topi_ops_tensor[] = {
     {"strided_slice", PAT_INJECTIVE, 1, 1, 1, slice_infer, slice_compute, DYN_SLICE},
     {"nn.pad", PAT_INJECTIVE, 1, 2, 1, pad_infer, pad_compute},
     {"tile", PAT_INJECTIVE, 1, 1, 1, tile_infer, tile_compute},
-    {"broadcast_to", PAT_BROADCAST, 1, 1, 1, broadcast_to_infer, broadcast_to_compute},
+    {"broadcast_to", PAT_BROADCAST, 1, 1, 1, broadcast_to_infer, broadcast_to_compute, DYN_ELEMWISE},
     {"full", PAT_BROADCAST, 1, 1, 1, full_infer, full_compute},
     {"arange", PAT_INJECTIVE, 2, 2, 1, arange_infer, arange_compute},
     {"trilu", PAT_INJECTIVE, 1, 2, 1, trilu_infer, trilu_compute},

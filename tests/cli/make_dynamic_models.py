@@ -445,15 +445,35 @@ fail_model("two_extents", [H("Compress", ["x", "c1"], ["a"], axis=0, name="ca"),
            [("x", x34), ("c1", c4), ("c2", c4)], "s",
            "node 'ca' (Compress, opset 11): error: Compress's output 'a' has a data-dependent shape and feeds 'add' "
            "(Add): it also reads 'b', whose data-dependent extent comes from another node ('cb', Compress)")
-fail_model("reshape_merge", [H("NonZero", ["x"], ["nz"], name="nz"), H("Transpose", ["nz"], ["t"], name="t"),
-                             H("Reshape", ["t", "shape"], ["s"], name="flat")], [("x", x34)], "s",
-           "node 'nz' (NonZero, opset 11): error: 't' (computed from NonZero's output 'nz') has a data-dependent shape "
-           "and feeds 'flat' (Reshape): it merges or splits the data-dependent axis",
+# NonZero's [rank, n] flattened: the valid indices are not a prefix (a merge of [n, rank] is, make_dynshape_models)
+fail_model("reshape_merge", [H("NonZero", ["x"], ["nz"], name="nz"), H("Reshape", ["nz", "shape"], ["s"], name="flat")],
+           [("x", x34)], "s",
+           "node 'nz' (NonZero, opset 11): error: NonZero's output 'nz' has a data-dependent shape and feeds 'flat' "
+           "(Reshape): it merges or splits the data-dependent axis other than as a row-major prefix",
            inits=[numpy_helper.from_array(i64(-1), "shape")])
-fail_model("nonzero_of_compress", [H("Compress", ["x", "c"], ["a"], axis=0, name="ca"),
-                                   H("NonZero", ["a"], ["s"], name="nz")], [("x", x34), ("c", c4)], "s",
-           "node 'ca' (Compress, opset 11): error: Compress's output 'a' has a data-dependent shape and feeds 'nz' "
-           "(NonZero): it cannot read a data-dependent shape itself")
+fail_model("unique_of_compress", [H("Compress", ["x", "c"], ["a"], axis=0, name="ca"),
+                                  H("Unique", ["a"], ["s"], axis=0, name="uq")], [("x", x34), ("c", c4)], "s",
+           "node 'ca' (Compress, opset 11): error: Compress's output 'a' has a data-dependent shape and feeds 'uq' "
+           "(Unique): it cannot read a data-dependent shape itself")
+# a static length for the data-dependent axis (a run with one row would broadcast to it)
+fail_model("expand_static_length", [H("Compress", ["x", "c"], ["a"], axis=0, name="ca"),
+                                    H("Expand", ["a", "shape"], ["s"], name="ex")], [("x", x34), ("c", c4)], "s",
+           "node 'ca' (Compress, opset 11): error: Compress's output 'a' has a data-dependent shape and feeds 'ex' "
+           "(Expand): its static shape gives the data-dependent axis a length of its own",
+           inits=[numpy_helper.from_array(i64(2, 3, 4), "shape")])
+fail_model("scatter_two_extents", [H("Compress", ["x", "c1"], ["a"], axis=0, name="ca"),
+                                   H("Compress", ["i", "c2"], ["b"], axis=0, name="cb"),
+                                   H("ScatterElements", ["x", "b", "a"], ["s"], axis=0, name="sc")],
+           [("x", x34), ("i", np.zeros((3, 4), np.int64)), ("c1", c4), ("c2", c4)], "s",
+           "node 'cb' (Compress, opset 11): error: Compress's output 'b' has a data-dependent shape and feeds 'sc' "
+           "(ScatterElements): its indices and updates do not have one data-dependent extent along one axis")
+# a Slice of axis 1 up to the run-time length of axis 0
+fail_model("slice_end_other_axis", [H("Compress", ["x", "c"], ["a"], axis=0, name="ca"), H("Shape", ["a"], ["sh"]),
+                                    H("Slice", ["sh", "zero", "one"], ["n"]),
+                                    H("Slice", ["a", "zero", "n", "one"], ["s"], name="sl")], [("x", x34), ("c", c4)], "s",
+           "node 'ca' (Compress, opset 11): error: Compress's output 'a' has a data-dependent shape and feeds 'sl' "
+           "(Slice): its end is the run-time length of the data-dependent axis, given for another axis or with a "
+           "negative step", inits=[numpy_helper.from_array(i64(0), "zero"), numpy_helper.from_array(i64(1), "one")])
 fail_model("gather_elements_dynamic_axis", [H("Compress", ["x", "c"], ["a"], axis=0, name="ca"),
                                             H("GatherElements", ["a", "i"], ["s"], axis=0, name="pick")],
            [("x", x34), ("c", c4)], "s",

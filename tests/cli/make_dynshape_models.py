@@ -9,7 +9,10 @@ Concat of pieces with different extents along their data-dependent axis (packed)
 data-dependent axis; Reshape / ConstantOfShape / Expand by shapes built from the run-time length (Shape, Gather,
 Unsqueeze, Concat with constants), TopK with K = min(10, n) bounded by 10; If on run-time data whose branches give different data-dependent shapes (an empty
 constant or a NonZero result); NonMaxSuppression of a data-dependent number of boxes (torchvision.ops.nms as
-the reference). The last model is the
+the reference); NonZero / Compress of data-dependent values; torchvision's MultiScaleRoIAlign on a
+data-dependent number of boxes (RoiAlign per level, ScatterElements back into box order, expand_as of the
+indices, a Reshape merging the data-dependent axis, a Slice to the run's own length; torchvision.ops.roi_align
+as the reference). The last model is the
 per-class post-processing of torchvision's SSD / RetinaNet heads (score threshold, topk of min(K, n) candidates,
 boxes gathered, labels filled, torch.cat over the classes, a mean of the kept scores), exported from torch.
 Each model NAME has data sets NAME_inputs[K].npz and references NAME_ref[K].npz (numpy or torch) with an empty,
@@ -377,6 +380,94 @@ def ssd_post_model():
         np.savez(f"{out}/ssd_post_ref{sfx}.npz", **{nm: r.numpy() for nm, r in zip(onames, res)})
     names.append("ssd_post")
     tols.append(("ssd_post", 1e-5))
+
+
+# NonZero and Compress of data-dependent values (torchvision's remove_small_boxes then the score threshold:
+# keep = where(...)[0] twice): the padding of the first result never counts, indices count in its run's
+# length; Gather of data-dependent rows by those indices
+x10 = rng.standard_normal((10, 2)).astype(np.float32)
+nodes = [H("Greater", ["a", "t"], ["m"]), H("NonZero", ["m"], ["nz"]), H("Squeeze", ["nz", "ax0"], ["keep"]),
+         H("Gather", ["x", "keep"], ["kx"], axis=0), H("Gather", ["kx", "one"], ["kb"], axis=1),
+         H("Greater", ["kb", "u"], ["m2"]), H("NonZero", ["m2"], ["nz2"]), H("Squeeze", ["nz2", "ax0"], ["keep2"]),
+         H("Gather", ["keep", "keep2"], ["sel"], axis=0), H("Gather", ["kx", "keep2"], ["rows"], axis=0),
+         H("Compress", ["kb", "m2"], ["vals"], axis=0), H("Compress", ["kx", "m2"], ["crows"], axis=0)]
+ds = []
+for t, u in ((np.float32(9), np.float32(0)), (np.float32(-0.3), np.float32(0.2)), (np.float32(-9), np.float32(-9))):
+    keep = np.nonzero(x10[:, 0] > t)[0]
+    kx = x10[keep]
+    keep2 = np.nonzero(kx[:, 1] > u)[0]
+    ds.append(({"x": x10, "a": x10[:, 0], "t": np.array(t), "u": np.array(u)},
+               {"sel": keep[keep2], "rows": kx[keep2], "vals": kx[keep2, 1], "crows": kx[keep2]}))
+save("nonzero_of_dynamic", nodes, [("x", x10), ("a", x10[:, 0]), ("t", np.array(np.float32(0))), ("u", np.array(np.float32(0)))],
+     [("sel", TensorProto.INT64), ("rows", TensorProto.FLOAT), ("vals", TensorProto.FLOAT), ("crows", TensorProto.FLOAT)],
+     ds, inits=[c("ax0", i64(0)), c("one", i64(1)[0])])
+
+# torchvision's MultiScaleRoIAlign on a data-dependent number of boxes: each kept box gets a level, NonZero
+# per level, RoiAlign (output_half_pixel: torch's aligned=False) of that level's boxes, the pooled features put
+# back in box order by ScatterElements into ConstantOfShape(Shape) zeros, its indices expanded (expand_as:
+# Where(shape == -1, 1, shape)) from the per-level positions; then the pooled features flattened (a Reshape
+# merging the data-dependent axis with the others) and sliced to the run's own length (Slice ends from Shape)
+
+
+def roi_align_model():
+    import torch
+    from torchvision.ops import roi_align
+    feats = [rng.standard_normal((1, 2, 8, 8)).astype(np.float32), rng.standard_normal((1, 2, 4, 4)).astype(np.float32)]
+    n = 7
+    boxes = np.sort(rng.random((n, 2, 2)).astype(np.float32) * 30, axis=1).reshape(n, 4)[:, [0, 2, 1, 3]]
+    level = rng.integers(0, 2, n).astype(np.int64)
+    level[:2] = (0, 1)
+    nodes = [H("Greater", ["s", "t"], ["m"]), H("NonZero", ["m"], ["nz"]), H("Squeeze", ["nz", "ax0"], ["keep"]),
+             H("Gather", ["boxes", "keep"], ["kb"], axis=0), H("Gather", ["level", "keep"], ["kl"], axis=0),
+             H("Shape", ["kb"], ["shb"]), H("Gather", ["shb", "zero"], ["nb"], axis=0), H("Unsqueeze", ["nb", "ax0"], ["nb1"]),
+             H("Concat", ["nb1", "chw"], ["pshape"], axis=0), H("ConstantOfShape", ["pshape"], ["z"]),
+             H("Reshape", ["pshape", "minus1"], ["pshape1"]), H("Shape", ["pshape1"], ["pl"]),
+             H("ConstantOfShape", ["pl"], ["ones"], value=helper.make_tensor("v", TensorProto.INT64, [1], [1])),
+             H("Mul", ["ones", "minus1"], ["negs"])]
+    res = "z"
+    for lv, scale in ((0, 0.25), (1, 0.125)):
+        p = f"l{lv}_"
+        nodes += [H("Equal", ["kl", f"lv{lv}"], [p + "eq"]), H("NonZero", [p + "eq"], [p + "nz"]),
+                  H("Squeeze", [p + "nz", "ax0"], [p + "idx"]), H("Gather", ["kb", p + "idx"], [p + "rois"], axis=0),
+                  H("Gather", ["bzero", p + "idx"], [p + "bi"], axis=0),
+                  H("RoiAlign", [f"f{lv}", p + "rois", p + "bi"], [p + "pool"], output_height=2, output_width=2,
+                    sampling_ratio=2, spatial_scale=scale, coordinate_transformation_mode="output_half_pixel"),
+                  H("Reshape", [p + "idx", "m1111"], [p + "idx4"]),
+                  H("Equal", ["pshape1", "negs"], [p + "isneg"]), H("Where", [p + "isneg", "ones", "pshape1"], [p + "eshape"]),
+                  H("Shape", [p + "pool"], [p + "psh"]), H("Gather", [p + "psh", "zero1"], [p + "pn"], axis=0),
+                  H("Concat", [p + "pn", "chw"], [p + "pshape"], axis=0),
+                  H("Equal", [p + "pshape", "negs"], [p + "isneg2"]),
+                  H("Where", [p + "isneg2", "ones", p + "pshape"], [p + "eshape2"]),
+                  H("Expand", [p + "idx4", p + "eshape2"], [p + "eidx"]),
+                  H("ScatterElements", [res, p + "eidx", p + "pool"], [p + "out"], axis=0)]
+        res = p + "out"
+    nodes += [H("Identity", [res], ["pooled"]), H("Reshape", [res, "minus1"], ["flat"]),
+              H("Reshape", [res, "m1_8"], ["rows8"]), H("Add", ["zero1", "nb1"], ["end"]),
+              H("Slice", ["kb", "zero1", "end", "zero1"], ["head"])]
+    ds = []
+    bzero = np.zeros(n, np.int64)
+    for k in range(3):  # none, four of the seven (both levels), all
+        sc = rng.random(n).astype(np.float32)
+        t = (np.float32(9), np.sort(sc)[2], np.float32(-9))[k]
+        keep = np.nonzero(sc > t)[0]
+        assert k != 1 or set(level[keep]) == {0, 1}
+        kb, kl = boxes[keep], level[keep]
+        pooled = np.zeros((len(keep), 2, 2, 2), np.float32)
+        for lv, scale in ((0, 0.25), (1, 0.125)):
+            idx = np.nonzero(kl == lv)[0]
+            if len(idx):
+                r = roi_align(torch.from_numpy(feats[lv]), [torch.from_numpy(kb[idx])], 2, scale, 2, aligned=False)
+                pooled[idx] = r.numpy()
+        ds.append(({"s": sc, "t": np.array(t)},
+                   {"pooled": pooled, "flat": pooled.reshape(-1), "rows8": pooled.reshape(-1, 8), "head": kb}))
+    save("roi_align_dynamic", nodes, [("s", np.zeros(n, np.float32)), ("t", np.array(np.float32(0)))],
+         [(o, TensorProto.FLOAT) for o in ("pooled", "flat", "rows8", "head")], ds, opset=16, tol=1e-5,
+         inits=[c("boxes", boxes), c("level", level), c("f0", feats[0]), c("f1", feats[1]), c("bzero", bzero),
+                c("ax0", i64(0)), c("zero", i64(0)[0]), c("zero1", i64(0)), c("chw", i64(2, 2, 2)), c("minus1", i64(-1)),
+                c("lv0", i64(0)[0]), c("lv1", i64(1)[0]), c("m1111", i64(-1, 1, 1, 1)), c("m1_8", i64(-1, 8))])
+
+
+roi_align_model()
 
 
 ssd_post_model()

@@ -1,0 +1,21 @@
+#!/bin/sh
+# torchvision's Faster R-CNN end to end through the mlc CLI (make_fasterrcnn_model.py:
+# fasterrcnn_mobilenet_v3_large_320_fpn with random weights and 5 classes, exported by torch with opset 17, for
+# three box score thresholds: every box a candidate, some, none). Both stages compute with data-dependent shapes
+# (NonZero of data-dependent values, NonMaxSuppression in an If, RoiAlign of a run-time number of proposals per
+# level, ScatterElements of the pooled features back into proposal order, reshapes merging the box axis with
+# the classes). Each must compile, run, and give torch's detections: the same count, labels exactly, scores
+# and boxes within 1e-4 (compare_detections.py, order-insensitive).
+# usage: test_fasterrcnn.sh MLC BUILD_DIR [NUM_CLASSES]
+set -eu
+mlc=$1 dir=$2/fasterrcnn
+here=$(cd "$(dirname "$0")" && pwd)
+rm -rf "$dir" && mkdir -p "$dir"
+/usr/bin/python3 "$here/make_fasterrcnn_model.py" "$dir" "${3:-5}"
+for m in $(cat "$dir/models.txt"); do
+  echo "== $m"
+  "$mlc" compile "$dir/$m.onnx" --output "$dir/$m.tar"
+  "$mlc" run "$dir/$m.tar" --inputs "$dir/fasterrcnn_inputs.npz" --outputs "$dir/${m}_out.npz"
+  /usr/bin/python3 "$here/compare_detections.py" "$dir/${m}_out.npz" "$dir/${m}_ref.npz" --tol 1e-4
+done
+echo "fasterrcnn: all passed"
