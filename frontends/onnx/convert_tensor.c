@@ -475,15 +475,7 @@ static mlc_status slice_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, Di
       if (dyn_end) en = INT64_MAX; /* the static slice runs to the bound; the extent cuts it */
     }
     if (sp == 0) return onnx_error(cx, n, d, MLC_ERR_INVALID, "Slice: step 0 on axis %lld", (long long)a);
-    if (st0 < 0) st0 += dim;
-    if (en < 0) en += dim;
-    if (sp > 0) {
-      st0 = st0 < 0 ? 0 : st0 > dim ? dim : st0;
-      en = en < 0 ? 0 : en > dim ? dim : en;
-    } else {
-      st0 = st0 < 0 ? -1 : st0 > dim - 1 ? dim - 1 : st0;
-      en = en < -1 ? -1 : en > dim - 1 ? dim - 1 : en;
-    }
+    onnx_slice_clamp(&st0, &en, sp, dim);
     b[a] = st0, e[a] = en, s[a] = sp;
   }
   int a = x->dyn_extent ? x->dyn_axis : -1;

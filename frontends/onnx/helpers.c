@@ -199,6 +199,18 @@ Value *onnx_scalar(OnnxCtx *cx, const OnnxNode *n, const char *what, mlc_dtype t
 }
 
 
+void onnx_slice_clamp(int64_t *b, int64_t *e, int64_t step, int64_t dim) {
+  if (*b < 0) *b += dim;
+  if (*e < 0) *e += dim;
+  if (step > 0) {
+    *b = *b < 0 ? 0 : *b > dim ? dim : *b;
+    *e = *e < 0 ? 0 : *e > dim ? dim : *e;
+  } else {
+    *b = *b < 0 ? -1 : *b > dim - 1 ? dim - 1 : *b;
+    *e = *e < -1 ? -1 : *e > dim - 1 ? dim - 1 : *e;
+  }
+}
+
 /* ---- what a value depends on ---- */
 
 /* Walks the producers of vs back to the graph inputs and constants (an explicit stack; each node once),

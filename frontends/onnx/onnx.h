@@ -124,6 +124,9 @@ typedef struct OnnxSymShape {
   Value *extent, *of;
 } OnnxSymShape;
 bool onnx_sym_shape(OnnxCtx *cx, const Value *v, OnnxSymShape *s);
+/* Slice's start / end of one axis of length dim (negative ones count from its end) clamped as the ONNX spec
+ * does for a step > 0 ([0, dim]) or < 0 ([-1, dim - 1]). */
+void onnx_slice_clamp(int64_t *b, int64_t *e, int64_t step, int64_t dim);
 /* Values of a constant integer tensor (int32/int64) as int64; -1 if v is not a compile-time constant. */
 int onnx_const_ints(const Value *v, int64_t *out, int max);
 /* The graph inputs that vs[0..nv) are computed from, as "'a', 'b'" ("" when none): errors asking for values at

@@ -120,15 +120,7 @@ static bool slice(OnnxCtx *cx, const OnnxNode *n, OnnxSymShape *s) {
   }
   int64_t dim = in.n;
   if ((ax != 0 && ax != -1) || st == 0) return false;
-  if (b < 0) b += dim;
-  if (e < 0) e += dim;
-  if (st > 0) {
-    b = b < 0 ? 0 : b > dim ? dim : b;
-    e = e < 0 ? 0 : e > dim ? dim : e;
-  } else {
-    b = b < 0 ? -1 : b > dim - 1 ? dim - 1 : b;
-    e = e < -1 ? -1 : e > dim - 1 ? dim - 1 : e;
-  }
+  onnx_slice_clamp(&b, &e, st, dim);
   int64_t idx[MLC_MAX_DIMS];
   int c = 0;
   for (int64_t i = b; st > 0 ? i < e : i > e; i += st) idx[c++] = i;
