@@ -19,8 +19,8 @@
  *    decoders' ConvTranspose2d(4, 2, 1) ran at 1.8 GFLOP/s on the generic loop nest, 3-D UNets'
  *    ConvTranspose3d(2, 2) 150x slower than after.
  *
- * 3. nn.conv2d whose kernel has taps that read padding only, for every output (a dilation as large as the
- *    image), loses those taps (see trim_taps).
+ * 3. nn.conv2d whose kernel taps read mostly padding (a dilation close to the image size) is split into
+ *    output regions that each use only their live taps, or loses the taps dead everywhere (see live_taps).
  *
  * Float32 only (the packed templates' dtype); other transposed convs (dilated, a weight computed at run
  * time) keep the generic op. */
@@ -188,16 +188,123 @@ static Value *lower_transpose(Lower *w, int nsp) {
   return lead && y ? reshape(w, y, ot->ndim, ot->dims, "out_1d") : y;
 }
 
-/* 3. nn.conv2d with kernel taps that read only padding for every output position (a dilation as large as the
- * image: DeepLabV3's ASPP convs, dilation 24 and 36 on a 16x16 map, are 1x1 convs in effect): the dead taps
- * are cut from the weight and the padding moved with them, when that needs no negative padding */
-static bool live_tap(int64_t k, int64_t s, int64_t d, int64_t pb, int64_t in, int64_t out) {
-  int64_t first = k * d - pb; /* input position of output 0's tap; output j reads first + j*s */
-  int64_t j = first >= 0 ? 0 : (-first + s - 1) / s;
-  return j < out && first + j * s < in;
+/* 3. nn.conv2d with kernel taps that read only padding. Along one spatial dim (stride s, dilation d, pad pb),
+ * tap t reads input o*s + t*d - pb for output o, so it is live (inside the input) for the outputs of one
+ * interval [live_lo(t), live_hi(t)). Where those intervals leave most of the taps' work on padding (a dilation
+ * close to the image size: DeepLabV3's ASPP convs, dilation 12-36 on 16x16 or 32x32 maps), the output is cut
+ * into bands between the intervals' ends: within a band every tap is live for all its outputs or for none, so
+ * each band x band region is a conv with only its live taps, over a slice of the input, unpadded; the regions
+ * are concatenated back. When the regions would not save enough (or be too many), taps dead for every output
+ * are still cut from the weight, with the padding moved to match (trim). */
+static void live_range(int64_t t, int64_t s, int64_t d, int64_t pb, int64_t in, int64_t out, int64_t *lo,
+                       int64_t *hi) {
+  int64_t first = t * d - pb; /* input position of output 0's tap; output o reads first + o*s */
+  *lo = first >= 0 ? 0 : (-first + s - 1) / s;
+  *hi = first >= in ? 0 : (in - first + s - 1) / s;
+  if (*hi > out) *hi = out;
+  if (*lo > *hi) *lo = *hi;
 }
 
-static Value *trim_taps(Lower *w) {
+/* the taps [a0, b0] x [a1, b1] of a conv2d weight, as a new constant */
+static Value *weight_taps(Lower *w, const Value *k, int64_t a0, int64_t b0, int64_t a1, int64_t b1, const char *what) {
+  const TensorType *kt = &k->type;
+  int64_t OC = kt->dims[0] * kt->dims[1], KH = b0 - a0 + 1, KW = b1 - a1 + 1;
+  TensorType wt = {.dtype = MLC_F32, .ndim = 4, .dims = {kt->dims[0], kt->dims[1], KH, KW}};
+  float *wd = arena_alloc(w->g->arena, (size_t)tt_nbytes(&wt));
+  const float *src = k->data;
+  for (int64_t oc = 0; oc < OC; oc++)
+    for (int64_t h = 0; h < KH; h++)
+      for (int64_t v = 0; v < KW; v++)
+        wd[(oc * KH + h) * KW + v] = src[(oc * kt->dims[2] + a0 + h) * kt->dims[3] + a1 + v];
+  return ir_const_new(w->g, arena_printf(w->g->arena, "%s_%s", w->n->name, what), wt, wd);
+}
+
+enum { MAX_BANDS = 8 };
+
+typedef struct Bands {
+  int n;
+  int64_t start[MAX_BANDS + 1]; /* band j: outputs [start[j], start[j + 1]) */
+  int64_t a[MAX_BANDS], b[MAX_BANDS]; /* its live taps a..b (b < a: none) */
+  int64_t live, all;            /* tap-outputs live, and in all */
+} Bands;
+
+static bool make_bands(int64_t K, int64_t s, int64_t d, int64_t pb, int64_t in, int64_t out, Bands *bd) {
+  int64_t lo[16], hi[16], cut[34];
+  int nc = 0;
+  if (K > 16) return false;
+  cut[nc++] = 0, cut[nc++] = out;
+  for (int64_t t = 0; t < K; t++) {
+    live_range(t, s, d, pb, in, out, &lo[t], &hi[t]);
+    cut[nc++] = lo[t], cut[nc++] = hi[t];
+  }
+  /* the distinct cut points in order */
+  for (int i = 1; i < nc; i++)
+    for (int j = i; j > 0 && cut[j - 1] > cut[j]; j--) {
+      int64_t tmp = cut[j];
+      cut[j] = cut[j - 1], cut[j - 1] = tmp;
+    }
+  *bd = (Bands){.all = K * out};
+  for (int i = 0; i < nc; i++) {
+    if (i > 0 && cut[i] == cut[i - 1]) continue;
+    if (cut[i] >= out) break;
+    if (bd->n == MAX_BANDS) return false;
+    bd->start[bd->n++] = cut[i];
+  }
+  bd->start[bd->n] = out;
+  for (int j = 0; j < bd->n; j++) {
+    int64_t o0 = bd->start[j], o1 = bd->start[j + 1];
+    bd->a[j] = K, bd->b[j] = -1;
+    for (int64_t t = 0; t < K; t++)
+      if (lo[t] <= o0 && o1 <= hi[t]) bd->a[j] = bd->a[j] < t ? bd->a[j] : t, bd->b[j] = t;
+    if (bd->b[j] < 0) return false; /* outputs that read no input at all: not split */
+    bd->live += (bd->b[j] - bd->a[j] + 1) * (o1 - o0);
+  }
+  return true;
+}
+
+static Value *slice4(Lower *w, Value *x, const int64_t *b, const int64_t *e, const char *what) {
+  Node *sl = add_node(w, "strided_slice", what, &x, 1);
+  int64_t st[4] = {1, 1, 1, 1};
+  ir_set_ints(w->g, sl, "begin", b, 4);
+  ir_set_ints(w->g, sl, "end", e, 4);
+  ir_set_ints(w->g, sl, "strides", st, 4);
+  return finish(w, sl);
+}
+
+static Value *concat(Lower *w, Value **parts, int n, int axis, const char *what) {
+  if (n == 1) return parts[0];
+  Node *c = add_node(w, "concatenate", what, parts, n);
+  ir_set_int(w->g, c, "axis", axis);
+  return finish(w, c);
+}
+
+static Value *live_regions(Lower *w, const Bands *bh, const Bands *bw, const int64_t *s, const int64_t *dil,
+                           const int64_t *pads) {
+  Node *n = w->n;
+  Value *x = n->inputs[0], *k = n->inputs[1];
+  const TensorType *xt = &x->type;
+  int64_t zero[4] = {0, 0, 0, 0}, one[2] = {1, 1}, groups = ir_attr_int(n, "groups", 1);
+  Value *rows[MAX_BANDS];
+  for (int i = 0; i < bh->n; i++) {
+    Value *cols[MAX_BANDS];
+    for (int j = 0; j < bw->n; j++) {
+      int64_t ah = bh->a[i], bhh = bh->b[i], aw = bw->a[j], bww = bw->b[j];
+      int64_t b[4] = {0, 0, bh->start[i] * s[0] + ah * dil[0] - pads[0], bw->start[j] * s[1] + aw * dil[1] - pads[1]};
+      int64_t e[4] = {xt->dims[0], xt->dims[1], (bh->start[i + 1] - 1) * s[0] + bhh * dil[0] - pads[0] + 1,
+                      (bw->start[j + 1] - 1) * s[1] + bww * dil[1] - pads[1] + 1};
+      const char *tag = arena_printf(w->g->arena, "region_%d_%d", i, j);
+      Value *ins[2] = {slice4(w, x, b, e, tag), weight_taps(w, k, ah, bhh, aw, bww, tag)};
+      if (!ins[0]) return NULL;
+      Node *conv = add_node(w, "nn.conv2d", arena_printf(w->g->arena, "%s_conv", tag), ins, 2);
+      copy_window(w, conv, 2, s, bhh > ah || bww > aw ? dil : one, zero, groups);
+      if (!(cols[j] = finish(w, conv))) return NULL;
+    }
+    if (!(rows[i] = concat(w, cols, bw->n, 3, arena_printf(w->g->arena, "row_%d", i)))) return NULL;
+  }
+  return concat(w, rows, bh->n, 2, "regions");
+}
+
+static Value *live_taps(Lower *w) {
   Node *n = w->n;
   Value *x = n->inputs[0], *k = n->inputs[1];
   const TensorType *xt = &x->type, *kt = &k->type, *ot = &n->outputs[0]->type;
@@ -206,13 +313,24 @@ static Value *trim_taps(Lower *w) {
   window_attr(n, "strides", 2, 2, 1, s);
   window_attr(n, "dilation", 2, 2, 1, dil);
   window_pads(n, 2, 2, pads);
-  bool cut = false;
+  Bands bd[2];
+  bool split = true;
+  for (int i = 0; i < 2; i++)
+    split &= make_bands(kt->dims[2 + i], s[i], dil[i], pads[i], xt->dims[2 + i], ot->dims[2 + i], &bd[i]);
+  /* regions when they leave at most 60% of the taps' work, and are few */
+  if (split && bd[0].n * bd[1].n <= 25 && bd[0].n * bd[1].n > 1 &&
+      10 * (double)bd[0].live * (double)bd[1].live <= 6 * (double)bd[0].all * (double)bd[1].all)
+    return live_regions(w, &bd[0], &bd[1], s, dil, pads);
+  bool cut = false; /* else the taps dead for every output */
   for (int i = 0; i < 2; i++) {
     int64_t in = xt->dims[2 + i], K = kt->dims[2 + i], out = ot->dims[2 + i];
     lo[i] = 0, hi[i] = K - 1, np[i] = pads[i], np[2 + i] = pads[2 + i];
     int64_t a = K, b = -1;
-    for (int64_t t = 0; t < K; t++)
-      if (live_tap(t, s[i], dil[i], pads[i], in, out)) a = a < t ? a : t, b = t;
+    for (int64_t t = 0; t < K; t++) {
+      int64_t l, h;
+      live_range(t, s[i], dil[i], pads[i], in, out, &l, &h);
+      if (l < h) a = a < t ? a : t, b = t;
+    }
     if (b < 0 || (a == 0 && b == K - 1)) continue;
     int64_t pb = pads[i] - a * dil[i], pe = (out - 1) * s[i] + (b - a) * dil[i] + 1 - in - pb;
     /* no padding at the end may still give `out` positions: the stride's rounding drops the rest */
@@ -222,15 +340,7 @@ static Value *trim_taps(Lower *w) {
     cut = true;
   }
   if (!cut) return NULL;
-  int64_t O = kt->dims[0], C = kt->dims[1], KH = hi[0] - lo[0] + 1, KW = hi[1] - lo[1] + 1;
-  TensorType wt = {.dtype = MLC_F32, .ndim = 4, .dims = {O, C, KH, KW}};
-  float *wd = arena_alloc(w->g->arena, (size_t)tt_nbytes(&wt));
-  const float *src = k->data;
-  for (int64_t oc = 0; oc < O * C; oc++)
-    for (int64_t h = 0; h < KH; h++)
-      for (int64_t v = 0; v < KW; v++)
-        wd[(oc * KH + h) * KW + v] = src[(oc * kt->dims[2] + lo[0] + h) * kt->dims[3] + lo[1] + v];
-  Value *ins[2] = {x, ir_const_new(w->g, arena_printf(w->g->arena, "%s_live_taps", n->name), wt, wd)};
+  Value *ins[2] = {x, weight_taps(w, k, lo[0], hi[0], lo[1], hi[1], "live_taps")};
   Node *conv = add_node(w, "nn.conv2d", "live_taps", ins, 2);
   copy_window(w, conv, 2, s, dil, np, ir_attr_int(n, "groups", 1));
   return finish(w, conv);
@@ -246,7 +356,7 @@ static Value *lower(Lower *w) {
   static const char *const transposed[3] = {"nn.conv1d_transpose", "nn.conv2d_transpose", "nn.conv3d_transpose"};
   for (int i = 0; i < 3; i++)
     if (!strcmp(op, transposed[i]) && n->inputs[1]->data) return lower_transpose(w, i + 1);
-  if (!strcmp(op, "nn.conv2d")) return trim_taps(w);
+  if (!strcmp(op, "nn.conv2d")) return live_taps(w);
   return NULL;
 }
 

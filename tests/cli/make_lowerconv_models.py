@@ -88,17 +88,22 @@ for name, C, O, L, k, s, d, p, g in (("c1_k10_s5", 1, 32, 400, 10, 5, 1, (0, 0),
     y = F.conv1d(F.pad(x, p), w, b, stride=s, dilation=d, groups=g)
     save(name, x, w, b, y, "Conv", dict(kernel_shape=[k], strides=[s], dilations=[d], pads=list(p), group=g))
 # Conv 2-D whose taps read only padding for every output (trim_*: DeepLabV3's ASPP, dilation >= the map; a
-# strided one where only the last row of taps is dead; asymmetric pads), and one where every tap is live for
-# some output (keep_*)
+# strided one where only the last row of taps is dead; asymmetric pads), ones whose taps read mostly padding
+# (regions_*: split into output regions with their live taps, grouped too), and one where nearly every tap is
+# live (keep_*)
 for name, C, O, H, W, k, s, d, p in (("trim_aspp_d36", 24, 16, 16, 16, 3, 1, 36, (36, 36, 36, 36)),
                                      ("trim_aspp_d24_rect", 8, 8, 12, 20, 3, 1, 24, (24, 24, 24, 24)),
                                      ("trim_strided_last_row", 8, 8, 9, 9, 3, 2, 5, (0, 0, 4, 4)),
                                      ("trim_one_side", 6, 10, 10, 7, 3, 1, 8, (0, 8, 8, 2)),
-                                     ("keep_aspp_d12", 16, 16, 16, 16, 3, 1, 12, (12, 12, 12, 12))):
+                                     ("regions_aspp_d12", 16, 16, 16, 16, 3, 1, 12, (12, 12, 12, 12)),
+                                     ("regions_rect_d8", 8, 12, 10, 20, 3, 1, 8, (8, 8, 8, 8)),
+                                     ("regions_groups_d6", 8, 8, 9, 9, 3, 1, 6, (6, 6, 6, 6)),
+                                     ("keep_d2", 16, 16, 16, 16, 3, 1, 2, (2, 2, 2, 2))):
     x = torch.randn(1, C, H, W)
-    w = torch.randn(O, C, k, k) * 0.2
+    g = 2 if "groups" in name else 1
+    w = torch.randn(O, C // g, k, k) * 0.2
     b = torch.randn(O)
-    y = F.conv2d(F.pad(x, (p[1], p[3], p[0], p[2])), w, b, stride=s, dilation=d)
-    save(name, x, w, b, y, "Conv", dict(kernel_shape=[k, k], strides=[s, s], dilations=[d, d], pads=list(p)))
+    y = F.conv2d(F.pad(x, (p[1], p[3], p[0], p[2])), w, b, stride=s, dilation=d, groups=g)
+    save(name, x, w, b, y, "Conv", dict(kernel_shape=[k, k], strides=[s, s], dilations=[d, d], pads=list(p), group=g))
 with open(f"{out}/models.txt", "w") as f:
     f.write("\n".join(names) + "\n")

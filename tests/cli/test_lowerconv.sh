@@ -1,7 +1,8 @@
 #!/bin/sh
 # LowerConv end to end: each model of make_lowerconv_models.py (1-D Conv, 1-D, 2-D and 3-D ConvTranspose with
 # constant weights, 2-D Conv with taps that read padding only) compiles with its conv lowered to nn.conv2d /
-# nn.conv3d (no conv1d or transposed conv op left after the passes; trim_*: the dead taps cut, keep_*: not),
+# nn.conv3d (no conv1d or transposed conv op left after the passes; trim_*: the dead taps cut, regions_*: split
+# into regions of live taps, keep_*: neither),
 # and `mlc run` matches torch within 1e-4, as does the same model compiled with --disable-pass LowerConv (the
 # generic ops).
 # usage: test_lowerconv.sh MLC BUILD_DIR
@@ -16,6 +17,8 @@ for m in $(cat "$dir/models.txt"); do
   if grep -q "nn.conv1d\|_transpose(" "$dir/$m.d/"*_after_DeadCodeElim.txt; then echo "FAIL $m: not lowered"; exit 1; fi
   grep -q "nn.conv[23]d" "$dir/$m.d/"*_after_DeadCodeElim.txt || { echo "FAIL $m: no nn.conv2d / nn.conv3d"; exit 1; }
   case $m in # the conv's weight type and padding before and after LowerConv
+  regions_*)
+    [ "$(grep -o "nn.conv2d(" "$dir/$m.d/"*_after_LowerConv.txt | wc -l)" -gt 1 ] || { echo "FAIL $m: not split"; exit 1; } ;;
   trim_* | keep_*)
     before=$(grep -o "nn.conv2d(.*padding=[^]]*" "$dir/$m.d/00_graph.txt")
     after=$(grep -o "nn.conv2d(.*padding=[^]]*" "$dir/$m.d/"*_after_LowerConv.txt)
