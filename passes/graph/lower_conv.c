@@ -317,8 +317,9 @@ static Value *live_taps(Lower *w) {
   bool split = true;
   for (int i = 0; i < 2; i++)
     split &= make_bands(kt->dims[2 + i], s[i], dil[i], pads[i], xt->dims[2 + i], ot->dims[2 + i], &bd[i]);
-  /* regions when they leave at most 60% of the taps' work, and are few */
-  if (split && bd[0].n * bd[1].n <= 25 && bd[0].n * bd[1].n > 1 &&
+  /* regions when they leave at most 60% of the taps' work, and are few; for dilated convs only (without
+   * dilation that happens on maps of 2 or 3 pixels, where the regions' kernels would cost more than they save) */
+  if (split && (dil[0] > 1 || dil[1] > 1) && bd[0].n * bd[1].n <= 25 && bd[0].n * bd[1].n > 1 &&
       10 * (double)bd[0].live * (double)bd[1].live <= 6 * (double)bd[0].all * (double)bd[1].all)
     return live_regions(w, &bd[0], &bd[1], s, dil, pads);
   bool cut = false; /* else the taps dead for every output */
