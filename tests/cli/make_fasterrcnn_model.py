@@ -16,7 +16,6 @@ Writes DIR/fasterrcnn_inputs.npz (images) and, for three box score thresholds (e
 exported once, the threshold constant of the box head's Greater rewritten), DIR/NAME.onnx and DIR/NAME_ref.npz
 (boxes, scores, labels from torch with that box_score_thresh); the names go to DIR/models.txt.
 Used by tests/cli/test_fasterrcnn.sh with compare_detections.py."""
-import math
 import sys
 import warnings
 
@@ -26,23 +25,16 @@ import torch
 import torchvision
 from onnx import numpy_helper
 
+from detection_weights import redraw
+
 warnings.filterwarnings("ignore")
 out = sys.argv[1]
 num_classes = int(sys.argv[2]) if len(sys.argv) > 2 else 5
 torch.manual_seed(0)
 model = torchvision.models.detection.fasterrcnn_mobilenet_v3_large_320_fpn(
     weights=None, weights_backbone=None, num_classes=num_classes, box_score_thresh=0.05).eval()
+redraw(model.backbone.body)
 with torch.no_grad():
-    for m in model.backbone.body.modules():
-        if isinstance(m, torch.nn.Conv2d):  # variance-preserving (He) weights, so deep features vary in space
-            m.weight.normal_(0, math.sqrt(2.0 / m.weight[0].numel()))
-            if m.bias is not None:
-                m.bias.normal_(0, 0.1)
-        if isinstance(m, torch.nn.BatchNorm2d):  # non-trivial inference statistics
-            m.running_mean.normal_(0, 0.1)
-            m.running_var.uniform_(0.5, 2.0)
-            m.weight.uniform_(0.5, 1.5)
-            m.bias.normal_(0, 0.2)
     for m in model.backbone.fpn.layer_blocks.modules():  # moderate features (|x| < 40): box deltas do not
         if isinstance(m, torch.nn.Conv2d):  # amplify float rounding through exp() beyond the test's tolerance
             m.weight.mul_(0.1)

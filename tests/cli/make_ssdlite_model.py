@@ -14,7 +14,6 @@ Writes DIR/ssdlite_inputs.npz (x) and, for three score thresholds (torchvision's
 one keeping none; exported once, the threshold constant rewritten), DIR/NAME.onnx and DIR/NAME_ref.npz (boxes,
 scores, labels from torch with that score_thresh); the names go to DIR/models.txt.
 Used by tests/cli/test_ssdlite.sh with compare_detections.py."""
-import math
 import sys
 import warnings
 
@@ -24,23 +23,16 @@ import torch
 import torchvision
 from onnx import numpy_helper
 
+from detection_weights import redraw
+
 warnings.filterwarnings("ignore")
 out = sys.argv[1]
 num_classes = int(sys.argv[2]) if len(sys.argv) > 2 else 91
 torch.manual_seed(0)
 model = torchvision.models.detection.ssdlite320_mobilenet_v3_large(weights=None, weights_backbone=None,
                                                                   num_classes=num_classes).eval()
+redraw(model)
 with torch.no_grad():
-    for m in model.modules():
-        if isinstance(m, torch.nn.Conv2d):  # variance-preserving (He) weights, so deep features vary in space
-            m.weight.normal_(0, math.sqrt(2.0 / m.weight[0].numel()))
-            if m.bias is not None:
-                m.bias.normal_(0, 0.1)
-        if isinstance(m, torch.nn.BatchNorm2d):  # non-trivial inference statistics
-            m.running_mean.normal_(0, 0.1)
-            m.running_var.uniform_(0.5, 2.0)
-            m.weight.uniform_(0.5, 1.5)
-            m.bias.normal_(0, 0.2)
     for m in model.head.classification_head.modules():
         if isinstance(m, torch.nn.Conv2d):  # moderate logits: distinct scores, no saturated softmax
             m.weight.mul_(0.05)
