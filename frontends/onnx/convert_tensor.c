@@ -68,11 +68,6 @@ static mlc_status const_input(OnnxCtx *cx, const OnnxNode *n, int i, const char 
     return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "%s: input '%s' has too many values (%lld)", n->op_type, what,
                       (long long)tt_numel(&v->type));
   int c = onnx_const_ints(v, out, max);
-  OnnxSymShape sym; /* a run-time shape value none of whose elements is a data-dependent extent */
-  if (c < 0 && onnx_sym_shape(cx, v, &sym) && sym.at < 0 && !sym.bounded && sym.n <= max) {
-    memcpy(out, sym.dims, sizeof(int64_t) * (size_t)sym.n);
-    c = sym.n;
-  }
   const Value *dyn = c < 0 ? onnx_dyn_source(cx, v) : NULL;
   if (dyn) {
     char why[256];

@@ -9,9 +9,10 @@
  * a shape, its elements: the static ones as numbers, and the one element that is the extent. Ops followed:
  * Shape (start / end), Gather of constant indices (axis 0), Slice with constant arguments, Concat of such
  * values and constants, and the element-order-keeping Identity, Cast to an integer type, Squeeze, Unsqueeze
- * and Reshape; Equal with constants where it is known at compile time (the extent is never negative), and Where
- * of a constant condition (torch's expand_as replaces -1 in a shape so). Arithmetic on the extent (Min, Max, Add, ReduceMin, ReduceMax) gives elements known only by an
- * upper bound (adding zeros keeps the other operand): enough for a TopK's run-time K (min(1000, n) in torchvision's detection heads) to bound its
+ * and Reshape; Equal with constants where it is known at compile time (the extent is never negative), and
+ * Where of a constant condition (torch's expand_as replaces -1 in a shape so). Arithmetic on the extent (Min,
+ * Max, Add, ReduceMin, ReduceMax) gives elements known only by an upper bound (adding zeros keeps the other
+ * operand): enough for a TopK's run-time K (min(1000, n) in torchvision's detection heads) to bound its
  * output by 1000 instead of n's bound, not for a Reshape, which refuses them as before. */
 #include <string.h>
 #include "frontends/onnx/internal.h"
@@ -151,24 +152,33 @@ static bool concat(OnnxCtx *cx, const OnnxNode *n, OnnxSymShape *s) {
   return any;
 }
 
+/* the length of the numpy broadcast of 1-D operands of lengths len[0..k) (-1: they do not broadcast) */
+static int bcast_len(const int *len, int k) {
+  int r = 1;
+  for (int i = 0; i < k; i++)
+    if (len[i] != 1) {
+      if (r != 1 && len[i] != r) return -1;
+      r = len[i];
+    }
+  return r;
+}
+
 /* the upper bounds of elementwise Min / Max / Add of such values (numpy broadcasting of 1-D operands), or of
  * ReduceMin / ReduceMax over a 1-D one: every element is then only bounded */
 static bool bound_arith(OnnxCtx *cx, const OnnxNode *n, const char *op, OnnxSymShape *s) {
   OnnxSymShape in[2];
-  int nin = 0, len = 1;
+  int nin = 0, lens[2];
   bool sym = false;
   for (int i = 0; i < n->ninputs; i++) {
     if (!n->inputs[i]) continue;
     if (nin == 2 || n->inputs[i]->type.ndim > 1 || !elements(cx, n->inputs[i], &in[nin])) return false;
     sym |= in[nin].at >= 0 || in[nin].bounded;
-    if (in[nin].n != 1) {
-      if (len != 1 && in[nin].n != len) return false;
-      len = in[nin].n;
-    }
+    lens[nin] = in[nin].n;
     nin++;
     if (op[0] == 'R') break; /* a reduction: its axes input is not an operand */
   }
-  if (!sym || nin == 0) return false;
+  int len = bcast_len(lens, nin);
+  if (!sym || nin == 0 || len < 0) return false;
   for (int i = 0; i < nin && nin == 2 && !strcmp(op, "Add"); i++) {
     /* adding constant zeros (torch's running offsets start at 0) keeps the other operand exactly */
     const OnnxSymShape *z = &in[i], *o = &in[1 - i];
@@ -201,17 +211,6 @@ static bool bound_arith(OnnxCtx *cx, const OnnxNode *n, const char *op, OnnxSymS
     s->bounded |= 1u << i;
   }
   return true;
-}
-
-/* the length of the numpy broadcast of 1-D operands of lengths len[0..k) (-1: they do not broadcast) */
-static int bcast_len(const int *len, int k) {
-  int r = 1;
-  for (int i = 0; i < k; i++)
-    if (len[i] != 1) {
-      if (r != 1 && len[i] != r) return -1;
-      r = len[i];
-    }
-  return r;
 }
 
 /* Equal of such a value and constants (torch's expand_as compares a shape with -1): known at compile time where
