@@ -56,6 +56,15 @@ static int winograd_tile_for(int64_t c, int64_t k, int64_t n, int64_t oh, int64_
   return 0;
 }
 
+bool pass_winograd_applies(const PassOptions *opt, int64_t c, int64_t k, int64_t n, int64_t oh, int64_t ow) {
+  if (gpu_target(opt->target) || k % 8 || !pass_enabled(opt, "AlterOpLayout")) return false;
+  Target t;
+  Diag td = {0};
+  if (cg_target_parse(opt->target ? opt->target : "llvm", &t, &td) != MLC_OK || t.kind != TARGET_CPU) return false;
+  int64_t mode = pass_config_int(opt, "AlterOpLayout.winograd");
+  return mode == 2 || (mode == 1 && winograd_tile_for(c, k, n, oh, ow) != 0);
+}
+
 /* nn.conv2d(x, w) -> nn.winograd_output(nn.winograd_gemm(nn.winograd_input(nn.winograd_pad(x)),
  * nn.winograd_weight_transform(w))) on the convs the rule picks. The conv node itself becomes the output
  * transform (it keeps its output value); the four new nodes go right before it. */

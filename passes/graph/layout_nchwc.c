@@ -31,8 +31,10 @@
  *     head does not keep the last convs' region NCHW.
  *   - nn.depthwise_conv2d with one output channel per input channel joins the regions of its data and its
  *     output (it keeps the channel block); on an NCHWc input it runs in that block (data_block, weight re-blocked
- *     to [C/b, 1, KH, KW, b] by graph ops on the constant) and writes NCHWc; so does a 2-D max or average pool
- *     of float32 (data_block).
+ *     to [C/b, 1, KH, KW, b] by graph ops on the constant) and writes NCHWc; so do a 2-D max or average pool
+ *     of float32, the dilation phases of LowerConv (data_block) and a strided_slice that keeps every channel
+ *     (its ranges extended by the block axis).
+ *   - A concatenate along H or W joins its inputs' and its output's regions as one along the channels does.
  *   - Every other op, and every graph output, reads the NCHW form: a transpose (0, 1, 4, 2, 3) and a reshape
  *     to [N, C, H, W], made once per value right before its first such consumer (the regions above make this
  *     a fallback that a blocked region should not need). So a model's outputs and every op that is not
@@ -230,10 +232,12 @@ static bool reads_blocked(const Node *n) {
   return is_packed_conv(n) || is_winograd_pad(n) || is_blockable_global_pool(n);
 }
 
-/* a concatenate of float32 4-D activations along the channels: in NCHWc it concatenates the channel blocks
- * (every input's channel count a multiple of the block), so all its inputs and its output share a region */
+/* a concatenate of float32 4-D activations along the channels (in NCHWc it concatenates the channel blocks:
+ * every input's channel count a multiple of the block) or along H or W (the same axis of the NCHWc form), so
+ * all its inputs and its output share a region */
 static bool is_blockable_concat(const Node *n) {
-  if (strcmp(n->op->name, "concatenate") || n->noutputs != 1 || ir_attr_int(n, "axis", 0) != 1 ||
+  int64_t axis = ir_attr_int(n, "axis", 0);
+  if (strcmp(n->op->name, "concatenate") || n->noutputs != 1 || axis < 1 || axis > 3 ||
       n->outputs[0]->type.ndim != 4 || n->outputs[0]->type.dtype != MLC_F32)
     return false;
   for (int k = 0; k < n->ninputs; k++) /* (the inputs are as 4-D as the output until the pass blocks them) */
@@ -241,8 +245,30 @@ static bool is_blockable_concat(const Node *n) {
   return n->ninputs > 0;
 }
 
+/* a strided_slice of float32 4-D data that keeps every channel (LowerConv's live regions of a dilated conv,
+ * crops): in NCHWc it slices the same N, H, W ranges of [N, C/b, H, W, b] */
+static bool is_blockable_slice(const Node *n) {
+  if (strcmp(n->op->name, "strided_slice") || n->ninputs != 1 || n->noutputs != 1 || !n->inputs[0]) return false;
+  const TensorType *x = &n->inputs[0]->type;
+  int64_t b[4], e[4], s[4];
+  if (x->dtype != MLC_F32 || ir_attr_ints(n, "begin", b, 4) != 4 || ir_attr_ints(n, "end", e, 4) != 4 ||
+      ir_attr_ints(n, "strides", s, 4) != 4)
+    return false;
+  /* (the walk sees its data already blocked: [N, C/b, H, W, b]) */
+  int64_t channels = x->ndim == 4 ? x->dims[1] : x->ndim == 5 ? x->dims[1] * x->dims[4] : -1;
+  return b[1] == 0 && e[1] == channels && s[1] == 1;
+}
+
+/* LowerConv's space-to-batch of a dilated conv (src/topi/spatial.c, data_block): it moves whole pixels */
+static bool is_blockable_phases(const Node *n) {
+  return (!strcmp(n->op->name, "nn.dilation_phases") || !strcmp(n->op->name, "nn.dilation_merge")) &&
+         n->ninputs == 1 && n->inputs[0] && n->inputs[0]->type.dtype == MLC_F32 && !ir_attr(n, "data_block");
+}
+
 /* an op whose data and output share a region (it keeps the channel block) */
-static bool passes_block(const Node *n) { return is_blockable_depthwise(n) || is_blockable_pool(n); }
+static bool passes_block(const Node *n) {
+  return is_blockable_depthwise(n) || is_blockable_pool(n) || is_blockable_slice(n) || is_blockable_phases(n);
+}
 
 /* an elementwise/broadcast op that could keep NCHWc (float32, one 4-D output, no shape attribute, NCHW
  * inputs of rank <= 4) */
@@ -429,9 +455,24 @@ static mlc_status convert_node(LayoutCtx *c, Node *n) {
     int64_t b = block_of(c, n->inputs[0]);
     if (b && n->inputs[1]->type.dims[0] % b == 0) return depthwise_blocked(c, n, b);
   }
-  if (is_blockable_pool(n) && block_of(c, n->inputs[0])) {
+  if ((is_blockable_pool(n) || is_blockable_phases(n)) && block_of(c, n->inputs[0])) {
     int64_t b = block_of(c, n->inputs[0]);
     ir_set_int(c->g, n, "data_block", b);
+    if (ir_infer_node(c->g, n, d)) return d->status;
+    grow(c);
+    c->block[n->outputs[0]->id] = b;
+    return MLC_OK;
+  }
+  if (is_blockable_slice(n) && block_of(c, n->inputs[0])) { /* the same ranges, every channel block and lane */
+    int64_t b = block_of(c, n->inputs[0]), b4[4], e4[4], s4[4];
+    ir_attr_ints(n, "begin", b4, 4);
+    ir_attr_ints(n, "end", e4, 4);
+    ir_attr_ints(n, "strides", s4, 4);
+    int64_t b5[5] = {b4[0], 0, b4[2], b4[3], 0}, e5[5] = {e4[0], e4[1] / b, e4[2], e4[3], b},
+            s5[5] = {s4[0], 1, s4[2], s4[3], 1};
+    ir_set_ints(c->g, n, "begin", b5, 5);
+    ir_set_ints(c->g, n, "end", e5, 5);
+    ir_set_ints(c->g, n, "strides", s5, 5);
     if (ir_infer_node(c->g, n, d)) return d->status;
     grow(c);
     c->block[n->outputs[0]->id] = b;
@@ -453,7 +494,7 @@ static mlc_status convert_node(LayoutCtx *c, Node *n) {
     int64_t b = block_of(c, n->inputs[0]);
     for (int k = 1; k < n->ninputs && b; k++)
       if (block_of(c, n->inputs[k]) != b) b = 0;
-    if (b) { /* [N, C_k/b, H, W, b] along axis 1: the blocks in order */
+    if (b) { /* [N, C_k/b, H, W, b] along axis 1 (the blocks in order), 2 or 3 */
       if (ir_infer_node(c->g, n, d)) return d->status;
       grow(c);
       c->block[n->outputs[0]->id] = b;

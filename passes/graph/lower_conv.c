@@ -20,7 +20,10 @@
  *    ConvTranspose3d(2, 2) 150x slower than after.
  *
  * 3. nn.conv2d whose kernel taps read mostly padding (a dilation close to the image size) is split into
- *    output regions that each use only their live taps, or loses the taps dead everywhere (see live_taps).
+ *    output regions that each use only their live taps, or loses the taps dead everywhere (see live_taps);
+ *    their slices of the input keep every channel, so they stay in the NCHWc layout of the convs around.
+ *
+ * 4. Else a dilated 3x3 conv whose dilation phases make a Winograd conv becomes that (see dilated_phases).
  *
  * Float32 only (the packed templates' dtype); other transposed convs (dilated, a weight computed at run
  * time) keep the generic op. */
@@ -30,6 +33,7 @@
 typedef struct Lower {
   Graph *g;
   Node *n;
+  const PassOptions *opt;
   Diag *d;
 } Lower;
 
@@ -263,6 +267,9 @@ static bool make_bands(int64_t K, int64_t s, int64_t d, int64_t pb, int64_t in, 
 }
 
 static Value *slice4(Lower *w, Value *x, const int64_t *b, const int64_t *e, const char *what) {
+  bool whole = true; /* a region that reads all of x: no copy */
+  for (int i = 0; i < 4; i++) whole &= b[i] == 0 && e[i] == x->type.dims[i];
+  if (whole) return x;
   Node *sl = add_node(w, "strided_slice", what, &x, 1);
   int64_t st[4] = {1, 1, 1, 1};
   ir_set_ints(w->g, sl, "begin", b, 4);
@@ -304,6 +311,57 @@ static Value *live_regions(Lower *w, const Bands *bh, const Bands *bw, const int
   return concat(w, rows, bh->n, 2, "regions");
 }
 
+/* 4. A dilated 3x3 conv (stride 1, groups 1) with dilation (dh, dw) is dh * dw undilated convs, one per phase:
+ * output row o = a*dh + p reads padded input rows (a + i)*dh + p, i < 3, so with the padded input's rows of
+ * phase p as an image, the phase's outputs are its plain 3x3 conv (TensorFlow's space-to-batch form of atrous
+ * convolution). The phases become the batch of one conv that AlterOpLayout makes Winograd:
+ *   x -> nn.dilation_phases [dh*dw*N, C, Hq, Wq] (Hq: the padded height rounded up to a multiple of dh, / dh)
+ *     -> nn.conv2d 3x3 -> [dh*dw*N, K, Hq - 2, Wq - 2] -> nn.dilation_merge [N, K, OH, OW]
+ * (src/topi/spatial.c; ConvertLayoutNCHWc keeps them in the NCHWc layout of the convs around). Only where
+ * Winograd takes the phase conv (DeepLabV3's dilated ResNet stages: 4x fewer multiplies; a direct conv is as
+ * fast on the dilated input as on the phases, which would only add the copies), where the rounding up adds at
+ * most a third to the outputs computed, and where the transformed weight (36/9 of the weight, F(4x4)) is small
+ * enough for FoldConstant to compute at compile time. */
+static Value *dilated_phases(Lower *w) {
+  Node *n = w->n;
+  Value *x = n->inputs[0], *k = n->inputs[1];
+  const TensorType *xt = &x->type, *kt = &k->type, *ot = &n->outputs[0]->type;
+  int64_t s[2], dil[2], pads[4];
+  window_attr(n, "strides", 2, 2, 1, s);
+  window_attr(n, "dilation", 2, 2, 1, dil);
+  window_pads(n, 2, 2, pads);
+  if (!k->data || xt->ndim != 4 || kt->dims[2] != 3 || kt->dims[3] != 3 || s[0] != 1 || s[1] != 1 ||
+      (dil[0] == 1 && dil[1] == 1) || dil[0] < 1 || dil[1] < 1 || ir_attr_int(n, "groups", 1) != 1)
+    return NULL;
+  int64_t N = xt->dims[0], C = xt->dims[1], K = kt->dims[0], hq[2], a[2];
+  for (int i = 0; i < 2; i++) {
+    hq[i] = (xt->dims[2 + i] + pads[i] + pads[2 + i] + dil[i] - 1) / dil[i];
+    a[i] = hq[i] - 2;
+    if (a[i] < 1) return NULL;
+  }
+  double outs = (double)(a[0] * dil[0]) * (double)(a[1] * dil[1]), need = (double)ot->dims[2] * (double)ot->dims[3];
+  double wbytes = 36.0 * (double)K * (double)C * 4.0;
+  int64_t B = dil[0] * dil[1] * N;
+  if (3 * outs > 4 * need || wbytes > (double)pass_config_int(w->opt, "FoldConstant.max_bytes") ||
+      !pass_winograd_applies(w->opt, C, K, B, a[0], a[1]))
+    return NULL;
+  Node *ph = add_node(w, "nn.dilation_phases", "phases", &x, 1);
+  ir_set_ints(w->g, ph, "dilation", dil, 2);
+  ir_set_ints(w->g, ph, "padding", pads, 2);
+  ir_set_ints(w->g, ph, "phase_shape", hq, 2);
+  Value *ins[2] = {finish(w, ph), k};
+  if (!ins[0]) return NULL;
+  Node *conv = add_node(w, "nn.conv2d", "phase_conv", ins, 2);
+  int64_t one[2] = {1, 1}, zero[4] = {0, 0, 0, 0}, out[2] = {ot->dims[2], ot->dims[3]};
+  copy_window(w, conv, 2, one, one, zero, 1);
+  Value *y = finish(w, conv);
+  if (!y) return NULL;
+  Node *m = add_node(w, "nn.dilation_merge", "phases_merge", &y, 1);
+  ir_set_ints(w->g, m, "dilation", dil, 2);
+  ir_set_ints(w->g, m, "out_shape", out, 2);
+  return finish(w, m);
+}
+
 static Value *live_taps(Lower *w) {
   Node *n = w->n;
   Value *x = n->inputs[0], *k = n->inputs[1];
@@ -340,7 +398,7 @@ static Value *live_taps(Lower *w) {
     lo[i] = a, hi[i] = b, np[i] = pb, np[2 + i] = pe;
     cut = true;
   }
-  if (!cut) return NULL;
+  if (!cut) return dilated_phases(w);
   Value *ins[2] = {x, weight_taps(w, k, lo[0], hi[0], lo[1], hi[1], "live_taps")};
   Node *conv = add_node(w, "nn.conv2d", "live_taps", ins, 2);
   copy_window(w, conv, 2, s, dil, np, ir_attr_int(n, "groups", 1));
@@ -361,8 +419,8 @@ static Value *lower(Lower *w) {
   return NULL;
 }
 
-static Value *rewrite(Graph *g, Node *n, Diag *d) {
-  Lower w = {.g = g, .n = n, .d = d};
+static Value *rewrite(Graph *g, Node *n, const PassOptions *opt, Diag *d) {
+  Lower w = {.g = g, .n = n, .opt = opt, .d = d};
   return lower(&w);
 }
 

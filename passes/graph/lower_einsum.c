@@ -157,7 +157,8 @@ static Value *lower(Lower *w) {
   return y;
 }
 
-static Value *rewrite(Graph *g, Node *n, Diag *d) {
+static Value *rewrite(Graph *g, Node *n, const PassOptions *opt, Diag *d) {
+  (void)opt;
   if (strcmp(n->op->name, "einsum")) return NULL;
   Lower w = {.g = g, .n = n, .d = d};
   return lower(&w);

@@ -32,14 +32,19 @@ const GraphPass *pass_find(const char *name) {
   return NULL;
 }
 
+bool pass_enabled(const PassOptions *opt, const char *name) {
+  const GraphPass *p = pass_find(name);
+  if (!p || opt->opt_level < p->min_opt_level) return false;
+  for (int k = 0; k < opt->ndisabled; k++)
+    if (!strcmp(opt->disabled[k], name)) return false;
+  return true;
+}
+
 mlc_status pass_run_all(Graph *g, const PassOptions *opt, void (*after)(void *, const char *, Graph *), void *user,
                         Diag *d) {
   for (size_t i = 0; i < countof(passes); i++) {
     const GraphPass *p = &passes[i];
-    if (opt->opt_level < p->min_opt_level) continue;
-    bool off = false;
-    for (int k = 0; k < opt->ndisabled; k++) off |= !strcmp(opt->disabled[k], p->name);
-    if (off) continue;
+    if (!pass_enabled(opt, p->name)) continue;
     if (p->run(g, opt, d) != MLC_OK) return d->status;
     if (ir_verify(g, d) != MLC_OK) return d->status;
     if (after) after(user, p->name, g);
@@ -79,14 +84,14 @@ void pass_place_new_nodes(Graph *g, int n0, const int *mark) {
   memcpy(g->nodes.v, order, (size_t)total * sizeof(Node *));
 }
 
-mlc_status pass_rewrite_outputs(Graph *g, const PassOptions *opt, Value *(*rewrite)(Graph *g, Node *n, Diag *d),
-                                Diag *d) {
+mlc_status pass_rewrite_outputs(Graph *g, const PassOptions *opt,
+                                Value *(*rewrite)(Graph *g, Node *n, const PassOptions *opt, Diag *d), Diag *d) {
   int n0 = g->nodes.n;
   int *mark = arena_alloc(g->arena, sizeof(int) * (size_t)(n0 + 1));
   for (int i = 0; i < n0; i++) {
     mark[i] = g->nodes.n;
     Node *n = g->nodes.v[i];
-    Value *old = n->outputs[0], *y = rewrite(g, n, d);
+    Value *old = n->outputs[0], *y = rewrite(g, n, opt, d);
     if (!y) {
       if (d->status) return d->status; /* a new node failed its type relation: a bug there, d says which */
       continue;

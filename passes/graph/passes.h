@@ -51,8 +51,14 @@ void pass_replace_uses(Graph *g, Value *old, Value *new_value);
  * it returns replaces the node's first output (a graph output keeps its name), NULL with d set stops the pass;
  * then the new nodes are placed and the dead ones removed (LowerEinsum, LowerConv). */
 void pass_place_new_nodes(Graph *g, int n0, const int *mark);
-mlc_status pass_rewrite_outputs(Graph *g, const PassOptions *opt, Value *(*rewrite)(Graph *g, Node *n, Diag *d),
-                                Diag *d);
+mlc_status pass_rewrite_outputs(Graph *g, const PassOptions *opt,
+                                Value *(*rewrite)(Graph *g, Node *n, const PassOptions *opt, Diag *d), Diag *d);
+/* whether pass `name` runs under opt (its opt level reached, not disabled) */
+bool pass_enabled(const PassOptions *opt, const char *name);
+/* whether AlterOpLayout turns a float32 3x3 stride-1 undilated conv with a constant weight and groups 1, C input
+ * and K output channels, output [n, K, oh, ow], into Winograd (LowerConv asks before it makes a dilated conv
+ * one) */
+bool pass_winograd_applies(const PassOptions *opt, int64_t c, int64_t k, int64_t n, int64_t oh, int64_t ow);
 bool pass_is_graph_output(const Graph *g, const Value *v);
 
 /* The passes, one file each. */

@@ -1,5 +1,5 @@
 /* spatial family: ops that move values between positions of an image through windows or sampled coordinates
- * (ONNX MaxUnpool, Col2Im, RoiAlign, MaxRoiPool, DeformConv).
+ * (ONNX MaxUnpool, Col2Im, RoiAlign, MaxRoiPool, DeformConv), and the dilation phases of LowerConv.
  *
  * nn.max_unpool(data[N, C, in...], indices[N, C, in...] int64/int32) -> [N, C, out...]; attributes
  * unpooled (the default unpooled shape [N, C, (in-1)*s + k - pads...]) and shape (the output shape: ONNX's
@@ -796,6 +796,111 @@ static mlc_status deform_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **o
   return MLC_OK;
 }
 
+/* ---------------------------------------------------------------- dilation phases
+ * nn.dilation_phases(x[N, C, H, W]) -> [dh*dw*N, C, Hq, Wq] and nn.dilation_merge(y[dh*dw*N, K, Ah, Aw]) ->
+ * [N, K, OH, OW]: the space-to-batch form of a dilated conv that LowerConv makes (passes/graph/lower_conv.c):
+ * the phases of the zero-padded input become the batch of one undilated conv, and the merge interleaves its
+ * outputs back. Attributes dilation [dh, dw]; phases: padding [pt, pl] (the conv's leading pads) and
+ * phase_shape [Hq, Wq]; merge: out_shape [OH, OW] (at most [Ah*dh, Aw*dw]); both data_block b: NCHWc data
+ * and result ([.., C/b, .., .., b], set by ConvertLayoutNCHWc, which passes a region's layout through them).
+ *   phases: y[(p*dw + q)*N + n, c, i, j] = x[n, c, i*dh + p - pt, j*dw + q - pl], 0 outside x
+ *   merge:  y[n, k, o, r] = x[((o % dh)*dw + r % dw)*N + n, k, o / dh, r / dw] */
+
+typedef struct Phases {
+  int64_t dil[2], pad[2], shape[2], block;
+  bool merge;
+  TeTensor *x;
+} Phases;
+
+static mlc_status phases_of(const Node *n, bool merge, Phases *p, Diag *d) {
+  memset(p, 0, sizeof *p);
+  p->merge = merge;
+  const TensorType *x = &n->inputs[0]->type;
+  p->block = ir_attr_int(n, "data_block", 0);
+  const char *shape = merge ? "out_shape" : "phase_shape";
+  if (ir_attr_ints(n, "dilation", p->dil, 2) != 2 || ir_attr_ints(n, shape, p->shape, 2) != 2 ||
+      (!merge && ir_attr_ints(n, "padding", p->pad, 2) != 2))
+    return diag_set(d, MLC_ERR_INVALID, "%s needs dilation, %s%s (2 values each)", n->op->name, shape,
+                    merge ? "" : " and padding");
+  if (x->ndim != (p->block ? 5 : 4) || (p->block && x->dims[4] != p->block) || p->block < 0)
+    return diag_set(d, MLC_ERR_INVALID, "%s: data of rank %d with data_block %lld", n->op->name, x->ndim,
+                    (long long)p->block);
+  for (int i = 0; i < 2; i++)
+    if (p->dil[i] < 1 || p->pad[i] < 0 || p->shape[i] < 1 ||
+        (merge && p->shape[i] > x->dims[2 + i] * p->dil[i]))
+      return diag_set(d, MLC_ERR_INVALID, "%s: dilation %lld, padding %lld, shape %lld on an axis of %lld",
+                      n->op->name, (long long)p->dil[i], (long long)p->pad[i], (long long)p->shape[i],
+                      (long long)x->dims[2 + i]);
+  if (merge && x->dims[0] % (p->dil[0] * p->dil[1]))
+    return diag_set(d, MLC_ERR_INVALID, "nn.dilation_merge: batch %lld is not a multiple of %lld phases",
+                    (long long)x->dims[0], (long long)(p->dil[0] * p->dil[1]));
+  return MLC_OK;
+}
+
+static mlc_status phases_type(Node *n, bool merge, Diag *d) {
+  Phases p;
+  mlc_status st = phases_of(n, merge, &p, d);
+  if (st) return st;
+  TensorType o = n->inputs[0]->type;
+  int64_t np = p.dil[0] * p.dil[1];
+  o.dims[0] = merge ? o.dims[0] / np : o.dims[0] * np;
+  o.dims[2] = p.shape[0];
+  o.dims[3] = p.shape[1];
+  n->outputs[0]->type = o;
+  return MLC_OK;
+}
+
+static mlc_status dilation_phases_infer(Node *n, Diag *d) { return phases_type(n, false, d); }
+static mlc_status dilation_merge_infer(Node *n, Diag *d) { return phases_type(n, true, d); }
+
+static Expr *phases_body(TeCtx *c, Expr **idx, void *user) {
+  Phases *p = user;
+  Arena *A = c->arena;
+  int nd = p->x->ndim;
+  Expr *xi[5] = {NULL, idx[1], NULL, NULL, nd == 5 ? idx[4] : NULL};
+  if (p->merge) { /* x[((o % dh)*dw + r % dw)*N + n, k, o / dh, r / dw] */
+    int64_t N = p->x->shape[0] / (p->dil[0] * p->dil[1]);
+    Expr *ph = tir_bin(A, E_MOD, idx[2], tir_idx(A, p->dil[0])), *pw = tir_bin(A, E_MOD, idx[3], tir_idx(A, p->dil[1]));
+    xi[0] = tir_add(A, tir_mul(A, tir_add(A, tir_mul(A, ph, tir_idx(A, p->dil[1])), pw), tir_idx(A, N)), idx[0]);
+    xi[2] = tir_bin(A, E_DIV, idx[2], tir_idx(A, p->dil[0]));
+    xi[3] = tir_bin(A, E_DIV, idx[3], tir_idx(A, p->dil[1]));
+    return te_read(c, p->x, nd, xi);
+  }
+  /* batch b = (ph*dw + pw)*N + n: x[n, c, i*dh + ph - pt, j*dw + pw - pl], zero outside */
+  int64_t N = p->x->shape[0];
+  Expr *pq = tir_bin(A, E_DIV, idx[0], tir_idx(A, N));
+  Expr *ph = tir_bin(A, E_DIV, pq, tir_idx(A, p->dil[1])), *pw = tir_bin(A, E_MOD, pq, tir_idx(A, p->dil[1]));
+  Expr *ih = tir_sub(A, tir_add(A, tir_mul(A, idx[2], tir_idx(A, p->dil[0])), ph), tir_idx(A, p->pad[0]));
+  Expr *iw = tir_sub(A, tir_add(A, tir_mul(A, idx[3], tir_idx(A, p->dil[1])), pw), tir_idx(A, p->pad[1]));
+  int64_t H = p->x->shape[2], W = p->x->shape[3];
+  Expr *ok = tir_bin(A, E_AND, tir_bin(A, E_GE, ih, tir_idx(A, 0)), tir_bin(A, E_LT, ih, tir_idx(A, H)));
+  ok = tir_bin(A, E_AND, ok, tir_bin(A, E_GE, iw, tir_idx(A, 0)));
+  ok = tir_bin(A, E_AND, ok, tir_bin(A, E_LT, iw, tir_idx(A, W)));
+  xi[0] = tir_bin(A, E_MOD, idx[0], tir_idx(A, N));
+  /* clamped indices keep the read in bounds; the select picks zero outside */
+  xi[2] = tir_bin(A, E_MIN, tir_bin(A, E_MAX, ih, tir_idx(A, 0)), tir_idx(A, H - 1));
+  xi[3] = tir_bin(A, E_MIN, tir_bin(A, E_MAX, iw, tir_idx(A, 0)), tir_idx(A, W - 1));
+  return tir_select(A, ok, te_read(c, p->x, nd, xi), tir_float(A, p->x->dtype, 0));
+}
+
+static mlc_status phases_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, bool merge, Diag *d) {
+  Phases *p = arena_alloc(c->arena, sizeof *p);
+  mlc_status st = phases_of(n, merge, p, d);
+  if (st) return st;
+  p->x = ins[0];
+  const TensorType *o = &n->outputs[0]->type;
+  outs[0] = te_compute(c, n->op->name, "injective", o->dtype, o->ndim, o->dims, phases_body, p);
+  return MLC_OK;
+}
+
+static mlc_status dilation_phases_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  return phases_compute(c, n, ins, outs, false, d);
+}
+
+static mlc_status dilation_merge_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
+  return phases_compute(c, n, ins, outs, true, d);
+}
+
 /* ---------------------------------------------------------------- the table */
 
 const OpDef topi_ops_spatial[] = {
@@ -805,5 +910,7 @@ const OpDef topi_ops_spatial[] = {
     {"vision.roi_align", PAT_OPAQUE, 3, 3, 1, roi_align_infer, roi_align_compute, DYN_ROIS},
     {"vision.roi_pool", PAT_OPAQUE, 2, 2, 1, roi_pool_infer, roi_pool_compute, DYN_ROIS},
     {"nn.deform_im2col", PAT_OPAQUE, 2, 3, 1, deform_infer, deform_compute},
+    {"nn.dilation_phases", PAT_INJECTIVE, 1, 1, 1, dilation_phases_infer, dilation_phases_compute},
+    {"nn.dilation_merge", PAT_INJECTIVE, 1, 1, 1, dilation_merge_infer, dilation_merge_compute},
     {0},
 };

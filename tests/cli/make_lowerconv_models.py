@@ -4,7 +4,8 @@ ops the LowerConv pass turns into nn.conv2d (passes/graph/lower_conv.c), each wi
 and torch's float32 output as the reference (NAME_ref.npz, y). The transposed convs cover strides 1, 2 and 3,
 kernels smaller than, equal to, and not divisible by the stride, symmetric and asymmetric pads (ONNX pads,
 which torch expresses as a crop of its output), output_padding, groups, non-square windows, output_shape, and
-a bias; the 1-D convs strides, dilation, padding and groups; 2-D convs with taps that only ever read padding. Names one per line in DIR/models.txt
+a bias; the 1-D convs strides, dilation, padding and groups; 2-D convs with taps that only ever read padding;
+dilated 2-D convs split into their dilation phases; a split conv between two convs. Names one per line in DIR/models.txt
 (tests/cli/test_lowerconv.sh)."""
 import os
 import sys
@@ -105,5 +106,38 @@ for name, C, O, H, W, k, s, d, p in (("trim_aspp_d36", 24, 16, 16, 16, 3, 1, 36,
     b = torch.randn(O)
     y = F.conv2d(F.pad(x, (p[1], p[3], p[0], p[2])), w, b, stride=s, dilation=d, groups=g)
     save(name, x, w, b, y, "Conv", dict(kernel_shape=[k, k], strides=[s, s], dilations=[d, d], pads=list(p), group=g))
+# phases_*: dilated 3x3 convs large enough for Winograd, as dilation phases (space to batch); a batch of 2 with
+# different dilations along H and W, and one between convs (DeepLabV3's dilated ResNet stages, NCHWc throughout)
+x = torch.randn(2, 32, 20, 26)
+w = torch.randn(32, 32, 3, 3) * 0.1
+b = torch.randn(32)
+save("phases_d3x2_batch2", x, w, b, F.conv2d(x, w, b, padding=(3, 2), dilation=(3, 2)), "Conv",
+     dict(kernel_shape=[3, 3], dilations=[3, 2], pads=[3, 2, 3, 2]))
+
+
+def chain(name, C, H, W, d, pad):  # conv -> dilated conv -> relu -> conv
+    x = torch.randn(1, C, H, W)
+    w0, b0 = torch.randn(C, C, 3, 3) * 0.1, torch.randn(C)
+    w1, b1 = torch.randn(C, C, 3, 3) * 0.1, torch.randn(C)
+    w2 = torch.randn(16, C, 3, 3) * 0.1
+    y = F.conv2d(F.relu(F.conv2d(F.conv2d(x, w0, b0, padding=1), w1, b1, padding=pad, dilation=d)), w2, padding=1)
+    ws = {"w0": w0, "b0": b0, "w1": w1, "b1": b1, "w2": w2}
+    nodes = [helper.make_node("Conv", ["x", "w0", "b0"], ["t0"], kernel_shape=[3, 3], pads=[1] * 4),
+             helper.make_node("Conv", ["t0", "w1", "b1"], ["t1"], kernel_shape=[3, 3], dilations=[d, d], pads=[pad] * 4),
+             helper.make_node("Relu", ["t1"], ["t2"]),
+             helper.make_node("Conv", ["t2", "w2"], ["y"], kernel_shape=[3, 3], pads=[1] * 4)]
+    g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(y.shape))],
+                          [numpy_helper.from_array(v.numpy(), k) for k, v in ws.items()])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), f"{out}/{name}.onnx")
+    np.savez(f"{out}/{name}_in.npz", x=x.numpy())
+    np.savez(f"{out}/{name}_ref.npz", y=y.numpy())
+    names.append(name)
+
+
+chain("phases_chain_d2", 32, 24, 24, 2, 2)
+# chain_*: the split conv between two convs (DeepLabV3's ASPP reads the backbone's output), so its live-region
+# slices and the concatenations of its regions along H and W run in the backbone's NCHWc layout
+chain("regions_chain_d12", 32, 20, 20, 12, 12)
 with open(f"{out}/models.txt", "w") as f:
     f.write("\n".join(names) + "\n")
