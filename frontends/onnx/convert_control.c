@@ -91,6 +91,12 @@ static bool const_scalar(const Value *v, int64_t *out) {
 
 /* "; it depends on the graph inputs 'a', 'b'" for an error asking for v at compile time ("" if none) */
 static const char *deps_note(OnnxCtx *cx, Value *v) {
+  const Value *src = onnx_dyn_source(cx, v); /* a run-time length (detections): freezing inputs would not help */
+  if (src) {
+    const Node *p = src->dyn_extent && src->dyn_extent->producer ? src->dyn_extent->producer : src->producer;
+    return arena_printf(onnx_graph(cx)->arena, "; it is computed from the data-dependent length of '%s'%s%s%s",
+                        src->name ? src->name : "?", p ? " (" : "", p ? p->op_type : "", p ? ")" : "");
+  }
   const char *deps = onnx_input_deps(cx, 1, &v);
   return *deps ? arena_printf(onnx_graph(cx)->arena, "; it depends on the graph inputs %s", deps) : "";
 }

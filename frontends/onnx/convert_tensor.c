@@ -669,10 +669,14 @@ static mlc_status range_dynamic(OnnxCtx *cx, const OnnxNode *n, const OnnxSymSha
   Node *nd = onnx_emit(cx, n, "arange", 2, ins, 1, d);
   if (nd) ir_set_int(onnx_graph(cx), nd, "num", num);
   if (!nd || onnx_finish(cx, n, nd, d) != MLC_OK) return d->status;
-  Value *len = onnx_binary(cx, n, "subtract", like->extent, onnx_extent_const(cx, start), d);
-  len = onnx_binary(cx, n, "maximum", len, onnx_extent_const(cx, 0), d);
-  len = onnx_binary(cx, n, "add", len, onnx_extent_const(cx, delta - 1), d);
-  len = onnx_binary(cx, n, "divide", len, onnx_extent_const(cx, delta), d);
+  /* range(0, n) has n's very extent, so it meets what n came from in elementwise ops (torch's x[arange(n), idx]) */
+  Value *len = like->extent;
+  if (start != 0 || delta != 1) {
+    len = onnx_binary(cx, n, "subtract", like->extent, onnx_extent_const(cx, start), d);
+    len = onnx_binary(cx, n, "maximum", len, onnx_extent_const(cx, 0), d);
+    len = onnx_binary(cx, n, "add", len, onnx_extent_const(cx, delta - 1), d);
+    len = onnx_binary(cx, n, "divide", len, onnx_extent_const(cx, delta), d);
+  }
   if (!len) return d->status;
   outs[0] = onnx_dyn_pack(cx, n, 0, 1, &nd->outputs[0], &len, d);
   return outs[0] ? MLC_OK : d->status;

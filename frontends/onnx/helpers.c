@@ -99,8 +99,10 @@ mlc_status onnx_error(OnnxCtx *cx, const OnnxNode *n, Diag *d, mlc_status st, co
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  /* a value needed at compile time may come from a graph input: say how to bind one */
-  const char *hint = st == MLC_ERR_UNSUPPORTED && strstr(msg, "compile time") && !strstr(msg, "--freeze-inputs")
+  /* a value needed at compile time may come from a graph input: say how to bind one (not for a data-dependent
+   * length, which binding an input would not make known) */
+  const char *hint = st == MLC_ERR_UNSUPPORTED && strstr(msg, "compile time") && !strstr(msg, "--freeze-inputs") &&
+                             !strstr(msg, "data-dependent")
                          ? "; a graph input can be bound to a fixed value with --freeze-inputs FILE.npz"
                          : "";
   return diag_set(d, st, "%s: node '%s' (%s, opset %d): error: %s%s", cx->path, n->name, n->op_type, n->opset, msg,

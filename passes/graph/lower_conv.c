@@ -330,7 +330,7 @@ static Value *dilated_phases(Lower *w) {
   window_attr(n, "strides", 2, 2, 1, s);
   window_attr(n, "dilation", 2, 2, 1, dil);
   window_pads(n, 2, 2, pads);
-  if (!k->data || xt->ndim != 4 || kt->dims[2] != 3 || kt->dims[3] != 3 || s[0] != 1 || s[1] != 1 ||
+  if (!k->data || x->dyn_extent || xt->ndim != 4 || kt->dims[2] != 3 || kt->dims[3] != 3 || s[0] != 1 || s[1] != 1 ||
       (dil[0] == 1 && dil[1] == 1) || dil[0] < 1 || dil[1] < 1 || ir_attr_int(n, "groups", 1) != 1)
     return NULL;
   int64_t N = xt->dims[0], C = xt->dims[1], K = kt->dims[0], hq[2], a[2];
@@ -409,7 +409,8 @@ static Value *lower(Lower *w) {
   Node *n = w->n;
   const char *op = n->op->name;
   if (n->ninputs != 2 || !n->inputs[0] || !n->inputs[1] || n->inputs[0]->type.dtype != MLC_F32 ||
-      n->inputs[1]->type.dtype != MLC_F32 || n->inputs[0]->dyn_extent)
+      n->inputs[1]->type.dtype != MLC_F32 || n->inputs[1]->dyn_extent ||
+      (n->inputs[0]->dyn_extent && n->inputs[0]->dyn_axis != 0)) /* (a data-dependent batch stays whole) */
     return NULL;
   if (!strcmp(op, "nn.conv1d")) return lower_conv1d(w);
   static const char *const transposed[3] = {"nn.conv1d_transpose", "nn.conv2d_transpose", "nn.conv3d_transpose"};

@@ -24,6 +24,8 @@
  *   DENSE      data [..., K] dynamic off K; MATMUL a's row axis or b's column axis
  *   REDUCE     over other axes (the axis shifts by the dropped ones); ALONG_AXIS softmax, topk, cumsum along
  *              another axis; NORM_TAIL layer / RMS norm over axes after the dynamic one
+ *   BATCH      convolutions and pooling: the data dynamic along the batch axis 0 (each sample computed alone,
+ *              the padding samples are zeros), the weights static: output axis 0 (Mask R-CNN's mask head)
  *   ROIS       RoI align / pool: the boxes (and batch indices) dynamic along the box axis 0, the features static:
  *              output axis 0 (padding boxes are zeros, so they read batch 0 like any box)
  *   MASK       dyn_mask(x, extent): reads the extent itself and sets the padding to a fill value (the identity
@@ -37,7 +39,7 @@
  * ordinary ops compute on at run time instead of being folded. A source op (NonMaxSuppression) may also read
  * a data-dependent value whose extent is one of its own inputs (its kernel gates on the count).
  * Everything else that reads a data-dependent value is refused (MLC_ERR_UNSUPPORTED, naming the node that
- * made the extent and the reader): ops without a rule (convolutions, pooling...), softmax and scans along
+ * made the extent and the reader): ops without a rule, convolutions and pooling of data dynamic off the batch axis, softmax and scans along
  * the dynamic axis, reshapes merging or splitting it, strided slices of it or ones starting from its end,
  * GatherElements / GatherND into it, static operands not broadcast along it, two different extents in one
  * node (but MASK and PACK), and the dynamic ops themselves reading a data-dependent value they are not
@@ -260,6 +262,21 @@ static const char *rule_norm_tail(const Node *n, const DynIn *in, int *oa, char 
   return NULL;
 }
 
+static const char *rule_batch(const Node *n, const DynIn *in, int *oa, char *buf, size_t size) {
+  (void)buf, (void)size;
+  if (!dyn(n->inputs[0]) || n->inputs[0]->dyn_axis != 0 || n->outputs[0]->type.ndim < 1 ||
+      n->outputs[0]->type.dims[0] != n->inputs[0]->type.dims[0])
+    return "it computes across the data-dependent axis";
+  int64_t pw[2 * MLC_MAX_DIMS]; /* nn.pad: none on the batch axis (a pad and a crop would keep its length) */
+  int r = n->inputs[0]->type.ndim, np = ir_attr_ints(n, "pad_width", pw, 2 * MLC_MAX_DIMS);
+  if (np == 2 * r && (pw[0] || pw[r])) return "it pads the data-dependent axis";
+  for (int k = 1; k < n->ninputs; k++)
+    if (dyn(n->inputs[k])) return "its weights are data-dependent";
+  (void)in;
+  *oa = 0;
+  return NULL;
+}
+
 static const char *rule_rois(const Node *n, const DynIn *in, int *oa, char *buf, size_t size) {
   (void)buf, (void)size;
   if (dyn(n->inputs[0])) return "its feature map is data-dependent";
@@ -277,7 +294,7 @@ static const RuleFn rules[] = {
     [DYN_SLICE] = rule_slice,       [DYN_CONCAT] = rule_concat,       [DYN_TAKE] = rule_take,
     [DYN_GATHER_ND] = rule_gather_nd, [DYN_DENSE] = rule_dense,       [DYN_MATMUL] = rule_matmul,
     [DYN_REDUCE] = rule_reduce,     [DYN_ALONG_AXIS] = rule_along_axis, [DYN_NORM_TAIL] = rule_norm_tail,
-    [DYN_ROIS] = rule_rois,
+    [DYN_BATCH] = rule_batch,       [DYN_ROIS] = rule_rois,
 };
 
 /* The extent and axis each output of n should carry by its op's rule (ext[k] NULL: static). A DYN_SOURCE op

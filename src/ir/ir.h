@@ -93,6 +93,8 @@ typedef enum DynRule {
   DYN_REDUCE,     /* attrs axis, keepdims: reduced axes other than the dynamic one */
   DYN_ALONG_AXIS, /* attr axis (default last): works along another axis; outputs shaped like the input */
   DYN_NORM_TAIL,  /* attr axis (default last): normalizes over the axes from it on, so the dynamic one is before */
+  DYN_BATCH,      /* per-sample ops (convolutions, pooling, resize): the data (input 0) dynamic along the batch axis
+                     0, kept whole, the other inputs (weights) static: output axis 0 */
   DYN_ROIS,       /* per-box ops (RoI align / pool): input 0 static, the boxes (and their batch indices) dynamic
                    * along axis 0, the box axis: output axis 0 */
   DYN_MASK,       /* reads the extent as its input 1 (attr axis): input 0 static or carrying that extent; output static */

@@ -291,7 +291,7 @@ static mlc_status packed_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **o
 
 const OpDef topi_ops_conv2d_x86[] = {
     /* name               pattern                 in min/max  outs  relation       compute */
-    {"nn.conv2d_packed", PAT_OUT_ELEMWISE_FUSABLE, 2, 2, 1, packed_infer, packed_compute},
+    {"nn.conv2d_packed", PAT_OUT_ELEMWISE_FUSABLE, 2, 2, 1, packed_infer, packed_compute, DYN_BATCH},
     {NULL},
 };
 

@@ -190,7 +190,7 @@ static mlc_status conv3_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **ou
 
 const OpDef topi_ops_conv3d_x86[] = {
     /* name               pattern                 in min/max  outs  relation      compute */
-    {"nn.conv3d_packed", PAT_OUT_ELEMWISE_FUSABLE, 2, 2, 1, conv3_infer, conv3_compute},
+    {"nn.conv3d_packed", PAT_OUT_ELEMWISE_FUSABLE, 2, 2, 1, conv3_infer, conv3_compute, DYN_BATCH},
     {NULL},
 };
 

@@ -231,7 +231,7 @@ static mlc_status depthwise_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor 
 
 const OpDef topi_ops_depthwise_x86[] = {
     /* name                 pattern                 in min/max  outs  relation          compute */
-    {"nn.depthwise_conv2d", PAT_OUT_ELEMWISE_FUSABLE, 2, 2, 1, depthwise_infer, depthwise_compute},
+    {"nn.depthwise_conv2d", PAT_OUT_ELEMWISE_FUSABLE, 2, 2, 1, depthwise_infer, depthwise_compute, DYN_BATCH},
     {NULL},
 };
 

@@ -685,7 +685,7 @@ static mlc_status affine_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **o
 
 const OpDef topi_ops_image[] = {
     /* name          pattern        min max nout infer         compute */
-    {"image.resize", PAT_INJECTIVE, 1, 1, 1, resize_infer, resize_compute},
+    {"image.resize", PAT_INJECTIVE, 1, 1, 1, resize_infer, resize_compute, DYN_BATCH},
     {"image.grid_sample", PAT_INJECTIVE, 2, 2, 1, grid_infer, grid_compute},
     {"image.affine_grid", PAT_INJECTIVE, 1, 1, 1, affine_infer, affine_compute},
     {0},

@@ -832,7 +832,7 @@ const OpDef topi_ops_tensor[] = {
     {"transpose", PAT_INJECTIVE, 1, 1, 1, transpose_infer, transpose_compute, DYN_TRANSPOSE},
     {"concatenate", PAT_INJECTIVE, 1, -1, 1, concat_infer, concat_compute, DYN_CONCAT},
     {"strided_slice", PAT_INJECTIVE, 1, 1, 1, slice_infer, slice_compute, DYN_SLICE},
-    {"nn.pad", PAT_INJECTIVE, 1, 2, 1, pad_infer, pad_compute},
+    {"nn.pad", PAT_INJECTIVE, 1, 2, 1, pad_infer, pad_compute, DYN_BATCH},
     {"tile", PAT_INJECTIVE, 1, 1, 1, tile_infer, tile_compute},
     {"broadcast_to", PAT_BROADCAST, 1, 1, 1, broadcast_to_infer, broadcast_to_compute, DYN_ELEMWISE},
     {"full", PAT_BROADCAST, 1, 1, 1, full_infer, full_compute},

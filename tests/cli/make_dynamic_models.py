@@ -7,7 +7,8 @@ Compress with a run-time condition; and real-model patterns that read those outp
 through the readers, src/ir/dynamic.c): detection post-processing gathering boxes, scores and class ids from
 NonMaxSuppression's triples, x[x > t] and torch.masked_select, torch.nonzero then index_select of rows,
 single-argument torch.where, Compress then elementwise ops / MatMul / Softmax / ReduceSum on the kept rows,
-Unique then Gather (the torch models exported with torch.onnx.export). Each model NAME has one or more data
+selected crops through convolutions, pooling, a transposed conv, Resize and Pad and one channel each picked by
+x[arange(n), labels] (Mask R-CNN's mask head), Unique then Gather (the torch models exported with torch.onnx.export). Each model NAME has one or more data
 sets NAME_inputs[K].npz with the reference NAME_ref[K].npz (the exact expected arrays, shapes included; the
 readers' data sets include an empty and a full extent): NonMaxSuppression from a numpy transcription of the
 ONNX reference, cross-checked against torchvision.ops.nms where both apply (corner boxes, distinct scores);
@@ -361,6 +362,32 @@ def torch_models():
     torch_export("where_rows_cols", WhereRowsCols(), (g,), ["x"], ["r", "c", "v"],
                  [(g,), (np.zeros_like(g),), (np.ones_like(g),)])
 
+    class CropHead(torch.nn.Module):  # Mask R-CNN's mask head: convs, pooling, upsampling per selected crop
+        def __init__(self):
+            super().__init__()
+            torch.manual_seed(5)
+            self.c1 = torch.nn.Conv2d(8, 16, 3, padding=1)
+            self.c2 = torch.nn.Conv2d(16, 16, 3, padding=2, dilation=2)
+            self.up = torch.nn.ConvTranspose2d(16, 8, 2, stride=2)
+            self.c3 = torch.nn.Conv1d(1, 4, 3)
+
+        def forward(self, crops, score, labels):
+            keep = torch.nonzero(score > 0.5)[:, 0]
+            x = torch.relu(self.c1(crops.index_select(0, keep)))
+            x = torch.nn.functional.max_pool2d(torch.relu(self.c2(x)), 2)
+            x = torch.nn.functional.interpolate(torch.relu(self.up(x)), scale_factor=2.0, mode="nearest")
+            x = torch.nn.functional.pad(x, (1, 0, 0, 1))
+            m = torch.sigmoid(x)[torch.arange(x.shape[0]), labels.index_select(0, keep)]  # one mask per crop
+            return m, self.c3(m.mean(2).unsqueeze(1)), torch.nn.functional.adaptive_avg_pool2d(x, 1).flatten(1)
+
+    crops = rng.standard_normal((6, 8, 10, 10)).astype(np.float32)
+    score, labels = rng.random(6).astype(np.float32), rng.integers(0, 8, 6).astype(np.int64)
+    torch_export("crop_head", CropHead().eval(), (crops, score, labels), ["crops", "score", "labels"],
+                 ["masks", "rows", "pooled"],
+                 [(crops, score, labels), (crops, np.zeros_like(score), labels),
+                  (crops, np.ones_like(score), labels)])
+    tols.append(("crop_head", 1e-5))
+
 
 torch_models()
 
@@ -436,6 +463,10 @@ def fail_model(name, nodes, inputs, outname, msg, opset=11, inits=()):
 
 H = helper.make_node
 x34, c4 = np.zeros((3, 4), np.float32), np.zeros(3, bool)
+fail_model("conv_across_dynamic_axis", [H("Compress", ["x", "c"], ["a"], axis=1, name="ca"),
+                                      H("Conv", ["a", "w"], ["y"], name="conv")],
+           [("x", np.zeros((1, 4, 5, 5), np.float32)), ("c", np.zeros(4, bool))], "y",
+           "computes across the data-dependent axis", inits=[numpy_helper.from_array(np.ones((2, 4, 1, 1), np.float32), "w")])
 fail_model("nonzero_cumsum", [H("NonZero", ["x"], ["nz"], name="nz"),
                               H("CumSum", ["nz", "one"], ["s"], name="cumsum")], [("x", x34)], "s",
            "node 'nz' (NonZero, opset 11): error: NonZero's output 'nz' has a data-dependent shape and feeds 'cumsum' "
