@@ -56,13 +56,28 @@ static int winograd_tile_for(int64_t c, int64_t k, int64_t n, int64_t oh, int64_
   return 0;
 }
 
+/* The tile m a conv gets (0: none) under mode / the forced tile (AlterOpLayout.winograd, winograd_tile). The
+ * transformed weight, (m + 2)^2 / 9 of the weight, is computed at compile time by FoldConstant: one larger
+ * than it folds would be recomputed on every run (FCN's 2048 -> 512 head: 151 MB with F(4x4), 0.4 s a run),
+ * so such a conv takes F(2x2) where that folds, else stays direct. */
+static int64_t winograd_tile(const PassOptions *opt, int64_t mode, int64_t tile, int64_t c, int64_t k, int64_t n,
+                             int64_t oh, int64_t ow) {
+  int64_t m = winograd_tile_for(c, k, n, oh, ow);
+  if (mode == 0 || (mode == 1 && !m) || !pass_enabled(opt, "FoldConstant")) return 0;
+  if (tile || !m) m = tile ? tile : 4; /* forced, or every eligible conv (mode 2) */
+  int64_t fold = pass_config_int(opt, "FoldConstant.max_bytes");
+  if (!tile && m == 4 && 36 * 4 * k * c > fold) m = 2;
+  return (m + 2) * (m + 2) * 4 * k * c > fold ? 0 : m;
+}
+
 bool pass_winograd_applies(const PassOptions *opt, int64_t c, int64_t k, int64_t n, int64_t oh, int64_t ow) {
   if (gpu_target(opt->target) || k % 8 || !pass_enabled(opt, "AlterOpLayout")) return false;
   Target t;
   Diag td = {0};
   if (cg_target_parse(opt->target ? opt->target : "llvm", &t, &td) != MLC_OK || t.kind != TARGET_CPU) return false;
-  int64_t mode = pass_config_int(opt, "AlterOpLayout.winograd");
-  return mode == 2 || (mode == 1 && winograd_tile_for(c, k, n, oh, ow) != 0);
+  int64_t tile = pass_config_int(opt, "AlterOpLayout.winograd_tile");
+  return winograd_tile(opt, pass_config_int(opt, "AlterOpLayout.winograd"), tile == 2 || tile == 4 ? tile : 0, c, k,
+                       n, oh, ow) != 0;
 }
 
 /* nn.conv2d(x, w) -> nn.winograd_output(nn.winograd_gemm(nn.winograd_input(nn.winograd_pad(x)),
@@ -95,9 +110,8 @@ static mlc_status rewrite_winograd(Graph *g, const PassOptions *opt, const Targe
     cnt = ir_attr_ints(n, "dilation", v, 4);
     if (cnt && (cnt != 2 || v[0] != 1 || v[1] != 1)) continue;
     const int64_t *od = n->outputs[0]->type.dims;
-    int64_t m = winograd_tile_for(wd[1], wd[0], od[0], od[2], od[3]);
-    if (mode == 1 && !m) continue;
-    if (tile || !m) m = tile ? tile : 4; /* forced, or every eligible conv (mode 2) */
+    int64_t m = winograd_tile(opt, mode, tile, wd[1], wd[0], od[0], od[2], od[3]);
+    if (!m) continue;
     int64_t kb = wd[0] % 16 == 0 ? 16 : 8;
     int64_t pads[4] = {0, 0, 0, 0};
     ir_attr_ints(n, "padding", pads, 4);

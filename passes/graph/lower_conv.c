@@ -320,8 +320,7 @@ static Value *live_regions(Lower *w, const Bands *bh, const Bands *bw, const int
  * (src/topi/spatial.c; ConvertLayoutNCHWc keeps them in the NCHWc layout of the convs around). Only where
  * Winograd takes the phase conv (DeepLabV3's dilated ResNet stages: 4x fewer multiplies; a direct conv is as
  * fast on the dilated input as on the phases, which would only add the copies), where the rounding up adds at
- * most a third to the outputs computed, and where the transformed weight (36/9 of the weight, F(4x4)) is small
- * enough for FoldConstant to compute at compile time. */
+ * most a third to the outputs computed. */
 static Value *dilated_phases(Lower *w) {
   Node *n = w->n;
   Value *x = n->inputs[0], *k = n->inputs[1];
@@ -340,11 +339,8 @@ static Value *dilated_phases(Lower *w) {
     if (a[i] < 1) return NULL;
   }
   double outs = (double)(a[0] * dil[0]) * (double)(a[1] * dil[1]), need = (double)ot->dims[2] * (double)ot->dims[3];
-  double wbytes = 36.0 * (double)K * (double)C * 4.0;
   int64_t B = dil[0] * dil[1] * N;
-  if (3 * outs > 4 * need || wbytes > (double)pass_config_int(w->opt, "FoldConstant.max_bytes") ||
-      !pass_winograd_applies(w->opt, C, K, B, a[0], a[1]))
-    return NULL;
+  if (3 * outs > 4 * need || !pass_winograd_applies(w->opt, C, K, B, a[0], a[1])) return NULL;
   Node *ph = add_node(w, "nn.dilation_phases", "phases", &x, 1);
   ir_set_ints(w->g, ph, "dilation", dil, 2);
   ir_set_ints(w->g, ph, "padding", pads, 2);

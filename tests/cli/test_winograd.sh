@@ -5,7 +5,8 @@
 # run, and compared with the float64 numpy reference of the direct conv (max relative error under 1e-4);
 # then compiled with the rewrite off (=0) and checked not to contain it, so the comparison is of two paths.
 # Between packed convs (wino_nchwc*) the Winograd conv must read and write NCHWc, with no layout transform, and
-# a global pool after the last conv reads NCHWc too.
+# a global pool after the last conv reads NCHWc too. A transformed weight larger than FoldConstant folds takes
+# F(2x2) or no Winograd, so it is never computed at run time.
 # usage: test_winograd.sh MLC BUILD_DIR
 set -eu
 mlc=$1 dir=$2/winograd
@@ -31,5 +32,20 @@ for m in wino_bias_relu wino_residual wino_block wino_nchwc16 wino_nchwc8; do
     "$mlc" run "$out.tar" --inputs "$dir/${m}_inputs.npz" --outputs "$out.npz"
     /usr/bin/python3 "$here/compare_npz.py" "$out.npz" "$dir/${m}_ref.npz" --tol 1e-4
   done
+done
+# The transformed weight must fold at compile time: with FoldConstant.max_bytes between wino_block's F(2x2) and
+# F(4x4) weights (256 KiB, 576 KiB) its convs take F(2x2); below both they stay direct; never a weight transform
+# left to run
+for limit in 400000.2 200000.0; do
+  bytes=${limit%.*} want=${limit#*.} out="$dir/wino_block.fold$bytes"
+  echo "== wino_block with FoldConstant.max_bytes=$bytes"
+  "$mlc" compile "$dir/wino_block.onnx" --target llvm --pass-config AlterOpLayout.winograd=2 \
+    --pass-config "FoldConstant.max_bytes=$bytes" --output "$out.tar" --dump-ir "$out.d" >/dev/null
+  l="$out.d/14_after_DeadCodeElim.txt"
+  if grep -q "nn.winograd_weight_transform" "$l"; then echo "FAIL wino_block: a weight transform at run time"; exit 1; fi
+  if [ "$want" = 2 ] && ! grep -q "nn.winograd_input(.*tile=2" "$l"; then echo "FAIL wino_block: not F(2x2)"; exit 1; fi
+  if [ "$want" = 0 ] && grep -q "nn.winograd" "$l"; then echo "FAIL wino_block: Winograd without its folded weight"; exit 1; fi
+  "$mlc" run "$out.tar" --inputs "$dir/wino_block_inputs.npz" --outputs "$out.npz"
+  /usr/bin/python3 "$here/compare_npz.py" "$out.npz" "$dir/wino_block_ref.npz" --tol 1e-4
 done
 echo "winograd: all passed"
