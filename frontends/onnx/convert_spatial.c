@@ -140,7 +140,9 @@ static mlc_status roialign_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs,
   int64_t grid_max = 0;
   if (sampling == 0 && n->inputs[1]->type.ndim == 2 && n->inputs[1]->type.dims[1] == 4)
     roi_grid_max(n->inputs[1], scale, half_pixel, oh, ow, &grid_max);
-  Node *nd = onnx_emit(cx, n, "vision.roi_align", 3, n->inputs, 1, d);
+  /* a data-dependent number of rois: its extent too, so the kernel skips the padding rois */
+  Value *rois = n->inputs[1], *ins[4] = {n->inputs[0], rois, n->inputs[2], rois->dyn_extent};
+  Node *nd = onnx_emit(cx, n, "vision.roi_align", rois->dyn_extent && rois->dyn_axis == 0 ? 4 : 3, ins, 1, d);
   if (nd) {
     Graph *g = onnx_graph(cx);
     ir_set_string(g, nd, "mode", mode);

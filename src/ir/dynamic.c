@@ -280,10 +280,11 @@ static const char *rule_batch(const Node *n, const DynIn *in, int *oa, char *buf
 static const char *rule_rois(const Node *n, const DynIn *in, int *oa, char *buf, size_t size) {
   (void)buf, (void)size;
   if (dyn(n->inputs[0])) return "its feature map is data-dependent";
-  for (int k = 1; k < n->ninputs; k++) {
+  for (int k = 1; k < n->ninputs && k < 3; k++) {
     if (!dyn(n->inputs[k])) return "its boxes and their batch indices do not share the data-dependent number of boxes";
     if (n->inputs[k]->dyn_axis != 0) return "its boxes are data-dependent along another axis than the box axis";
   }
+  if (n->ninputs > 3 && n->inputs[3] != n->inputs[1]->dyn_extent) return "it is given another count than its boxes'";
   (void)in;
   *oa = 0;
   return NULL;

@@ -25,7 +25,9 @@
  * which turns negative maxima into 1e-38: this takes the true max). The batch index is truncated and clamped
  * to [0, N). A loop nest (an extern), parallel over rois, channels innermost.
  *
- * vision.roi_align(X[N, C, H, W], rois[R, 4] (x1, y1, x2, y2), batch_indices[R]) -> [R, C, oh, ow];
+ * vision.roi_align(X[N, C, H, W], rois[R, 4] (x1, y1, x2, y2), batch_indices[R][, count]) -> [R, C, oh, ow];
+ * count (int64 [1], given where the rois have a data-dependent number: their extent) skips the rois past it,
+ * whose outputs are zeros;
  * attributes mode (avg | max), output_height, output_width, sampling_ratio, spatial_scale, half_pixel (0/1)
  * and grid_max (the bound of the adaptive sample grid when sampling_ratio is 0: set by the importer from
  * constant rois, else 0). As the ONNX reference (Detectron's RoIAlign): the roi, scaled and shifted by -0.5
@@ -298,7 +300,7 @@ typedef struct RoiAlignCtx {
   TeCtx *c;
   int64_t oh, ow, sampling, grid_max;
   double scale;
-  bool half_pixel, is_max;
+  bool half_pixel, is_max, counted; /* counted: input 3 gives the number of rois */
   mlc_dtype out;
 } RoiAlignCtx;
 
@@ -330,6 +332,8 @@ static mlc_status roi_align_infer(Node *n, Diag *d) {
     return diag_set(d, MLC_ERR_INVALID, "vision.roi_align: rois must be [num_rois, 4] of X's dtype");
   if (b->ndim != 1 || b->dims[0] != r->dims[0] || (b->dtype != MLC_I64 && b->dtype != MLC_I32))
     return diag_set(d, MLC_ERR_INVALID, "vision.roi_align: batch_indices must be an int64 [num_rois] vector");
+  if (n->ninputs > 3 && n->inputs[3] && (n->inputs[3]->type.dtype != MLC_I64 || tt_numel(&n->inputs[3]->type) != 1))
+    return diag_set(d, MLC_ERR_INVALID, "vision.roi_align: the number of rois must be one int64");
   TensorType o = {.dtype = x->dtype, .ndim = 4, .dims = {r->dims[0], x->dims[1], k.oh, k.ow}};
   n->outputs[0]->type = o;
   return MLC_OK;
@@ -525,7 +529,17 @@ static Stmt *roi_align_extern(TeCtx *c, Buffer **ins, Buffer **outs, void *user)
   Stmt *bin = tir_seq(A, 3, (Stmt *[]){init, upd, fin});
   bin = tir_for(A, pwv, zero, tir_idx(A, out->shape[3]), FOR_SERIAL, bin);
   bin = tir_for(A, phv, zero, tir_idx(A, out->shape[2]), FOR_SERIAL, bin);
-  Stmt *body = tir_for(A, rv, zero, tir_idx(A, out->shape[0]), FOR_PARALLEL, wrap_lets(A, &roi, bin));
+  Stmt *per_roi = wrap_lets(A, &roi, bin);
+  if (k->counted) { /* a run-time number of rois (their data-dependent extent): the rest of the bound is zeros */
+    Var *zv[3];
+    Expr *ze[3], *e0[1] = {zero};
+    loop_vars(A, "z", 3, zv, ze);
+    Expr *zi[4] = {r, ze[0], ze[1], ze[2]};
+    Stmt *zs = tir_store(A, out, 4, zi, tir_const(A, out->dtype, 0));
+    for (int i = 2; i >= 0; i--) zs = tir_for(A, zv[i], zero, tir_idx(A, out->shape[1 + i]), FOR_SERIAL, zs);
+    per_roi = tir_if(A, tir_bin(A, E_LT, r, tir_load(A, ins[3], 1, e0)), per_roi, zs);
+  }
+  Stmt *body = tir_for(A, rv, zero, tir_idx(A, out->shape[0]), FOR_PARALLEL, per_roi);
   return tir_allocate(A, acc, body);
 }
 
@@ -542,7 +556,8 @@ static mlc_status roi_align_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor 
   if (cpu || (k->sampling == 0 && k->grid_max == 0)) {
     TeTensor ot = {.dtype = o->dtype, .ndim = 4};
     memcpy(ot.shape, o->dims, sizeof ot.shape[0] * 4);
-    te_extern(c, "roi_align", "roi_align", 3, ins, 1, &ot, roi_align_extern, k, outs);
+    k->counted = n->ninputs > 3 && n->inputs[3];
+    te_extern(c, "roi_align", "roi_align", k->counted ? 4 : 3, ins, 1, &ot, roi_align_extern, k, outs);
     return MLC_OK;
   }
   k->x = ins[0];
@@ -907,7 +922,7 @@ const OpDef topi_ops_spatial[] = {
     /* name             pattern      min max nout infer           compute */
     {"nn.max_unpool", PAT_OPAQUE, 2, 2, 1, unpool_infer, unpool_compute},
     {"nn.col2im", PAT_OPAQUE, 1, 1, 1, col2im_infer, col2im_compute},
-    {"vision.roi_align", PAT_OPAQUE, 3, 3, 1, roi_align_infer, roi_align_compute, DYN_ROIS},
+    {"vision.roi_align", PAT_OPAQUE, 3, 4, 1, roi_align_infer, roi_align_compute, DYN_ROIS},
     {"vision.roi_pool", PAT_OPAQUE, 2, 2, 1, roi_pool_infer, roi_pool_compute, DYN_ROIS},
     {"nn.deform_im2col", PAT_OPAQUE, 2, 3, 1, deform_infer, deform_compute},
     {"nn.dilation_phases", PAT_INJECTIVE, 1, 1, 1, dilation_phases_infer, dilation_phases_compute},

@@ -4,7 +4,7 @@
 # three box score thresholds: every box a candidate, some, none). Both stages compute with data-dependent shapes
 # (NonZero of data-dependent values, NonMaxSuppression in an If, RoiAlign of a run-time number of proposals per
 # level, ScatterElements of the pooled features back into proposal order, reshapes merging the box axis with
-# the classes). Each must compile, run, and give torch's detections: the same count, labels exactly, scores
+# the classes; each RoiAlign given its level's count and skipping the padding proposals). Each must compile, run, and give torch's detections: the same count, labels exactly, scores
 # and boxes within 1e-4 (compare_detections.py, order-insensitive).
 # usage: test_fasterrcnn.sh MLC BUILD_DIR [NUM_CLASSES]
 set -eu
@@ -14,7 +14,10 @@ rm -rf "$dir" && mkdir -p "$dir"
 /usr/bin/python3 "$here/make_fasterrcnn_model.py" "$dir" "${3:-5}"
 for m in $(cat "$dir/models.txt"); do
   echo "== $m"
-  "$mlc" compile "$dir/$m.onnx" --output "$dir/$m.tar"
+  "$mlc" compile "$dir/$m.onnx" --output "$dir/$m.tar" --dump-ir "$dir/$m.d"
+  # each level's RoiAlign is given its run-time number of proposals (the padding ones are skipped)
+  n=$(grep -c "vision.roi_align(%[0-9.]*, %[0-9.]*, %[0-9.]*, %[0-9.]*," "$dir/$m.d/00_graph.txt" || true)
+  [ "$n" -ge 2 ] || { echo "FAIL $m: RoiAlign without its count of rois ($n)"; exit 1; }
   "$mlc" run "$dir/$m.tar" --inputs "$dir/fasterrcnn_inputs.npz" --outputs "$dir/${m}_out.npz"
   /usr/bin/python3 "$here/compare_detections.py" "$dir/${m}_out.npz" "$dir/${m}_ref.npz" --tol 1e-4
 done
