@@ -28,7 +28,7 @@
  *   - A concatenate along the channels joins its inputs' and its output's regions; in NCHWc it concatenates
  *     the channel blocks, so the region must have one block that divides every input's channels.
  *   - A global max or average pool reads NCHWc data (data_block) and writes NCHW [N, C, 1, 1]: a classifier
- *     head does not keep the last convs' region NCHW.
+ *     head does not keep the last convs' region NCHW. So does RoiAlign (its [rois, C, oh, ow] output).
  *   - nn.depthwise_conv2d with one output channel per input channel joins the regions of its data and its
  *     output (it keeps the channel block); on an NCHWc input it runs in that block (data_block, weight re-blocked
  *     to [C/b, 1, KH, KW, b] by graph ops on the constant) and writes NCHWc; so do a 2-D max or average pool
@@ -227,9 +227,16 @@ static bool is_blockable_global_pool(const Node *n) {
          n->outputs[0]->type.ndim == 4 && !ir_attr(n, "data_block"); /* 2-D: the output is [N, C, 1, 1] */
 }
 
+/* RoiAlign of float32 features (src/topi/spatial.c, data_block): it reads a pixel's channels contiguously in
+ * NCHWc and writes [rois, C, oh, ow], so a detector's FPN levels stay NCHWc up to it */
+static bool is_blockable_roi_align(const Node *n) {
+  return !strcmp(n->op->name, "vision.roi_align") && n->inputs[0] && n->inputs[0]->type.dtype == MLC_F32 &&
+         !ir_attr(n, "data_block"); /* (4-D, or already NCHWc when the walk reaches it) */
+}
+
 /* an op that reads its data (input 0) in NCHWc without passing the layout on */
 static bool reads_blocked(const Node *n) {
-  return is_packed_conv(n) || is_winograd_pad(n) || is_blockable_global_pool(n);
+  return is_packed_conv(n) || is_winograd_pad(n) || is_blockable_global_pool(n) || is_blockable_roi_align(n);
 }
 
 /* a concatenate of float32 4-D activations along the channels (in NCHWc it concatenates the channel blocks:
@@ -478,7 +485,7 @@ static mlc_status convert_node(LayoutCtx *c, Node *n) {
     c->block[n->outputs[0]->id] = b;
     return MLC_OK;
   }
-  if ((is_winograd_pad(n) || is_blockable_global_pool(n)) && block_of(c, n->inputs[0])) {
+  if ((is_winograd_pad(n) || is_blockable_global_pool(n) || is_blockable_roi_align(n)) && block_of(c, n->inputs[0])) {
     ir_set_int(c->g, n, "data_block", block_of(c, n->inputs[0]));
     return ir_infer_node(c->g, n, d) ? d->status : MLC_OK;
   }

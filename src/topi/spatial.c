@@ -27,7 +27,8 @@
  *
  * vision.roi_align(X[N, C, H, W], rois[R, 4] (x1, y1, x2, y2), batch_indices[R][, count]) -> [R, C, oh, ow];
  * count (int64 [1], given where the rois have a data-dependent number: their extent) skips the rois past it,
- * whose outputs are zeros;
+ * whose outputs are zeros; data_block b: X is NCHWc [N, C/b, H, W, b] (ConvertLayoutNCHWc), read b contiguous
+ * channels at a time;
  * attributes mode (avg | max), output_height, output_width, sampling_ratio, spatial_scale, half_pixel (0/1)
  * and grid_max (the bound of the adaptive sample grid when sampling_ratio is 0: set by the importer from
  * constant rois, else 0). As the ONNX reference (Detectron's RoIAlign): the roi, scaled and shifted by -0.5
@@ -299,6 +300,7 @@ typedef struct RoiAlignCtx {
   Buffer *xb, *roisb, *bidxb; /* the extern form reads buffers instead of tensors */
   TeCtx *c;
   int64_t oh, ow, sampling, grid_max;
+  int64_t block; /* data_block: X is NCHWc [N, C/block, H, W, block] (ConvertLayoutNCHWc), the extern form only */
   double scale;
   bool half_pixel, is_max, counted; /* counted: input 3 gives the number of rois */
   mlc_dtype out;
@@ -316,7 +318,8 @@ static mlc_status roi_align_parse(const Node *n, RoiAlignCtx *k, Diag *d) {
   k->grid_max = ir_attr_int(n, "grid_max", 0);
   k->scale = ir_attr_float(n, "spatial_scale", 1.0);
   k->half_pixel = ir_attr_int(n, "half_pixel", 0) != 0;
-  if (k->oh < 1 || k->ow < 1 || k->sampling < 0 || k->grid_max < 0)
+  k->block = ir_attr_int(n, "data_block", 0);
+  if (k->oh < 1 || k->ow < 1 || k->sampling < 0 || k->grid_max < 0 || k->block < 0)
     return diag_set(d, MLC_ERR_INVALID, "vision.roi_align: output sizes must be >= 1 and sampling_ratio, grid_max >= 0");
   return MLC_OK;
 }
@@ -327,14 +330,15 @@ static mlc_status roi_align_infer(Node *n, Diag *d) {
   if (st) return st;
   RoiAlignCtx k;
   if ((st = roi_align_parse(n, &k, d))) return st;
-  if (x->ndim != 4) return diag_set(d, MLC_ERR_INVALID, "vision.roi_align: X must be [N, C, H, W]");
+  if (x->ndim != (k.block ? 5 : 4) || (k.block && x->dims[4] != k.block))
+    return diag_set(d, MLC_ERR_INVALID, "vision.roi_align: X must be [N, C, H, W] (data_block b: [N, C/b, H, W, b])");
   if (r->ndim != 2 || r->dims[1] != 4 || r->dtype != x->dtype)
     return diag_set(d, MLC_ERR_INVALID, "vision.roi_align: rois must be [num_rois, 4] of X's dtype");
   if (b->ndim != 1 || b->dims[0] != r->dims[0] || (b->dtype != MLC_I64 && b->dtype != MLC_I32))
     return diag_set(d, MLC_ERR_INVALID, "vision.roi_align: batch_indices must be an int64 [num_rois] vector");
   if (n->ninputs > 3 && n->inputs[3] && (n->inputs[3]->type.dtype != MLC_I64 || tt_numel(&n->inputs[3]->type) != 1))
     return diag_set(d, MLC_ERR_INVALID, "vision.roi_align: the number of rois must be one int64");
-  TensorType o = {.dtype = x->dtype, .ndim = 4, .dims = {r->dims[0], x->dims[1], k.oh, k.ow}};
+  TensorType o = {.dtype = x->dtype, .ndim = 4, .dims = {r->dims[0], x->dims[1] * (k.block ? k.block : 1), k.oh, k.ow}};
   n->outputs[0]->type = o;
   return MLC_OK;
 }
@@ -412,9 +416,10 @@ static Expr *roi_corners(RoiAlignCtx *k, Expr *b, Expr *ch, const RoiAxis *y, co
   Arena *A = k->c->arena;
   Expr *ys[2] = {y->lo, y->hi}, *xs[2] = {x->lo, x->hi}, *wy[2] = {y->wlo, y->whi}, *wx[2] = {x->wlo, x->whi};
   Expr *v = NULL;
+  Expr *blk = k->block ? tir_idx(A, k->block) : NULL;
   for (int i = 0; i < 2; i++)
     for (int j = 0; j < 2; j++) {
-      Expr *xi[4] = {b, ch, ys[i], xs[j]};
+      Expr *xi[5] = {b, blk ? tir_bin(A, E_DIV, ch, blk) : ch, ys[i], xs[j], blk ? tir_bin(A, E_MOD, ch, blk) : NULL};
       Expr *t = tir_mul(A, tir_mul(A, wy[i], wx[j]), roi_read(k, k->x, k->xb, xi, MLC_F64));
       v = !v ? t : k->is_max ? tir_bin(A, E_MAX, v, t) : tir_add(A, v, t);
     }
@@ -497,10 +502,15 @@ static Stmt *roi_align_extern(TeCtx *c, Buffer **ins, Buffer **outs, void *user)
   int64_t ashape[2] = {out->shape[0], out->shape[1]};
   Buffer *acc = tir_buffer(A, "roi_acc", F, 2, ashape);
   Var *rv = tir_var(A, "r", MLC_I64), *phv = tir_var(A, "ph", MLC_I64), *pwv = tir_var(A, "pw", MLC_I64);
-  Var *iyv = tir_var(A, "iy", MLC_I64), *ixv = tir_var(A, "ix", MLC_I64), *cv[3];
+  Var *iyv = tir_var(A, "iy", MLC_I64), *ixv = tir_var(A, "ix", MLC_I64), *cv[3], *cov[3];
   Expr *r = tir_varref(A, rv), *ph = tir_varref(A, phv), *pw = tir_varref(A, pwv);
-  Expr *iy = tir_varref(A, iyv), *ix = tir_varref(A, ixv), *ce[3];
+  Expr *iy = tir_varref(A, iyv), *ix = tir_varref(A, ixv), *ce[3], *coe[3];
   loop_vars(A, "c", 3, cv, ce);
+  loop_vars(A, "co", 3, cov, coe);
+  /* with NCHWc data the channel c = co * block + ci, ci innermost: contiguous channels LLVM vectorizes */
+  int64_t blk = k->block ? k->block : 1, nco = out->shape[1] / blk;
+  Expr *ch[3];
+  for (int i = 0; i < 3; i++) ch[i] = k->block ? tir_add(A, tir_mul(A, coe[i], tir_idx(A, blk)), ce[i]) : ce[i];
   LetList roi = {0}, ys = {0}, xs = {0};
   RoiGeom g0, g;
   roi_geom(k, r, &g0);
@@ -515,17 +525,22 @@ static Stmt *roi_align_extern(TeCtx *c, Buffer **ins, Buffer **outs, void *user)
   y.wlo = bind(A, &ys, "wy_lo", y0.wlo), y.whi = bind(A, &ys, "wy_hi", y0.whi);
   x.lo = bind(A, &xs, "x_lo", x0.lo), x.hi = bind(A, &xs, "x_hi", x0.hi);
   x.wlo = bind(A, &xs, "wx_lo", x0.wlo), x.whi = bind(A, &xs, "wx_hi", x0.whi);
-  Expr *nc = tir_idx(A, out->shape[1]), *zero = tir_idx(A, 0);
-  Expr *a0[2] = {r, ce[0]}, *a1[2] = {r, ce[1]}, *a2[2] = {r, ce[2]};
+  Expr *nc = tir_idx(A, k->block ? blk : out->shape[1]), *zero = tir_idx(A, 0);
+  Expr *a0[2] = {r, ch[0]}, *a1[2] = {r, ch[1]}, *a2[2] = {r, ch[2]};
   Stmt *init = tir_for(A, cv[0], zero, nc, FOR_SERIAL,
                        tir_store(A, acc, 2, a0, k->is_max ? tir_min_value(A, F) : tir_const(A, F, 0)));
-  Expr *v = roi_corners(k, b, ce[1], &y, &x), *old = tir_load(A, acc, 2, a1);
+  Expr *v = roi_corners(k, b, ch[1], &y, &x), *old = tir_load(A, acc, 2, a1);
   Stmt *upd = tir_for(A, cv[1], zero, nc, FOR_SERIAL,
                       tir_store(A, acc, 2, a1, k->is_max ? tir_bin(A, E_MAX, old, v) : tir_add(A, old, v)));
+  if (k->block) {
+    init = tir_for(A, cov[0], zero, tir_idx(A, nco), FOR_SERIAL, init);
+    upd = tir_for(A, cov[1], zero, tir_idx(A, nco), FOR_SERIAL, upd);
+  }
   upd = tir_for(A, ixv, zero, tir_bin(A, E_MAX, g.grid[1], zero), FOR_SERIAL, wrap_lets(A, &xs, upd));
   upd = tir_for(A, iyv, zero, tir_bin(A, E_MAX, g.grid[0], zero), FOR_SERIAL, wrap_lets(A, &ys, upd));
-  Expr *oi[4] = {r, ce[2], ph, pw};
+  Expr *oi[4] = {r, ch[2], ph, pw};
   Stmt *fin = tir_for(A, cv[2], zero, nc, FOR_SERIAL, tir_store(A, out, 4, oi, roi_finish(k, &g, tir_load(A, acc, 2, a2))));
+  if (k->block) fin = tir_for(A, cov[2], zero, tir_idx(A, nco), FOR_SERIAL, fin);
   Stmt *bin = tir_seq(A, 3, (Stmt *[]){init, upd, fin});
   bin = tir_for(A, pwv, zero, tir_idx(A, out->shape[3]), FOR_SERIAL, bin);
   bin = tir_for(A, phv, zero, tir_idx(A, out->shape[2]), FOR_SERIAL, bin);
@@ -553,7 +568,7 @@ static mlc_status roi_align_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor 
   /* CPU: the loop form always (geometry hoisted out of the channel loop); GPU: the TE reduction, one thread
    * per output element, unless the grid has no bound */
   bool cpu = c->target && c->target->kind == TARGET_CPU;
-  if (cpu || (k->sampling == 0 && k->grid_max == 0)) {
+  if (cpu || k->block || (k->sampling == 0 && k->grid_max == 0)) {
     TeTensor ot = {.dtype = o->dtype, .ndim = 4};
     memcpy(ot.shape, o->dims, sizeof ot.shape[0] * 4);
     k->counted = n->ninputs > 3 && n->inputs[3];
