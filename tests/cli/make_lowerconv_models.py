@@ -113,6 +113,10 @@ w = torch.randn(32, 32, 3, 3) * 0.1
 b = torch.randn(32)
 save("phases_d3x2_batch2", x, w, b, F.conv2d(x, w, b, padding=(3, 2), dilation=(3, 2)), "Conv",
      dict(kernel_shape=[3, 3], dilations=[3, 2], pads=[3, 2, 3, 2]))
+x = torch.randn(1, 32, 22, 23)  # asymmetric pads (ONNX begin h, w, end h, w), no bias
+w = torch.randn(40, 32, 3, 3) * 0.1
+save("phases_asym_pads", x, w, None, F.conv2d(F.pad(x, (1, 3, 2, 0)), w, dilation=2), "Conv",
+     dict(kernel_shape=[3, 3], dilations=[2, 2], pads=[2, 1, 0, 3]))
 
 
 def chain(name, C, H, W, d, pad):  # conv -> dilated conv -> relu -> conv
