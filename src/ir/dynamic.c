@@ -24,8 +24,9 @@
  *   DENSE      data [..., K] dynamic off K; MATMUL a's row axis or b's column axis
  *   REDUCE     over other axes (the axis shifts by the dropped ones); ALONG_AXIS softmax, topk, cumsum along
  *              another axis; NORM_TAIL layer / RMS norm over axes after the dynamic one
- *   BATCH      convolutions and pooling: the data dynamic along the batch axis 0 (each sample computed alone,
- *              the padding samples are zeros), the weights static: output axis 0 (Mask R-CNN's mask head)
+ *   BATCH      convolutions, pooling, Resize, Pad: the data dynamic along the batch axis 0 and kept whole
+ *              (each sample computed alone, so padding samples only make padding), the weights static: output
+ *              axis 0 (Mask R-CNN's mask head)
  *   ROIS       RoI align / pool: the boxes (and batch indices) dynamic along the box axis 0, the features static:
  *              output axis 0 (padding boxes are zeros, so they read batch 0 like any box)
  *   MASK       dyn_mask(x, extent): reads the extent itself and sets the padding to a fill value (the identity
@@ -39,8 +40,8 @@
  * ordinary ops compute on at run time instead of being folded. A source op (NonMaxSuppression) may also read
  * a data-dependent value whose extent is one of its own inputs (its kernel gates on the count).
  * Everything else that reads a data-dependent value is refused (MLC_ERR_UNSUPPORTED, naming the node that
- * made the extent and the reader): ops without a rule, convolutions and pooling of data dynamic off the batch axis, softmax and scans along
- * the dynamic axis, reshapes merging or splitting it, strided slices of it or ones starting from its end,
+ * made the extent and the reader): ops without a rule, convolutions and pooling of data dynamic off the batch
+ * axis, softmax and scans along the dynamic axis, reshapes merging or splitting it, strided slices of it or ones starting from its end,
  * GatherElements / GatherND into it, static operands not broadcast along it, two different extents in one
  * node (but MASK and PACK), and the dynamic ops themselves reading a data-dependent value they are not
  * given the extent of. ir_infer_node applies the rules as nodes are made (importer and passes);

@@ -391,7 +391,7 @@ static int direct_order(const Target *t, const TeOp *a) {
   double in = all > w ? all - w : all;
   /* A block's weight larger than L2 (ASPP's 2048-channel 3x3 convs: 1.2 MB) is refetched for every tile in
    * either order, so order 0 keeps nothing in cache; rows outermost at least reads each row's input window
-   * once for all blocks while the weights come from L3 (measured 1.3x faster on DeepLabv3's 2048 -> 256
+   * once for all blocks while the weights come from L3 (measured 1.2x faster on DeepLabv3's 2048 -> 256
    * dilated conv at 65x65). */
   int64_t l3 = t && t->l3_bytes > 0 ? t->l3_bytes : 0;
   if (w / (double)a->axes[1]->extent > (double)l2_budget(t) && w <= (double)l3) return 1;
@@ -594,7 +594,7 @@ void topi_conv2d_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out
   bool rows_outer = topi_config_get(cfg, "order", direct_order(c->target, a)) == 1;
   /* NCHW output: a tile's ocb x reg_n results stored channel by channel, as reg_n contiguous columns (LLVM
    * transposes the accumulators in registers), instead of each column's ocb channels scattered H*W apart;
-   * MobileNetV3's 3 -> 16 stem at 160x160 ran 2.2x faster. Narrow tiles keep the scatter. */
+   * MobileNetV3's 3 -> 16 stem at 160x160 ran 2.4x faster. Narrow tiles keep the scatter. */
   bool rows_store = !nchwc_out && reg_n >= 8;
   IterVar *oorder[6] = {o->axes[0], rows_outer ? o->axes[2] : oco, rows_outer ? oco : o->axes[2], wo,
                         rows_store ? oci : wi, rows_store ? wi : oci};
