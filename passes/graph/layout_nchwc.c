@@ -8,9 +8,12 @@
  * (a full-shape activation operand and the result; constants and broadcast operands do not join) form
  * regions, found with union-find. A region goes NCHWc when every value entering it is written by a packed
  * conv or a Winograd output transform in one block and every use leaving it is a packed conv, a Winograd
- * pad or a global pool reading it as data: then it costs no transform at all. Any other region stays NCHW, and its convs store NCHW themselves (their epilogue's store is the
- * transform): a transform kernel would cost a full extra pass over the tensor that most consumers (pools,
- * Winograd / depthwise convs, graph outputs) cannot fuse.
+ * pad or a global pool reading it as data: then it costs no transform at all. Any other region stays NCHW, and
+ * its convs store NCHW themselves (their epilogue's store is the transform): a transform kernel would cost a
+ * full extra pass over the tensor that most consumers (pools, Winograd / depthwise convs, graph outputs) cannot
+ * fuse. A region's layout does not constrain the regions its convs read: a conv reading NCHWc and writing NCHW
+ * stores each channel's tile as contiguous columns (conv2d_x86.c), so a backbone stays NCHWc up to a head
+ * that needs NCHW (LR-ASPP's resizes, a feature extractor's output).
  * Then one walk in topological order keeps the layout of each value: NCHW, or NCHWc with block b (the value's
  * type is then [N, C/b, H, W, b]).
  *   - nn.conv2d_packed in a blocked region writes NCHWc with its own block (out_block = ocb); it reads an
@@ -42,7 +45,6 @@
  * Different blocks on adjacent convs need no transform: data_block follows the producer, out_block the
  * consumer's own weight. */
 #include <string.h>
-#include "codegen/llvm/codegen.h"
 #include "passes/graph/passes.h"
 
 typedef struct Slot {
@@ -64,7 +66,6 @@ typedef struct LayoutCtx {
   int *region;        /* by value id (of the original graph): union-find parent */
   bool *region_ok;    /* by region root: blocked (see the opening note) */
   int64_t *region_b;  /* by region root: the block of the convs writing into it, -1 when they differ */
-  int lanes;          /* float lanes of the target's vectors (0: not a CPU target) */
 } LayoutCtx;
 
 static void grow(LayoutCtx *c) {
@@ -169,19 +170,6 @@ static bool is_packed_conv(const Node *n) {
 
 /* a packed conv whose last channel block is zero-padded (attribute channels) writes NCHW only */
 static bool padded_block(const Node *n) { return ir_attr(n, "channels") != NULL; }
-
-/* whether nn.conv2d_packed n takes conv2d_x86.c's rows form when it reads and writes NCHW: 1x1 kernel
- * (weight [OC/ocb, IC, 1, 1, ocb]), stride 1, no padding, H x W a multiple of the target's float lanes */
-static bool pointwise_rows(const LayoutCtx *c, const Node *n) {
-  const int64_t *w = n->inputs[1]->type.dims, *o = n->outputs[0]->type.dims;
-  int64_t v[4] = {0, 0, 0, 0};
-  if (c->lanes < 1 || w[2] != 1 || w[3] != 1 || n->outputs[0]->type.ndim != 4 || padded_block(n)) return false;
-  int cnt = ir_attr_ints(n, "strides", v, 4);
-  if (cnt && (v[0] != 1 || v[1] != 1)) return false;
-  cnt = ir_attr_ints(n, "padding", v, 4);
-  if (cnt && (v[0] || v[1] || v[2] || v[3])) return false;
-  return (o[2] * o[3]) % c->lanes == 0;
-}
 
 /* nn.depthwise_conv2d with one output channel per input channel (weight [C, 1, KH, KW]): in NCHWc it reads
  * and writes the same channel block (src/topi/depthwise_x86.c, data_block), so it passes a region's layout on
@@ -371,19 +359,6 @@ static void find_regions(LayoutCtx *c) {
     if (c->region_b[r] <= 0 || n->inputs[1]->type.dims[1] % c->region_b[r]) c->region_ok[r] = false;
   }
   for (int i = 0; i < g->outputs.n; i++) c->region_ok[find(c->region, g->outputs.v[i]->id)] = false;
-  /* A pointwise conv that writes NCHW is a matrix product with vectors along H x W when it also reads NCHW
-   * (conv2d_x86.c's rows form); reading NCHWc it would store each channel-block vector as a scatter into
-   * NCHW. So its data's region stays NCHW too; that may turn the conv writing that region to NCHW output,
-   * and so on: repeat until nothing changes. */
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (int i = 0; i < g->nodes.n; i++) {
-      Node *n = g->nodes.v[i];
-      if (!is_packed_conv(n) || !pointwise_rows(c, n) || c->region_ok[find(c->region, n->outputs[0]->id)]) continue;
-      int r = find(c->region, n->inputs[0]->id);
-      if (c->region_ok[r]) c->region_ok[r] = false, changed = true;
-    }
-  }
 }
 
 /* the block a packed conv writes: its own, when its output's region is blocked */
@@ -556,15 +531,12 @@ static mlc_status convert_node(LayoutCtx *c, Node *n) {
 }
 
 mlc_status pass_convert_layout_nchwc(Graph *g, const PassOptions *opt, Diag *d) {
+  (void)opt;
   bool any = false;
   for (int i = 0; i < g->nodes.n && !any; i++) any = !strcmp(g->nodes.v[i]->op->name, "nn.conv2d_packed");
   if (!any) return MLC_OK;
   LayoutCtx c = {.g = g, .d = d, .reshape = ir_op_find("reshape"), .transpose = ir_op_find("transpose")};
   if (!c.reshape || !c.transpose) return MLC_OK;
-  Target t;
-  Diag td = {0};
-  if (cg_target_parse(opt->target ? opt->target : "llvm", &t, &td) == MLC_OK && t.kind == TARGET_CPU)
-    c.lanes = t.vector_bytes <= 0 ? 4 : t.vector_bytes < 4 ? 1 : t.vector_bytes / 4; /* as conv2d_x86.c */
   find_regions(&c);
   grow(&c);
   int n0 = g->nodes.n;
