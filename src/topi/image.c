@@ -401,6 +401,28 @@ static TeTensor *aa_pass(TeCtx *c, const ResizeCtx *k, TeTensor *src, int d, boo
   return a->result;
 }
 
+/* The template of a separable resize (tag "resize", no knobs): its last-axis pass "resize_last" gets memory
+ * (the group schedule inlined it, which would gather every tap of every output again), both stages the
+ * generic injective schedule. */
+void topi_resize_space(const Target *t, const TeOp *a, TopiConfigSpace *s) { memset(s, 0, sizeof *s); }
+void topi_resize_fallback(const Target *t, const TeOp *a, TopiConfig *cfg) { memset(cfg, 0, sizeof *cfg); }
+void topi_resize_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, const TopiConfig *cfg) {
+  for (int i = 0; i < s->nstages; i++) {
+    TeStage *st = s->stages[i];
+    if (st->op->tag && !strcmp(st->op->tag, "resize_last")) {
+      st->attach = ATTACH_ROOT;
+      topi_schedule_stage_generic(c, st);
+    }
+  }
+  TeStage *as = te_stage(s, a->outputs[0]), *os = out ? te_stage(s, out) : NULL;
+  if (os && os != as) {
+    te_compute_inline(as);
+    topi_schedule_stage_generic(c, os);
+  } else if (as) {
+    topi_schedule_stage_generic(c, as);
+  }
+}
+
 static mlc_status resize_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
   ResizeCtx *k = arena_alloc(c->arena, sizeof *k);
   mlc_status st = resize_parse(n, &n->inputs[0]->type, k, d);
@@ -415,6 +437,22 @@ static mlc_status resize_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **o
     wide[i] = k->antialias && k->resized[i] && k->scale[i] < 1.0;
     nwide += wide[i];
     nplain += k->resized[i] && !wide[i];
+  }
+  int last = k->ndim - 1, nresized = 0;
+  for (int i = 0; i < k->ndim; i++) nresized += k->resized[i];
+  if (!nwide && nresized >= 2 && k->resized[last] && k->coord != C_TF_CROP &&
+      (k->method == M_NEAREST || t == MLC_F32 || t == MLC_F64)) {
+    /* separable: the last axis first (gathers along it), then the others reading whole rows of that */
+    ResizeCtx *p = arena_alloc(c->arena, sizeof *p), *q = arena_alloc(c->arena, sizeof *q);
+    *p = *k, *q = *k;
+    for (int i = 0; i < last; i++) {
+      p->resized[i] = false;
+      p->out[i] = k->x->shape[i];
+    }
+    q->x = te_compute(c, "resize_last", "resize_last", t, p->ndim, p->out, resize_body, p);
+    q->resized[last] = false;
+    outs[0] = te_compute(c, "resize", "resize", t, q->ndim, q->out, resize_body, q);
+    return MLC_OK;
   }
   if (!nwide) {
     outs[0] = te_compute(c, "resize", "injective", t, k->ndim, k->out, resize_body, k);

@@ -603,6 +603,7 @@ static const TopiTemplate templates[] = {
     {"dense_packed.x86", topi_dense_packed_space, topi_dense_packed_fallback, topi_dense_packed_schedule},
     {"softmax.x86", softmax_space, softmax_fallback, softmax_schedule},
     {"layer_norm.x86", topi_layer_norm_space, topi_layer_norm_fallback, topi_layer_norm_schedule},
+    {"resize.x86", topi_resize_space, topi_resize_fallback, topi_resize_schedule},
 };
 
 /* by full name ("dense.x86") or by the TeOp tag it schedules ("dense") */

@@ -70,6 +70,10 @@ void topi_winograd_input_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *ou
 void topi_winograd_output_space(const Target *t, const TeOp *a, TopiConfigSpace *s);
 void topi_winograd_output_fallback(const Target *t, const TeOp *a, TopiConfig *cfg);
 void topi_winograd_output_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, const TopiConfig *cfg);
+/* image.c: the template of a separable image.resize (no knobs) */
+void topi_resize_space(const Target *t, const TeOp *a, TopiConfigSpace *s);
+void topi_resize_fallback(const Target *t, const TeOp *a, TopiConfig *cfg);
+void topi_resize_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, const TopiConfig *cfg);
 /* PP: the Winograd tile count rounded up to a multiple of the GEMM's default register tile (AlterOpLayout
  * sets it as nn.winograd_input's ptiles) */
 int64_t topi_winograd_padded_tiles(const Target *t, int64_t tiles, int64_t kb);

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """make_resize_models.py DIR: ONNX Resize-18 models with antialias=1 (linear and cubic, scales and sizes, dims
 downscaled next to dims upscaled, exclude_outside, cubic_coeff_a, axes, tf_crop_and_resize with
-extrapolation), each with a random input (NAME_inputs.npz) and a float64 reference (NAME_ref.npz) computed the
+extrapolation) and without it (2-D and 3-D linear, cubic and nearest resizes of the last axes, which mlc
+computes as separable passes, the last axis first), each with a random input (NAME_inputs.npz) and a float64 reference (NAME_ref.npz) computed the
 way the ONNX reference implementation defines Resize: dim by dim, each output coordinate's neighbours chosen
 around it in the edge-padded input, with the antialias filter's coefficients when a dim is downscaled. Used
 by tests/cli/test_resize.sh; the names are listed in DIR/models.txt."""
@@ -64,6 +65,8 @@ def interp_1d(data, scale, out_len, i, p, roi):
             return p["extrapolation"]
     else:
         raise ValueError(p["coord"])
+    if p["method"] == "nearest":  # round_prefer_floor
+        return float(data[min(max(math.ceil(x - 0.5), 0), n_in - 1)])
     xi = math.floor(x)
     ratio = 1.0 if x == xi else x - xi
     c = coeffs(p["method"], ratio, scale, p["a"], p["antialias"])
@@ -87,7 +90,7 @@ def interp_nd(data, out_shape, scales, rois, p):
 
 
 def model(name, shape, method, scales=None, sizes=None, axes=None, exclude=0, a=-0.75, coord="half_pixel",
-          roi=None, extrapolation=0.0):
+          roi=None, extrapolation=0.0, antialias=1):
     x = rng.standard_normal(shape).astype(np.float32)
     r = len(shape)
     ax = list(axes) if axes is not None else list(range(r))
@@ -103,7 +106,7 @@ def model(name, shape, method, scales=None, sizes=None, axes=None, exclude=0, a=
         for k, d in enumerate(ax):
             full_size[d] = sizes[k]
             full_scale[d] = sizes[k] / shape[d]
-    p = dict(method=method, coord=coord, exclude=exclude, a=a, antialias=True, extrapolation=extrapolation)
+    p = dict(method=method, coord=coord, exclude=exclude, a=a, antialias=bool(antialias), extrapolation=extrapolation)
     ref = interp_nd(x.astype(np.float64), full_size, full_scale, full_roi, p)
     inits = [numpy_helper.from_array(np.array(roi if roi is not None else [], np.float32), "roi"),
              numpy_helper.from_array(np.array(scales if scales is not None else [], np.float32), "scales")]
@@ -111,7 +114,7 @@ def model(name, shape, method, scales=None, sizes=None, axes=None, exclude=0, a=
     if sizes is not None:
         inits.append(numpy_helper.from_array(np.array(sizes, np.int64), "sizes"))
         ins.append("sizes")
-    attrs = dict(mode=method, antialias=1, coordinate_transformation_mode=coord, exclude_outside=exclude,
+    attrs = dict(mode=method, antialias=antialias, coordinate_transformation_mode=coord, exclude_outside=exclude,
                  cubic_coeff_a=a, extrapolation_value=extrapolation)
     if axes is not None:
         attrs["axes"] = list(axes)
@@ -130,5 +133,10 @@ model("aa_cubic_sizes_axes", (2, 9, 10, 8), "cubic", sizes=[4, 5, 3], axes=[1, 2
 model("aa_linear_big_factor", (1, 1, 4, 64), "linear", sizes=[3, 5], axes=[2, 3])
 model("aa_tf_crop", (1, 1, 10, 10), "linear", scales=[0.5, 0.4], axes=[2, 3], coord="tf_crop_and_resize",
       roi=[0.1, -0.2, 0.85, 1.2], extrapolation=-3.0)
+model("linear_up_2d", (1, 3, 10, 12), "linear", scales=[1, 1, 2.5, 3.0], antialias=0)
+model("linear_down_up", (2, 2, 16, 7), "linear", sizes=[1, 2, 11, 20], antialias=0)
+model("cubic_up_exclude", (1, 2, 6, 9), "cubic", scales=[1, 1, 1.5, 2.0], exclude=1, antialias=0)
+model("nearest_up_2d", (1, 4, 5, 7), "nearest", scales=[1, 1, 3.0, 2.0], antialias=0)
+model("linear_up_3d", (1, 2, 4, 5, 6), "linear", scales=[1, 1, 2.0, 1.5, 2.0], antialias=0)
 with open(f"{out}/models.txt", "w") as f:
     f.write("\n".join(names) + "\n")
