@@ -27,6 +27,8 @@
  *   BATCH      convolutions, pooling, Resize, Pad: the data dynamic along the batch axis 0 and kept whole
  *              (each sample computed alone, so padding samples only make padding), the weights static: output
  *              axis 0 (Mask R-CNN's mask head)
+ *   WINOGRAD   the Winograd conv's stages after its padded data (DYN_BATCH): the batch axis becomes the
+ *              leading part of the tile axis 2 of the transformed input and the GEMM, and axis 0 of the output
  *   ROIS       RoI align / pool: the boxes (and batch indices) dynamic along the box axis 0, the features static:
  *              output axis 0 (padding boxes are zeros, so they read batch 0 like any box)
  *   MASK       dyn_mask(x, extent): reads the extent itself and sets the padding to a fill value (the identity
@@ -291,12 +293,29 @@ static const char *rule_rois(const Node *n, const DynIn *in, int *oa, char *buf,
   return NULL;
 }
 
+/* The Winograd conv (src/topi/winograd_x86.c) merges the batch into its tile axis: V[alpha, alpha, tiles, C] and
+ * M[alpha^2, K/kb, tiles, kb] hold each sample's tiles one after another, so the valid samples' tiles lead the
+ * axis (the extent there still counts samples: these values never leave the conv, and only its output, per
+ * sample again, is trimmed or masked). */
+static const char *rule_winograd(const Node *n, const DynIn *in, int *oa, char *buf, size_t size) {
+  (void)buf, (void)size, (void)in;
+  const char *op = n->op->name;
+  bool tiles_in = !strcmp(op, "nn.winograd_gemm") || !strcmp(op, "nn.winograd_output");
+  bool tiles_out = !strcmp(op, "nn.winograd_input") || !strcmp(op, "nn.winograd_gemm");
+  for (int k = 1; k < n->ninputs; k++)
+    if (dyn(n->inputs[k])) return "its weights are data-dependent";
+  if (!dyn(n->inputs[0]) || n->inputs[0]->dyn_axis != (tiles_in ? 2 : 0))
+    return "it computes across the data-dependent axis";
+  *oa = tiles_out ? 2 : 0;
+  return NULL;
+}
+
 static const RuleFn rules[] = {
     [DYN_ELEMWISE] = rule_elemwise, [DYN_TRANSPOSE] = rule_transpose, [DYN_RESHAPE] = rule_reshape,
     [DYN_SLICE] = rule_slice,       [DYN_CONCAT] = rule_concat,       [DYN_TAKE] = rule_take,
     [DYN_GATHER_ND] = rule_gather_nd, [DYN_DENSE] = rule_dense,       [DYN_MATMUL] = rule_matmul,
     [DYN_REDUCE] = rule_reduce,     [DYN_ALONG_AXIS] = rule_along_axis, [DYN_NORM_TAIL] = rule_norm_tail,
-    [DYN_BATCH] = rule_batch,       [DYN_ROIS] = rule_rois,
+    [DYN_BATCH] = rule_batch,       [DYN_ROIS] = rule_rois,           [DYN_WINOGRAD] = rule_winograd,
 };
 
 /* The extent and axis each output of n should carry by its op's rule (ext[k] NULL: static). A DYN_SOURCE op
@@ -374,7 +393,10 @@ static mlc_status expected(const Graph *g, const Node *n, Value **ext, int *axis
   for (int k = 0; k < n->noutputs; k++) {
     const Value *o = n->outputs[k];
     if (!o) continue;
-    if (oa < 0 || oa >= o->type.ndim || o->type.dims[oa] != bound) {
+    /* the Winograd tile axis holds each sample's tiles: more positions than samples */
+    bool tiles = r == DYN_WINOGRAD && oa < o->type.ndim &&
+                 (oa == 2 ? o->type.dims[oa] >= bound : in.axis == 2 && o->type.dims[oa] <= bound);
+    if (oa < 0 || oa >= o->type.ndim || (o->type.dims[oa] != bound && !tiles)) {
       char where[512];
       return diag_set(d, MLC_ERR_INTERNAL, "%sinternal error: %s's rule puts the data-dependent axis (bound %lld) on "
                       "axis %d of output %d, of type rank %d", ir_where(g, n, where, sizeof where), n->op->name,

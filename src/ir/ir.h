@@ -97,6 +97,9 @@ typedef enum DynRule {
                      0, kept whole, the other inputs (weights) static: output axis 0 */
   DYN_ROIS,       /* per-box ops (RoI align / pool): input 0 static, the boxes (and their batch indices) dynamic
                    * along axis 0, the box axis: output axis 0 */
+  DYN_WINOGRAD,   /* the Winograd conv's input transform, GEMM and output transform: the data (input 0) dynamic
+                   * along its batch axis 0 (the padded data) or tile axis 2 (V, M), the weights static: output
+                   * tile axis 2 (V, M) or batch axis 0 (the conv's output) */
   DYN_MASK,       /* reads the extent as its input 1 (attr axis): input 0 static or carrying that extent; output static */
   DYN_PACK,       /* pieces, their extents, the total (attr axis): each piece static or carrying its extent; the
                    * output carries the total */

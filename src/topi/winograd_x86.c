@@ -465,10 +465,10 @@ static mlc_status output_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **o
 const OpDef topi_ops_winograd_x86[] = {
     /* name                          pattern        in min/max  outs  relation       compute */
     {"nn.winograd_weight_transform", PAT_INJECTIVE, 1, 1, 1, weight_infer, weight_compute},
-    {"nn.winograd_pad", PAT_OPAQUE, 1, 1, 1, pad_infer, pad_compute},
-    {"nn.winograd_input", PAT_OPAQUE, 1, 1, 1, input_infer, input_compute},
-    {"nn.winograd_gemm", PAT_OPAQUE, 2, 2, 1, gemm_infer, gemm_compute},
-    {"nn.winograd_output", PAT_OUT_ELEMWISE_FUSABLE, 1, 1, 1, output_infer, output_compute},
+    {"nn.winograd_pad", PAT_OPAQUE, 1, 1, 1, pad_infer, pad_compute, DYN_BATCH},
+    {"nn.winograd_input", PAT_OPAQUE, 1, 1, 1, input_infer, input_compute, DYN_WINOGRAD},
+    {"nn.winograd_gemm", PAT_OPAQUE, 2, 2, 1, gemm_infer, gemm_compute, DYN_WINOGRAD},
+    {"nn.winograd_output", PAT_OUT_ELEMWISE_FUSABLE, 1, 1, 1, output_infer, output_compute, DYN_WINOGRAD},
     {NULL},
 };
 

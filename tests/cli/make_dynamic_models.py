@@ -388,6 +388,25 @@ def torch_models():
                   (crops, np.ones_like(score), labels)])
     tols.append(("crop_head", 1e-5))
 
+    class CropBoxHead(torch.nn.Module):  # Faster R-CNN v2's box head: 3x3 convs (Winograd) per selected crop
+        def __init__(self):
+            super().__init__()
+            torch.manual_seed(6)
+            self.c1 = torch.nn.Conv2d(32, 32, 3, padding=1)
+            self.c2 = torch.nn.Conv2d(32, 32, 3, padding=1)
+            self.fc = torch.nn.Linear(32 * 7 * 7, 10)
+
+        def forward(self, crops, score):
+            keep = torch.nonzero(score > 0.5)[:, 0]
+            x = torch.relu(self.c1(crops.index_select(0, keep)))
+            return self.fc(torch.relu(self.c2(x)).flatten(1))
+
+    crops = rng.standard_normal((12, 32, 7, 7)).astype(np.float32)
+    score = rng.random(12).astype(np.float32)
+    torch_export("crop_box_head", CropBoxHead().eval(), (crops, score), ["crops", "score"], ["y"],
+                 [(crops, score), (crops, np.zeros_like(score)), (crops, np.ones_like(score))])
+    tols.append(("crop_box_head", 1e-4))  # Winograd's float error
+
 
 torch_models()
 

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Data-dependent output shapes end to end through the mlc CLI: each model of make_dynamic_models.py
 # (NonMaxSuppression, Unique, NonZero, Compress on run-time inputs, and readers of their outputs that carry the
-# extent: gathers, masked selects, elementwise ops, MatMul) is compiled and run on every data set, and out.npz
+# extent: gathers, masked selects, elementwise ops, MatMul, convs per selected crop, Winograd ones too) is compiled and run on every data set, and out.npz
 # must equal the numpy / torch reference exactly (within tol.txt's tolerance for the few computed in float
 # arithmetic), shapes included (the trimmed arrays); each also compiles for --target cuda (not run: no GPU
 # needed) and, where ptxas is installed, its PTX assembles. The models in fail.txt (a reader that cannot carry
@@ -36,6 +36,10 @@ grep -q '"shape":\[3,0\]' "$dir/run.json" || { echo "FAIL: --json does not give 
 # and of one derived from it (x[x > t] with nothing above t)
 "$mlc" run "$dir/masked_index.tar" --inputs "$dir/masked_index_inputs2.npz" --json >"$dir/run2.json"
 grep -q '"shape":\[0\]' "$dir/run2.json" || { echo "FAIL: --json does not give the derived trimmed shape"; cat "$dir/run2.json"; exit 1; }
+# the box head's convs on a data-dependent number of crops run as Winograd convs (the tiles of the valid crops lead)
+"$mlc" compile "$dir/crop_box_head.onnx" --output "$dir/crop_box_head.tar" --dump-ir "$dir/crop_box_head.ir" >/dev/null
+n=$(grep -c "nn.winograd_gemm(" "$dir/crop_box_head.ir/14_after_DeadCodeElim.txt" || true)
+[ "$n" = 2 ] || { echo "FAIL crop_box_head: $n Winograd convs, want 2"; exit 1; }
 tab=$(printf '\t')
 while IFS="$tab" read -r m msg; do
   echo "== $m (must fail)"
