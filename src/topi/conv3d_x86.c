@@ -363,14 +363,17 @@ void topi_conv3d_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out
   topi_split(os, o->axes[1], ocb, &oco, &oci);
   topi_split(os, o->axes[4], reg_n, &wo, &wi);
   bool rows_outer = topi_config_get(cfg, "order", direct_order(c->target, a)) == 1;
-  IterVar *oorder[7] = {o->axes[0], oco, o->axes[2], o->axes[3], wo, wi, oci};
+  /* a tile's ocb x reg_n results stored channel by channel as reg_n contiguous columns (as conv2d_x86.c does)
+   * instead of each column's channels scattered D*H*W apart; narrow tiles keep the scatter */
+  bool rows_store = reg_n >= 8;
+  IterVar *oorder[7] = {o->axes[0], oco, o->axes[2], o->axes[3], wo, rows_store ? oci : wi, rows_store ? wi : oci};
   if (rows_outer) oorder[1] = o->axes[2], oorder[2] = o->axes[3], oorder[3] = oco;
   te_reorder(os, 7, oorder);
   IterVar *f = te_fuse(os, o->axes[0], oorder[1]);
   f = te_fuse(os, f, oorder[2]);
   if (f->extent < 2 * cores) f = te_fuse(os, f, oorder[3]);
   if (f->extent > 1) te_parallel(os, f);
-  te_unroll(os, wi);
-  te_vectorize(os, oci);
+  te_unroll(os, oorder[5]);
+  te_vectorize(os, oorder[6]);
   te_compute_at(cs, os, wo);
 }
