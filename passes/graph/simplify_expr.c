@@ -3,7 +3,10 @@
  * LayerNorm's variance as Pow(x - mean, 2): a multiply vectorizes, a pow is a libm call per element.
  * An nn.pad that pads nothing (every pad 0, any mode) is bypassed: its readers read its input (unless its
  * output is a graph output). Torch exports DenseNet's transition AvgPool with such a Pad before it: a kernel
- * copying the tensor, and an op the NCHWc layout cannot pass through. */
+ * copying the tensor, and an op the NCHWc layout cannot pass through.
+ * A constant-zero nn.pad of the spatial axes whose only readers are convolutions (as their data) becomes their
+ * padding: TensorFlow and Keras export "SAME" strided convs and ZeroPadding2D as an explicit Pad before a
+ * "VALID" conv, one more pass over the activation, and a packed conv pads its input itself. */
 #include <string.h>
 #include "passes/graph/passes.h"
 
@@ -30,6 +33,60 @@ static bool pads_nothing(const Graph *g, const Node *n) {
   return true;
 }
 
+/* a convolution reading v as its data, with v's spatial rank */
+static bool conv_of(const Node *n, const Value *v) {
+  const char *op = n->op->name;
+  int nsp = !strcmp(op, "nn.conv1d") ? 1 : !strcmp(op, "nn.conv2d") ? 2 : !strcmp(op, "nn.conv3d") ? 3 : 0;
+  if (!nsp || n->ninputs < 2 || n->inputs[0] != v || v->type.ndim != nsp + 2) return false;
+  for (int k = 1; k < n->ninputs; k++)
+    if (n->inputs[k] == v) return false;
+  return true;
+}
+
+/* nn.pad n: zeros (constant mode, value 0) added before and after the spatial axes only, read by convolutions
+ * only (as their data): each of them takes the pad into its padding and reads n's input */
+static bool pad_into_convs(Graph *g, Node *n) {
+  if (strcmp(n->op->name, "nn.pad") || n->noutputs != 1 || !n->inputs[0] || pass_is_graph_output(g, n->outputs[0]) ||
+      strcmp(ir_attr_string(n, "pad_mode", "constant"), "constant") || ir_attr_float(n, "pad_value", 0) != 0)
+    return false;
+  double value;
+  if (n->ninputs > 1 && n->inputs[1] && (!const_scalar(n->inputs[1], &value) || value != 0)) return false;
+  Value *x = n->inputs[0], *y = n->outputs[0];
+  int r = x->type.ndim;
+  int64_t pw[2 * MLC_MAX_DIMS];
+  if (r < 3 || r > 5 || ir_attr_ints(n, "pad_width", pw, 2 * MLC_MAX_DIMS) != 2 * r || pw[0] || pw[1] || pw[r] ||
+      pw[r + 1])
+    return false;
+  for (int k = 0; k < 2 * r; k++)
+    if (pw[k] < 0) return false;
+  int readers = 0;
+  for (int i = 0; i < g->nodes.n; i++) {
+    Node *m = g->nodes.v[i];
+    for (int k = 0; k < m->ninputs; k++)
+      if (m->inputs[k] == y) {
+        if (!conv_of(m, y)) return false;
+        readers++;
+        break;
+      }
+  }
+  if (!readers) return false;
+  int nsp = r - 2;
+  for (int i = 0; i < g->nodes.n; i++) {
+    Node *m = g->nodes.v[i];
+    if (m->ninputs < 1 || m->inputs[0] != y) continue;
+    int64_t pads[2 * 3] = {0};
+    int cnt = ir_attr_ints(m, "padding", pads, 2 * nsp);
+    if (cnt != 0 && cnt != 2 * nsp) continue; /* (its infer rejected that already) */
+    for (int s = 0; s < nsp; s++) {
+      pads[s] += pw[2 + s];
+      pads[nsp + s] += pw[r + 2 + s];
+    }
+    ir_set_ints(g, m, "padding", pads, 2 * nsp);
+    m->inputs[0] = x;
+  }
+  return true;
+}
+
 mlc_status pass_simplify_expr(Graph *g, const PassOptions *opt, Diag *d) {
   (void)opt;
   int kept = 0;
@@ -39,6 +96,7 @@ mlc_status pass_simplify_expr(Graph *g, const PassOptions *opt, Diag *d) {
       pass_replace_uses(g, n->outputs[0], n->inputs[0]);
       continue;
     }
+    if (pad_into_convs(g, n)) continue;
     g->nodes.v[kept++] = n;
   }
   g->nodes.n = kept;

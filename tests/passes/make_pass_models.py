@@ -155,6 +155,24 @@ save("simplify_expr", [helper.make_node("Pad", ["x", "zeros"], ["p"], name="pad_
                        helper.make_node("Relu", ["p"], ["r"], name="relu"),
                        helper.make_node("Pow", ["r", "two"], ["y"], name="square")], [x4], [y4],
      [numpy_helper.from_array(np.zeros(4, np.int64), "zeros"), numpy_helper.from_array(np.float32(2.0), "two")])
+xp = helper.make_tensor_value_info("x", F, [1, 4, 9, 9])
+save("simplify_expr_pad_conv", [
+    # Keras' ZeroPadding2D before a "VALID" strided conv and a depthwise conv: into their padding
+    helper.make_node("Pad", ["x", "p_asym"], ["xp"], name="zero_pad", mode="constant"),
+    helper.make_node("Conv", ["xp", "w1"], ["c1"], name="conv", kernel_shape=[3, 3], strides=[2, 2]),
+    helper.make_node("Conv", ["xp", "wd"], ["c2"], name="depthwise", kernel_shape=[3, 3], group=4,
+                     pads=[1, 0, 1, 0]),
+    # a pad of another value, and one a pool reads too: kept
+    helper.make_node("Pad", ["x", "p1", "one"], ["xq"], name="one_pad", mode="constant"),
+    helper.make_node("Conv", ["xq", "w1"], ["c3"], name="conv_one", kernel_shape=[3, 3]),
+    helper.make_node("Pad", ["x", "p1"], ["xr"], name="pool_pad", mode="constant"),
+    helper.make_node("Conv", ["xr", "w1"], ["c4"], name="conv_pool_pad", kernel_shape=[3, 3]),
+    helper.make_node("MaxPool", ["xr"], ["m"], name="pool", kernel_shape=[3, 3])], [xp],
+    [helper.make_tensor_value_info(n, F, s) for n, s in (("c1", [1, 8, 4, 5]), ("c2", [1, 4, 10, 10]), ("c3", [1, 8, 9, 9]),
+                                                         ("c4", [1, 8, 9, 9]), ("m", [1, 4, 9, 9]))],
+    [numpy_helper.from_array(np.array([0, 0, 0, 1, 0, 0, 1, 2], np.int64), "p_asym"),
+     numpy_helper.from_array(np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64), "p1"),
+     numpy_helper.from_array(np.float32(1.0), "one"), const("w1", [8, 4, 3, 3]), const("wd", [4, 1, 3, 3])])
 xc = helper.make_tensor_value_info("x", F, [1, 8, 8, 8])
 save("convert_layout_nchwc_concat", [
     helper.make_node("Conv", ["x", "w1"], ["a"], name="expand1x1", kernel_shape=[1, 1]),
