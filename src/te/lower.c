@@ -26,7 +26,9 @@
  *      its buffer shrinks to the region: a local S_ALLOCATE inside loop iv, indexed by (index - min).
  *   7. tir_simplify_stmt over the result (it knows the loop ranges, so most guards and div/mods fold).
  *   8. tir_peel_guarded_loops: a serial loop whose last iteration alone fails a guard inside a vectorized
- *      loop runs that iteration separately (the others then vectorize without the guard), and simplify again. */
+ *      loop runs that iteration separately (the others then vectorize without the guard), and simplify again.
+ *   9. tir_partition_pad_loops: the loops of a padded copy split where its bounds tests change value, and
+ *      simplify again (the middle piece copies without tests or clamps). */
 #include <string.h>
 #include "te/stage.h"
 #include "tir/mutate.h"
@@ -846,5 +848,9 @@ TirFunc *te_lower(TeCtx *c, TeSchedule *s, const char *name, int nargs, TeTensor
   bool peeled = false;
   Stmt *p = tir_peel_guarded_loops(a, f->body, &peeled);
   if (peeled) f->body = tir_simplify_stmt(a, p);
+  /* 9. */
+  bool split = false;
+  Stmt *q = tir_partition_pad_loops(a, f->body, &split);
+  if (split) f->body = tir_simplify_stmt(a, q);
   return f;
 }

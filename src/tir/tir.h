@@ -182,6 +182,9 @@ Stmt *tir_simplify_stmt(Arena *a, Stmt *s);
 /* peel.c: serial loops whose last iteration alone needs a guard inside a vectorized loop run that iteration
  * separately (*changed: something was peeled; simplify again) */
 Stmt *tir_peel_guarded_loops(Arena *a, Stmt *s, bool *changed);
+/* peel.c: loops of padded copies split where their select's bounds tests change value (*changed: something was
+ * split; simplify again: the middle piece then copies without tests or clamps) */
+Stmt *tir_partition_pad_loops(Arena *a, Stmt *s, bool *changed);
 
 /* ---- print.c ---- */
 void tir_print_expr(StrBuf *b, const Expr *e);

@@ -355,6 +355,66 @@ static void test_broadcast_add(void) {
   arena_free(a);
 }
 
+/* ---- case 1b: padded copies are partitioned (tir_partition_pad_loops) ---- */
+
+typedef struct PadIn {
+  TeTensor *x;
+  bool phases; /* out[i, ph, k] reads column 2 k + ph - 1 (a stride-2 depthwise conv's pad) */
+} PadIn;
+
+static Expr *in_range(Arena *a, Expr *p, int64_t n) {
+  return tir_bin(a, E_AND, tir_bin(a, E_GE, p, tir_idx(a, 0)), tir_bin(a, E_LT, p, tir_idx(a, n)));
+}
+
+static Expr *clamp_idx(Arena *a, Expr *p, int64_t n) {
+  return tir_bin(a, E_MIN, tir_bin(a, E_MAX, p, tir_idx(a, 0)), tir_idx(a, n - 1));
+}
+
+static Expr *pad_fn(TeCtx *c, Expr **idx, void *user) {
+  PadIn *t = user;
+  Arena *a = c->arena;
+  Expr *r = tir_sub(a, idx[0], tir_idx(a, 1));
+  Expr *col = t->phases ? tir_sub(a, tir_add(a, tir_mul(a, idx[2], tir_idx(a, 2)), idx[1]), tir_idx(a, 1))
+                        : tir_sub(a, idx[1], tir_idx(a, 1));
+  Expr *xi[2] = {clamp_idx(a, r, t->x->shape[0]), clamp_idx(a, col, t->x->shape[1])};
+  Expr *ok = tir_bin(a, E_AND, in_range(a, r, t->x->shape[0]), in_range(a, col, t->x->shape[1]));
+  return tir_select(a, ok, te_read(c, t->x, 2, xi), tir_const(a, MLC_F32, 0));
+}
+
+static void test_pad_partition(bool phases) {
+  Arena *a = arena_new();
+  TeCtx c = {.arena = a};
+  int64_t sx[2] = {6, 10}, sp[2] = {8, 12}, sq[3] = {8, 2, 6};
+  PadIn t = {te_placeholder(&c, "X", MLC_F32, 2, sx), phases};
+  TeTensor *P = te_compute(&c, "P", "injective", MLC_F32, phases ? 3 : 2, phases ? sq : sp, pad_fn, &t);
+  TeSchedule *s = te_create_schedule(&c, 1, &P);
+  te_vectorize(te_stage(s, P), P->op->axes[P->op->naxes - 1]);
+  Diag d = {0};
+  TeTensor *args[2] = {t.x, P};
+  TirFunc *f = te_lower(&c, s, "pad", 2, args, &d);
+  CHECK(f, "lower failed: %s", d.msg);
+  if (f) {
+    char *txt = dump(f, phases ? "padded phases" : "padded copy");
+    /* the rows and columns inside the input are copied without tests or clamps */
+    CHECK(!strstr(txt, "select("), "no bounds tests remain: %s", txt);
+    CHECK(!strstr(txt, "min("), "no clamps remain: %s", txt);
+    CHECK(strstr(txt, phases ? "X[i0 - 1, i2 * 2]" : "X[i0 - 1, i1 - 1]"), "a plain copy: %s", txt);
+    free(txt);
+    int64_t n = phases ? 8 * 2 * 6 : 8 * 12;
+    double *X = rand_buf(60), *out = nan_buf(n), ref[96];
+    for (int64_t i = 0; i < n; i++) {
+      int64_t r = phases ? i / 12 : i / 12, col = phases ? (i % 6) * 2 + (i / 6) % 2 - 1 : i % 12 - 1;
+      ref[i] = r >= 1 && r <= 6 && col >= 0 && col < 10 ? X[(r - 1) * 10 + col] : 0;
+    }
+    double *data[2] = {X, out};
+    CHECK(run_func(f, data), "run");
+    CHECK(close_all(out, ref, n, phases ? "padded phases" : "padded copy"), "values");
+    free(X);
+    free(out);
+  }
+  arena_free(a);
+}
+
 /* ---- case 2: matmul with a reduce axis, three schedules ---- */
 
 typedef struct Mm {
@@ -1075,6 +1135,8 @@ int main(void) {
   test_simplify_random();
   test_random_schedules();
   test_broadcast_add();
+  test_pad_partition(false);
+  test_pad_partition(true);
   for (int v = 0; v < 3; v++) test_matmul(v);
   test_pipeline(true);
   test_pipeline(false);
