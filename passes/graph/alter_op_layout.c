@@ -354,9 +354,11 @@ mlc_status pass_alter_op_layout(Graph *g, const PassOptions *opt, Diag *d) {
       if (tb > 0 && w->type.dims[0] % tb == 0) ocb = tb;
     }
     /* output channels in no block (ShuffleNet's 58, 116): zero-padded up to whole blocks of 16 when that adds
-     * at most a quarter; the conv computes the padded blocks and stores only its `channels` */
+     * at most a quarter, else of 8 (a segmentation head's 21 classes: 24); the conv computes the padded blocks
+     * and stores only its `channels` */
     int64_t oc = w->type.dims[0], ocp = (oc + 15) / 16 * 16;
-    if (!ocb && groups == 1 && pad && ocp * 4 <= oc * 5) ocb = 16;
+    if (ocp * 4 > oc * 5) ocp = (oc + 7) / 8 * 8;
+    if (!ocb && groups == 1 && pad && ocp * 4 <= oc * 5) ocb = ocp % 16 ? 8 : 16;
     if (!ocb) continue;
     Value *wv = w;
     int np = 0;

@@ -285,7 +285,8 @@ grouped_blocked("grpm_8x8_s2", 64, 8, 13, 14, 2)
 def padded_blocks(name, c, cmid, h, w_):
     """output channels in no block of 8 or 16 (ShuffleNet's 58): c -> cmid 1x1 conv + Relu, a 3x3 depthwise on
     cmid channels, a 3x3 conv cmid -> cmid (padding 1) + Relu, a 1x1 conv cmid -> 16; the cmid-channel convs
-    zero-pad their last block to 16 channels (attribute channels) and store cmid"""
+    zero-pad their last block to 16 channels (to 8 where 16 would add more than a quarter; attribute channels)
+    and store cmid"""
     x = rng.standard_normal((1, c, h, w_)).astype(np.float32)
     w1 = (rng.standard_normal((cmid, c, 1, 1)) / 3).astype(np.float32)
     b1 = rng.standard_normal(cmid).astype(np.float32)
@@ -311,6 +312,7 @@ def padded_blocks(name, c, cmid, h, w_):
 
 padded_blocks("padc_58_28x28", 24, 58, 28, 28)
 padded_blocks("padc_116_14x14", 32, 116, 14, 14)
+padded_blocks("padc_21_20x20", 40, 21, 20, 20)  # 21 classes: padded to 24 (blocks of 8), not 32
 
 
 def global_pool(name, kind, shape, p=2):
