@@ -101,6 +101,7 @@ static mlc_status rewrite_winograd(Graph *g, const PassOptions *opt, const Targe
     if (strcmp(n->op->name, "nn.conv2d") || n->ninputs != 2 || !n->inputs[0] || !n->inputs[1]) continue;
     Value *x = n->inputs[0], *w = n->inputs[1];
     if (x->type.dtype != MLC_F32 || w->type.dtype != MLC_F32 || x->type.ndim != 4 || w->type.ndim != 4) continue;
+    if (ir_attr_int(n, "exact", 0)) continue; /* an integer conv in float32 (LowerConv): its transforms would round */
     const int64_t *wd = w->type.dims;
     if (!w->data || ir_attr_int(n, "groups", 1) != 1 || wd[2] != 3 || wd[3] != 3 || wd[0] % 8) continue;
     int64_t v[4];

@@ -25,8 +25,16 @@
  *
  * 4. Else a dilated 3x3 conv whose dilation phases make a Winograd conv becomes that (see dilated_phases).
  *
- * Float32 only (the packed templates' dtype); other transposed convs (dilated, a weight computed at run
- * time) keep the generic op. */
+ * 5. An integer nn.conv2d (ConvInteger, QLinearConv: int32 data that is an 8-bit tensor minus its constant
+ *    zero point, a constant int32 weight) becomes float32 convs on the same values, cast back to int32: exact
+ *    while every partial sum stays below 2^24, which the data's range times the largest per-output-channel
+ *    sum of |w| bounds. Input channels are split into chunks that each keep that bound (their int32 results
+ *    added), up to 8. The float convs are marked exact (AlterOpLayout packs them but makes none Winograd,
+ *    whose transforms round). The generic int32 loop nest ran 4-5x slower than ONNX Runtime's int8 kernels.
+ *
+ * Steps 1-4 are float32 only (the packed templates' dtype); other transposed convs (dilated, a weight
+ * computed at run time) keep the generic op. */
+#include <stdlib.h>
 #include <string.h>
 #include "passes/graph/passes.h"
 
@@ -401,9 +409,96 @@ static Value *live_taps(Lower *w) {
   return finish(w, conv);
 }
 
+/* step 5: the range [lo, hi] of an 8-bit x minus its constant zero point(s), as the largest magnitude */
+static int64_t int8_data_bound(const Value *x) {
+  const Node *p = x->producer;
+  if (!p || strcmp(p->op->name, "qnn.subtract_zero_point") || p->ninputs < 1 || !p->inputs[0]) return 0;
+  mlc_dtype t = p->inputs[0]->type.dtype;
+  int64_t lo = t == MLC_U8 ? 0 : t == MLC_I8 ? -128 : 1, hi = t == MLC_U8 ? 255 : 127;
+  if (lo > 0) return 0;
+  const Value *zp = p->ninputs > 1 ? p->inputs[1] : NULL;
+  int64_t nz = zp ? tt_numel(&zp->type) : 1, m = 0;
+  if (zp && (!zp->data || zp->type.dtype != t)) return 0;
+  for (int64_t i = 0; i < nz; i++) {
+    int64_t z = !zp ? 0 : t == MLC_U8 ? ((const uint8_t *)zp->data)[i] : ((const int8_t *)zp->data)[i];
+    int64_t a = z - lo > hi - z ? z - lo : hi - z;
+    if (a > m) m = a;
+  }
+  return m;
+}
+
+static Value *cast_to(Lower *w, Value *v, mlc_dtype t, const char *what) {
+  if (!v) return NULL;
+  Node *c = add_node(w, "cast", what, &v, 1);
+  ir_set_int(w->g, c, "dtype", t);
+  return finish(w, c);
+}
+
+static Value *int_conv_as_float(Lower *w) {
+  Node *n = w->n;
+  Value *x = n->inputs[0], *k = n->inputs[1];
+  const TensorType *kt = &k->type;
+  int64_t xmax = int8_data_bound(x), groups = ir_attr_int(n, "groups", 1);
+  if (!xmax || !k->data || kt->ndim != 4 || x->type.ndim != 4 || n->outputs[0]->type.dtype != MLC_I32) return NULL;
+  int64_t OC = kt->dims[0], IC = kt->dims[1], taps = kt->dims[2] * kt->dims[3], limit = ((int64_t)1 << 24) / xmax;
+  const int32_t *wd = k->data;
+  /* chunks of input channels [cut[j], cut[j + 1]) whose per-output-channel sums of |w| stay under limit */
+  int64_t cut[9] = {0}, nchunk = 0;
+  int64_t *sum = arena_alloc(w->g->arena, sizeof(int64_t) * (size_t)OC);
+  memset(sum, 0, sizeof(int64_t) * (size_t)OC);
+  for (int64_t c = 0; c < IC; c++) {
+    bool over = false;
+    for (int64_t o = 0; o < OC && !over; o++) {
+      int64_t a = 0;
+      for (int64_t t = 0; t < taps; t++) a += llabs((long long)wd[(o * IC + c) * taps + t]);
+      if (a >= limit) return NULL; /* one channel alone exceeds it */
+      over = sum[o] + a >= limit;
+    }
+    if (over) {
+      if (groups != 1 || ++nchunk == 8) return NULL;
+      cut[nchunk] = c;
+      memset(sum, 0, sizeof(int64_t) * (size_t)OC);
+    }
+    for (int64_t o = 0; o < OC; o++)
+      for (int64_t t = 0; t < taps; t++) sum[o] += llabs((long long)wd[(o * IC + c) * taps + t]);
+  }
+  cut[++nchunk] = IC;
+  int64_t s[2] = {1, 1}, dil[2] = {1, 1}, pads[4] = {0, 0, 0, 0};
+  ir_attr_ints(n, "strides", s, 2);
+  ir_attr_ints(n, "dilation", dil, 2);
+  ir_attr_ints(n, "padding", pads, 4);
+  Value *xf = cast_to(w, x, MLC_F32, "float_data"), *y = NULL;
+  for (int64_t j = 0; j < nchunk && xf; j++) {
+    int64_t c0 = cut[j], c1 = cut[j + 1];
+    TensorType ft = {.dtype = MLC_F32, .ndim = 4, .dims = {OC, c1 - c0, kt->dims[2], kt->dims[3]}};
+    float *fw = arena_alloc(w->g->arena, (size_t)tt_nbytes(&ft));
+    for (int64_t o = 0; o < OC; o++)
+      for (int64_t c = c0; c < c1; c++)
+        for (int64_t t = 0; t < taps; t++) fw[(o * (c1 - c0) + c - c0) * taps + t] = (float)wd[(o * IC + c) * taps + t];
+    int64_t b[4] = {0, c0, 0, 0}, e[4] = {x->type.dims[0], c1, x->type.dims[2], x->type.dims[3]};
+    Value *ins[2] = {nchunk == 1 ? xf : slice4(w, xf, b, e, "int_chunk"), /* (a grouped conv: one chunk) */
+                     ir_const_new(w->g, arena_printf(w->g->arena, "%s_float_weight%lld", n->name, (long long)j), ft, fw)};
+    Node *conv = add_node(w, "nn.conv2d", "float", ins, 2);
+    copy_window(w, conv, 2, s, dil, pads, groups);
+    ir_set_int(w->g, conv, "exact", 1);
+    Value *part = cast_to(w, finish(w, conv), MLC_I32, "int_result");
+    if (!part) return NULL;
+    if (!y) {
+      y = part;
+      continue;
+    }
+    Value *two[2] = {y, part};
+    y = finish(w, add_node(w, "add", "int_sum", two, 2));
+  }
+  return y;
+}
+
 static Value *lower(Lower *w) {
   Node *n = w->n;
   const char *op = n->op->name;
+  if (!strcmp(op, "nn.conv2d") && n->ninputs == 2 && n->inputs[0] && n->inputs[1] && !n->inputs[0]->dyn_extent &&
+      n->inputs[0]->type.dtype == MLC_I32 && n->inputs[1]->type.dtype == MLC_I32)
+    return int_conv_as_float(w);
   if (n->ninputs != 2 || !n->inputs[0] || !n->inputs[1] || n->inputs[0]->type.dtype != MLC_F32 ||
       n->inputs[1]->type.dtype != MLC_F32 || n->inputs[1]->dyn_extent ||
       (n->inputs[0]->dyn_extent && n->inputs[0]->dyn_axis != 0)) /* (a data-dependent batch stays whole) */

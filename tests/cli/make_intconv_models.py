@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""make_intconv_models.py DIR: integer convolutions (QLinearConv, ConvInteger) that LowerConv runs as exact float32
+convs (tests/cli/test_intconv.sh), each with a random input (NAME_inputs.npz) and its exact reference
+(NAME_ref.npz) computed in int64: acc = conv(x - x_zp, w - w_zp) (+ bias); QLinearConv's output is
+clip(round_half_even(acc * x_scale * w_scale / y_scale) + y_zp), with power-of-two scales so the product is
+exact. The names are listed in DIR/models.txt; DIR/chunks.txt gives the number of float convs each must become
+(more than one: the input channels split so every partial sum stays below 2^24)."""
+import os
+import sys
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+import onnx
+
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+rng = np.random.default_rng(21)
+names, chunks = [], []
+NP = {TensorProto.UINT8: np.uint8, TensorProto.INT8: np.int8}
+
+
+def conv_ref(x, w, stride, pad, groups):
+    n, c, h, wd = x.shape
+    oc, cg, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    oh, ow = (h + 2 * pad - kh) // stride + 1, (wd + 2 * pad - kw) // stride + 1
+    y = np.zeros((n, oc, oh, ow), np.int64)
+    og = oc // groups
+    for o in range(oc):
+        g = o // og
+        for i in range(kh):
+            for j in range(kw):
+                patch = xp[:, g * cg:(g + 1) * cg, i:i + stride * oh:stride, j:j + stride * ow:stride]
+                y[:, o] += np.einsum("nchw,c->nhw", patch, w[o, :, i, j])
+    return y
+
+
+def model(name, xt, shape, oc, k, stride=1, pad=0, groups=1, wmax=127, qlinear=True, nchunks=1):
+    lo, hi = (0, 255) if xt == TensorProto.UINT8 else (-128, 127)
+    x = rng.integers(lo, hi + 1, shape).astype(NP[xt])
+    xz = NP[xt](rng.integers(lo, hi + 1))
+    w = rng.integers(-wmax, wmax + 1, (oc, shape[1] // groups, k, k)).astype(np.int8)
+    acc = conv_ref(x.astype(np.int64) - int(xz), w.astype(np.int64), stride, pad, groups)
+    ins = [helper.make_tensor_value_info("x", xt, list(shape))]
+    if qlinear:
+        xs, ys = np.float32(0.5), np.float32(4.0)
+        ws = (2.0 ** -rng.integers(1, 4, oc)).astype(np.float32)
+        yt = xt
+        yz = NP[yt](rng.integers(lo, hi + 1))
+        b = rng.integers(-5000, 5000, oc).astype(np.int32)
+        acc = acc + b[None, :, None, None]
+        y = np.rint(acc * (xs * ws / ys).astype(np.float64)[None, :, None, None]) + int(yz)
+        ref = np.clip(y, lo, hi).astype(NP[yt])
+        inits = [numpy_helper.from_array(v, nm) for v, nm in
+                 [(xs, "xs"), (np.array(xz), "xz"), (w, "w"), (ws, "ws"), (np.zeros(oc, np.int8), "wz"), (ys, "ys"),
+                  (np.array(yz), "yz"), (b, "b")]]
+        node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], ["y"],
+                                strides=[stride, stride], pads=[pad] * 4, group=groups)
+        outs = [helper.make_tensor_value_info("y", yt, None)]
+    else:
+        wz = rng.integers(-3, 4, oc).astype(np.int8)
+        acc = conv_ref(x.astype(np.int64) - int(xz), w.astype(np.int64) - wz[:, None, None, None].astype(np.int64),
+                       stride, pad, groups)
+        ref = acc.astype(np.int32)
+        inits = [numpy_helper.from_array(v, nm) for v, nm in [(np.array(xz), "xz"), (w, "w"), (wz, "wz")]]
+        node = helper.make_node("ConvInteger", ["x", "w", "xz", "wz"], ["y"], strides=[stride, stride],
+                                pads=[pad] * 4, group=groups)
+        outs = [helper.make_tensor_value_info("y", TensorProto.INT32, None)]
+    g = helper.make_graph([node], name, ins, outs, initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.save(m, f"{out}/{name}.onnx")
+    np.savez(f"{out}/{name}_inputs.npz", x=x)
+    np.savez(f"{out}/{name}_ref.npz", y=ref)
+    names.append(name)
+    chunks.append(f"{name}\t{nchunks}")
+
+
+model("qlinear_u8_stride2", TensorProto.UINT8, (1, 16, 13, 11), 24, 3, stride=2, pad=1)
+model("qlinear_i8_1x1", TensorProto.INT8, (2, 40, 7, 9), 32, 1)
+# 512 channels of 3x3 taps with |w| up to 127: sums of |w| near 300k per output channel, times |x - zp| up to 255,
+# pass 2^24: the input channels split into chunks (the exact count follows from the drawn weights and zero point)
+model("qlinear_u8_chunked", TensorProto.UINT8, (1, 512, 6, 6), 16, 3, pad=1, nchunks=0)
+# a conv AlterOpLayout would make Winograd in float32 (64 -> 64 channels, 3x3, 64 F(2x2) tiles): kept direct
+model("qlinear_u8_winograd_shape", TensorProto.UINT8, (1, 64, 16, 16), 64, 3, pad=1, wmax=20)
+model("convinteger_groups", TensorProto.UINT8, (1, 32, 10, 10), 48, 3, pad=1, groups=2, qlinear=False)
+with open(f"{out}/models.txt", "w") as f:
+    f.write("\n".join(names) + "\n")
+with open(f"{out}/chunks.txt", "w") as f:
+    f.write("\n".join(chunks) + "\n")
