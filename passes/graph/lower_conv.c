@@ -1,4 +1,5 @@
-/* LowerConv: convolutions that have no fast template become nn.conv2d, which AlterOpLayout then packs
+/* LowerConv: convolutions (and integer matmuls) that have no fast template become nn.conv2d (float32
+ * matmuls), which AlterOpLayout then packs
  * (register-tiled NCHWc, Winograd, depthwise), as TVM's frontends and ONNX Runtime do:
  *
  * 1. nn.conv1d(x [N, C, W], w [O, C/g, K]) is nn.conv2d over [N, C, 1, W] with a (1, K) kernel: two reshapes
@@ -31,6 +32,11 @@
  *    sum of |w| bounds. Input channels are split into chunks that each keep that bound (their int32 results
  *    added), up to 8. The float convs are marked exact (AlterOpLayout packs them but makes none Winograd,
  *    whose transforms round). The generic int32 loop nest ran 4-5x slower than ONNX Runtime's int8 kernels.
+ *
+ * 6. Likewise an integer nn.matmul / nn.batch_matmul (MatMulInteger, QLinearMatMul, ONNX Runtime's dynamic
+ *    quantization of a transformer's linear layers) of such data by a constant int32 [K, N] matrix: float32
+ *    products on chunks of K (each column's sum of |b| times the data's range below 2^24), which AlterOpLayout
+ *    packs like any float32 matmul by a constant.
  *
  * Steps 1-4 are float32 only (the packed templates' dtype); other transposed convs (dilated, a weight
  * computed at run time) keep the generic op. */
@@ -409,7 +415,8 @@ static Value *live_taps(Lower *w) {
   return finish(w, conv);
 }
 
-/* step 5: the range [lo, hi] of an 8-bit x minus its constant zero point(s), as the largest magnitude */
+/* step 5: the largest magnitude of an 8-bit x minus its zero point(s) (any, when they are known at run time
+ * only), or 0 when x is not that */
 static int64_t int8_data_bound(const Value *x) {
   const Node *p = x->producer;
   if (!p || strcmp(p->op->name, "qnn.subtract_zero_point") || p->ninputs < 1 || !p->inputs[0]) return 0;
@@ -418,7 +425,8 @@ static int64_t int8_data_bound(const Value *x) {
   if (lo > 0) return 0;
   const Value *zp = p->ninputs > 1 ? p->inputs[1] : NULL;
   int64_t nz = zp ? tt_numel(&zp->type) : 1, m = 0;
-  if (zp && (!zp->data || zp->type.dtype != t)) return 0;
+  if (zp && zp->type.dtype != t) return 0;
+  if (zp && !zp->data) return hi - lo; /* a zero point known at run time only (DynamicQuantizeLinear's) */
   for (int64_t i = 0; i < nz; i++) {
     int64_t z = !zp ? 0 : t == MLC_U8 ? ((const uint8_t *)zp->data)[i] : ((const int8_t *)zp->data)[i];
     int64_t a = z - lo > hi - z ? z - lo : hi - z;
@@ -493,12 +501,77 @@ static Value *int_conv_as_float(Lower *w) {
   return y;
 }
 
+/* step 6: x[..., k0:k1] */
+static Value *slice_last(Lower *w, Value *x, int64_t k0, int64_t k1) {
+  int r = x->type.ndim;
+  if (k0 == 0 && k1 == x->type.dims[r - 1]) return x;
+  int64_t b[MLC_MAX_DIMS] = {0}, e[MLC_MAX_DIMS], st[MLC_MAX_DIMS];
+  for (int i = 0; i < r; i++) e[i] = x->type.dims[i], st[i] = 1;
+  b[r - 1] = k0, e[r - 1] = k1;
+  Node *sl = add_node(w, "strided_slice", "int_chunk", &x, 1);
+  ir_set_ints(w->g, sl, "begin", b, r);
+  ir_set_ints(w->g, sl, "end", e, r);
+  ir_set_ints(w->g, sl, "strides", st, r);
+  return finish(w, sl);
+}
+
+static Value *int_matmul_as_float(Lower *w) {
+  Node *n = w->n;
+  Value *x = n->inputs[0], *k = n->inputs[1];
+  int64_t xmax = int8_data_bound(x);
+  if (!xmax || !k->data || k->type.ndim != 2 || x->type.ndim < 2 || ir_attr_int(n, "transpose_a", 0) ||
+      ir_attr_int(n, "transpose_b", 0) || n->outputs[0]->type.dtype != MLC_I32)
+    return NULL;
+  int64_t K = k->type.dims[0], N = k->type.dims[1], limit = ((int64_t)1 << 24) / xmax;
+  const int32_t *kd = k->data;
+  int64_t cut[9] = {0}, nchunk = 0;
+  int64_t *sum = arena_alloc(w->g->arena, sizeof(int64_t) * (size_t)N);
+  memset(sum, 0, sizeof(int64_t) * (size_t)N);
+  for (int64_t r = 0; r < K; r++) {
+    bool over = false;
+    for (int64_t c = 0; c < N && !over; c++) {
+      int64_t a = llabs((long long)kd[r * N + c]);
+      if (a >= limit) return NULL;
+      over = sum[c] + a >= limit;
+    }
+    if (over) {
+      if (++nchunk == 8) return NULL;
+      cut[nchunk] = r;
+      memset(sum, 0, sizeof(int64_t) * (size_t)N);
+    }
+    for (int64_t c = 0; c < N; c++) sum[c] += llabs((long long)kd[r * N + c]);
+  }
+  cut[++nchunk] = K;
+  Value *xf = cast_to(w, x, MLC_F32, "float_data"), *y = NULL;
+  for (int64_t j = 0; j < nchunk && xf; j++) {
+    int64_t k0 = cut[j], k1 = cut[j + 1];
+    TensorType ft = {.dtype = MLC_F32, .ndim = 2, .dims = {k1 - k0, N}};
+    float *fw = arena_alloc(w->g->arena, (size_t)tt_nbytes(&ft));
+    for (int64_t i = 0; i < (k1 - k0) * N; i++) fw[i] = (float)kd[k0 * N + i];
+    Value *ins[2] = {slice_last(w, xf, k0, k1),
+                     ir_const_new(w->g, arena_printf(w->g->arena, "%s_float_weight%lld", n->name, (long long)j), ft, fw)};
+    Value *part = cast_to(w, finish(w, add_node(w, n->op->name, "float", ins, 2)), MLC_I32, "int_result");
+    if (!part) return NULL;
+    if (!y) {
+      y = part;
+      continue;
+    }
+    Value *two[2] = {y, part};
+    y = finish(w, add_node(w, "add", "int_sum", two, 2));
+  }
+  return y;
+}
+
 static Value *lower(Lower *w) {
   Node *n = w->n;
   const char *op = n->op->name;
   if (!strcmp(op, "nn.conv2d") && n->ninputs == 2 && n->inputs[0] && n->inputs[1] && !n->inputs[0]->dyn_extent &&
       n->inputs[0]->type.dtype == MLC_I32 && n->inputs[1]->type.dtype == MLC_I32)
     return int_conv_as_float(w);
+  if ((!strcmp(op, "nn.matmul") || !strcmp(op, "nn.batch_matmul")) && n->ninputs == 2 && n->inputs[0] &&
+      n->inputs[1] && !n->inputs[0]->dyn_extent && n->inputs[0]->type.dtype == MLC_I32 &&
+      n->inputs[1]->type.dtype == MLC_I32)
+    return int_matmul_as_float(w);
   if (n->ninputs != 2 || !n->inputs[0] || !n->inputs[1] || n->inputs[0]->type.dtype != MLC_F32 ||
       n->inputs[1]->type.dtype != MLC_F32 || n->inputs[1]->dyn_extent ||
       (n->inputs[0]->dyn_extent && n->inputs[0]->dyn_axis != 0)) /* (a data-dependent batch stays whole) */

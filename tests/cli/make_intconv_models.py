@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""make_intconv_models.py DIR: integer convolutions (QLinearConv, ConvInteger) that LowerConv runs as exact float32
-convs (tests/cli/test_intconv.sh), each with a random input (NAME_inputs.npz) and its exact reference
-(NAME_ref.npz) computed in int64: acc = conv(x - x_zp, w - w_zp) (+ bias); QLinearConv's output is
-clip(round_half_even(acc * x_scale * w_scale / y_scale) + y_zp), with power-of-two scales so the product is
-exact. The names are listed in DIR/models.txt; DIR/chunks.txt gives the number of float convs each must become
-(more than one: the input channels split so every partial sum stays below 2^24)."""
+"""make_intconv_models.py DIR: integer convolutions and matmuls (QLinearConv, ConvInteger, QLinearMatMul,
+MatMulInteger) that LowerConv runs as exact float32 ones (tests/cli/test_intconv.sh), each with a random input
+(NAME_inputs.npz) and its exact reference (NAME_ref.npz) computed in int64: acc = conv(x - x_zp, w - w_zp)
+(+ bias) or (a - a_zp) @ b; the QLinear ops' output is clip(round_half_even(acc * x_scale * w_scale / y_scale)
++ y_zp), with power-of-two scales so the product is exact. The names are listed in DIR/models.txt;
+DIR/chunks.txt gives the number of float ops each must become (0: more than one, the input channels or K split
+so every partial sum stays below 2^24)."""
 import os
 import sys
 
@@ -83,6 +84,43 @@ model("qlinear_u8_chunked", TensorProto.UINT8, (1, 512, 6, 6), 16, 3, pad=1, nch
 # a conv AlterOpLayout would make Winograd in float32 (64 -> 64 channels, 3x3, 64 F(2x2) tiles): kept direct
 model("qlinear_u8_winograd_shape", TensorProto.UINT8, (1, 64, 16, 16), 64, 3, pad=1, wmax=20)
 model("convinteger_groups", TensorProto.UINT8, (1, 32, 10, 10), 48, 3, pad=1, groups=2, qlinear=False)
+
+
+def matmul_model(name, xt, ashape, n, wmax=127, qlinear=False, nchunks=1):
+    """MatMulInteger with the data's zero point a graph input (known at run time only: any in range), or
+    QLinearMatMul with constant zero points and power-of-two scales; B a constant int8 [K, n]"""
+    lo, hi = (0, 255) if xt == TensorProto.UINT8 else (-128, 127)
+    a = rng.integers(lo, hi + 1, ashape).astype(NP[xt])
+    az = NP[xt](rng.integers(lo, hi + 1))
+    b = rng.integers(-wmax, wmax + 1, (ashape[-1], n)).astype(np.int8)
+    acc = (a.astype(np.int64) - int(az)) @ b.astype(np.int64)
+    if qlinear:
+        xs, bs, ys = np.float32(0.25), np.float32(0.125), np.float32(64.0)
+        yz = NP[xt](rng.integers(lo, hi + 1))
+        ref = np.clip(np.rint(acc * float(xs * bs / ys)) + int(yz), lo, hi).astype(NP[xt])
+        inits = [numpy_helper.from_array(v, nm) for v, nm in
+                 [(xs, "as"), (np.array(az), "az"), (b, "b"), (bs, "bs"), (np.array(np.int8(0)), "bz"), (ys, "ys"),
+                  (np.array(yz), "yz")]]
+        node = helper.make_node("QLinearMatMul", ["a", "as", "az", "b", "bs", "bz", "ys", "yz"], ["y"])
+        ins, feeds = [helper.make_tensor_value_info("a", xt, list(ashape))], {"a": a}
+        outs = [helper.make_tensor_value_info("y", xt, None)]
+    else:
+        ref = acc.astype(np.int32)
+        inits = [numpy_helper.from_array(b, "b")]
+        node = helper.make_node("MatMulInteger", ["a", "b", "az"], ["y"])
+        ins = [helper.make_tensor_value_info("a", xt, list(ashape)), helper.make_tensor_value_info("az", xt, [])]
+        feeds = {"a": a, "az": np.array(az)}
+        outs = [helper.make_tensor_value_info("y", TensorProto.INT32, None)]
+    g = helper.make_graph([node], name, ins, outs, initializer=inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), f"{out}/{name}.onnx")
+    np.savez(f"{out}/{name}_inputs.npz", **feeds)
+    np.savez(f"{out}/{name}_ref.npz", y=ref)
+    names.append(name)
+    chunks.append(f"{name}\t{nchunks}")
+
+
+matmul_model("matmulinteger_runtime_zp", TensorProto.UINT8, (2, 5, 300), 40)
+matmul_model("qlinearmatmul_chunked", TensorProto.INT8, (16, 2048), 24, qlinear=True, nchunks=0)
 with open(f"{out}/models.txt", "w") as f:
     f.write("\n".join(names) + "\n")
 with open(f"{out}/chunks.txt", "w") as f:

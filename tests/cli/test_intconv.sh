@@ -1,8 +1,9 @@
 #!/bin/sh
-# Integer convolutions (QLinearConv, ConvInteger) run as exact float32 packed convs (LowerConv step 5): each model
-# of make_intconv_models.py is compiled and run, and out.npz must equal the int64 reference exactly. Every model
-# must compile to packed convs marked exact (no Winograd), one per input-channel chunk: the count chunks.txt gives
-# (0: more than one, the 512-channel conv whose sums pass 2^24), added in int32.
+# Integer convolutions and matmuls (QLinearConv, ConvInteger, QLinearMatMul, MatMulInteger) run as exact float32
+# packed convs / matmuls (LowerConv steps 5 and 6): each model of make_intconv_models.py is compiled and run, and
+# out.npz must equal the int64 reference exactly. Every model must compile to packed convs marked exact (no
+# Winograd) or packed dense products, one per input-channel (K) chunk: the count chunks.txt gives (0: more than
+# one, where the sums pass 2^24), added in int32.
 # usage: test_intconv.sh MLC BUILD_DIR
 set -eu
 mlc=$1 dir=$2/intconv
@@ -14,7 +15,7 @@ while IFS="$tab" read -r m want; do
   echo "== $m"
   "$mlc" compile "$dir/$m.onnx" --output "$dir/$m.tar" --dump-ir "$dir/$m.ir"
   g="$dir/$m.ir/14_after_DeadCodeElim.txt"
-  n=$(grep -c "nn.conv2d_packed(.*exact=1" "$g" || true)
+  n=$(grep -c "nn.conv2d_packed(.*exact=1\|nn.dense_packed(" "$g" || true)
   if grep -q "winograd" "$g"; then echo "FAIL $m: a Winograd conv"; exit 1; fi
   if [ "$want" = 0 ]; then
     [ "$n" -ge 2 ] || { echo "FAIL $m: $n exact packed convs, want chunks"; exit 1; }
