@@ -435,6 +435,54 @@ static int64_t int8_data_bound(const Value *x) {
   return m;
 }
 
+enum { MAX_INT_CHUNKS = 8 };
+
+/* an integer weight: a conv's [outs][ins][taps], or a matmul's [ins][outs] (taps 1) */
+typedef struct IntWeight {
+  const int32_t *w;
+  int64_t outs, ins, taps;
+  bool ins_major;
+} IntWeight;
+
+static int64_t abs_taps(const IntWeight *iw, int64_t o, int64_t i) {
+  int64_t a = 0;
+  for (int64_t t = 0; t < iw->taps; t++)
+    a += llabs((long long)iw->w[iw->ins_major ? i * iw->outs + o : (o * iw->ins + i) * iw->taps + t]);
+  return a;
+}
+
+/* The chunks [cut[j], cut[j + 1]) of the inputs in which every output's sum of |w| stays below limit: their
+ * count, or 0 when one input alone exceeds it, more than MAX_INT_CHUNKS are needed, or a split is not allowed */
+static int int_chunks(Lower *w, const IntWeight *iw, int64_t limit, bool may_split, int64_t *cut) {
+  int n = 0;
+  int64_t *sum = arena_alloc(w->g->arena, sizeof(int64_t) * (size_t)iw->outs);
+  memset(sum, 0, sizeof(int64_t) * (size_t)iw->outs);
+  cut[0] = 0;
+  for (int64_t i = 0; i < iw->ins; i++) {
+    bool over = false;
+    for (int64_t o = 0; o < iw->outs && !over; o++) {
+      int64_t a = abs_taps(iw, o, i);
+      if (a >= limit) return 0;
+      over = sum[o] + a >= limit;
+    }
+    if (over) {
+      if (!may_split || ++n == MAX_INT_CHUNKS) return 0;
+      cut[n] = i;
+      memset(sum, 0, sizeof(int64_t) * (size_t)iw->outs);
+    }
+    for (int64_t o = 0; o < iw->outs; o++) sum[o] += abs_taps(iw, o, i);
+  }
+  cut[++n] = iw->ins;
+  return n;
+}
+
+/* y + part in int32 (part alone when y is NULL; NULL when part is) */
+static Value *int_sum(Lower *w, Value *y, Value *part) {
+  if (!y || !part) return part;
+  Value *two[2] = {y, part};
+  return finish(w, add_node(w, "add", "int_sum", two, 2));
+}
+
 static Value *cast_to(Lower *w, Value *v, mlc_dtype t, const char *what) {
   if (!v) return NULL;
   Node *c = add_node(w, "cast", what, &v, 1);
@@ -450,33 +498,16 @@ static Value *int_conv_as_float(Lower *w) {
   if (!xmax || !k->data || kt->ndim != 4 || x->type.ndim != 4 || n->outputs[0]->type.dtype != MLC_I32) return NULL;
   int64_t OC = kt->dims[0], IC = kt->dims[1], taps = kt->dims[2] * kt->dims[3], limit = ((int64_t)1 << 24) / xmax;
   const int32_t *wd = k->data;
-  /* chunks of input channels [cut[j], cut[j + 1]) whose per-output-channel sums of |w| stay under limit */
-  int64_t cut[9] = {0}, nchunk = 0;
-  int64_t *sum = arena_alloc(w->g->arena, sizeof(int64_t) * (size_t)OC);
-  memset(sum, 0, sizeof(int64_t) * (size_t)OC);
-  for (int64_t c = 0; c < IC; c++) {
-    bool over = false;
-    for (int64_t o = 0; o < OC && !over; o++) {
-      int64_t a = 0;
-      for (int64_t t = 0; t < taps; t++) a += llabs((long long)wd[(o * IC + c) * taps + t]);
-      if (a >= limit) return NULL; /* one channel alone exceeds it */
-      over = sum[o] + a >= limit;
-    }
-    if (over) {
-      if (groups != 1 || ++nchunk == 8) return NULL;
-      cut[nchunk] = c;
-      memset(sum, 0, sizeof(int64_t) * (size_t)OC);
-    }
-    for (int64_t o = 0; o < OC; o++)
-      for (int64_t t = 0; t < taps; t++) sum[o] += llabs((long long)wd[(o * IC + c) * taps + t]);
-  }
-  cut[++nchunk] = IC;
+  IntWeight iw = {wd, OC, IC, taps, false};
+  int64_t cut[MAX_INT_CHUNKS + 1];
+  int nchunk = int_chunks(w, &iw, limit, groups == 1, cut);
+  if (!nchunk) return NULL;
   int64_t s[2] = {1, 1}, dil[2] = {1, 1}, pads[4] = {0, 0, 0, 0};
   ir_attr_ints(n, "strides", s, 2);
   ir_attr_ints(n, "dilation", dil, 2);
   ir_attr_ints(n, "padding", pads, 4);
   Value *xf = cast_to(w, x, MLC_F32, "float_data"), *y = NULL;
-  for (int64_t j = 0; j < nchunk && xf; j++) {
+  for (int j = 0; j < nchunk && xf; j++) {
     int64_t c0 = cut[j], c1 = cut[j + 1];
     TensorType ft = {.dtype = MLC_F32, .ndim = 4, .dims = {OC, c1 - c0, kt->dims[2], kt->dims[3]}};
     float *fw = arena_alloc(w->g->arena, (size_t)tt_nbytes(&ft));
@@ -485,18 +516,11 @@ static Value *int_conv_as_float(Lower *w) {
         for (int64_t t = 0; t < taps; t++) fw[(o * (c1 - c0) + c - c0) * taps + t] = (float)wd[(o * IC + c) * taps + t];
     int64_t b[4] = {0, c0, 0, 0}, e[4] = {x->type.dims[0], c1, x->type.dims[2], x->type.dims[3]};
     Value *ins[2] = {nchunk == 1 ? xf : slice4(w, xf, b, e, "int_chunk"), /* (a grouped conv: one chunk) */
-                     ir_const_new(w->g, arena_printf(w->g->arena, "%s_float_weight%lld", n->name, (long long)j), ft, fw)};
+                     ir_const_new(w->g, arena_printf(w->g->arena, "%s_float_weight%d", n->name, j), ft, fw)};
     Node *conv = add_node(w, "nn.conv2d", "float", ins, 2);
     copy_window(w, conv, 2, s, dil, pads, groups);
     ir_set_int(w->g, conv, "exact", 1);
-    Value *part = cast_to(w, finish(w, conv), MLC_I32, "int_result");
-    if (!part) return NULL;
-    if (!y) {
-      y = part;
-      continue;
-    }
-    Value *two[2] = {y, part};
-    y = finish(w, add_node(w, "add", "int_sum", two, 2));
+    if (!(y = int_sum(w, y, cast_to(w, finish(w, conv), MLC_I32, "int_result")))) return NULL;
   }
   return y;
 }
@@ -524,40 +548,20 @@ static Value *int_matmul_as_float(Lower *w) {
     return NULL;
   int64_t K = k->type.dims[0], N = k->type.dims[1], limit = ((int64_t)1 << 24) / xmax;
   const int32_t *kd = k->data;
-  int64_t cut[9] = {0}, nchunk = 0;
-  int64_t *sum = arena_alloc(w->g->arena, sizeof(int64_t) * (size_t)N);
-  memset(sum, 0, sizeof(int64_t) * (size_t)N);
-  for (int64_t r = 0; r < K; r++) {
-    bool over = false;
-    for (int64_t c = 0; c < N && !over; c++) {
-      int64_t a = llabs((long long)kd[r * N + c]);
-      if (a >= limit) return NULL;
-      over = sum[c] + a >= limit;
-    }
-    if (over) {
-      if (++nchunk == 8) return NULL;
-      cut[nchunk] = r;
-      memset(sum, 0, sizeof(int64_t) * (size_t)N);
-    }
-    for (int64_t c = 0; c < N; c++) sum[c] += llabs((long long)kd[r * N + c]);
-  }
-  cut[++nchunk] = K;
+  IntWeight iw = {kd, N, K, 1, true};
+  int64_t cut[MAX_INT_CHUNKS + 1];
+  int nchunk = int_chunks(w, &iw, limit, true, cut);
+  if (!nchunk) return NULL;
   Value *xf = cast_to(w, x, MLC_F32, "float_data"), *y = NULL;
-  for (int64_t j = 0; j < nchunk && xf; j++) {
+  for (int j = 0; j < nchunk && xf; j++) {
     int64_t k0 = cut[j], k1 = cut[j + 1];
     TensorType ft = {.dtype = MLC_F32, .ndim = 2, .dims = {k1 - k0, N}};
     float *fw = arena_alloc(w->g->arena, (size_t)tt_nbytes(&ft));
     for (int64_t i = 0; i < (k1 - k0) * N; i++) fw[i] = (float)kd[k0 * N + i];
     Value *ins[2] = {slice_last(w, xf, k0, k1),
-                     ir_const_new(w->g, arena_printf(w->g->arena, "%s_float_weight%lld", n->name, (long long)j), ft, fw)};
+                     ir_const_new(w->g, arena_printf(w->g->arena, "%s_float_weight%d", n->name, j), ft, fw)};
     Value *part = cast_to(w, finish(w, add_node(w, n->op->name, "float", ins, 2)), MLC_I32, "int_result");
-    if (!part) return NULL;
-    if (!y) {
-      y = part;
-      continue;
-    }
-    Value *two[2] = {y, part};
-    y = finish(w, add_node(w, "add", "int_sum", two, 2));
+    if (!(y = int_sum(w, y, part))) return NULL;
   }
   return y;
 }
