@@ -30,10 +30,6 @@ static int int_bits(mlc_dtype t) {
   }
 }
 
-static const char *const intrin_names[INTRIN_COUNT] = {
-    "exp", "log", "sqrt", "tanh", "sigmoid", "erf", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
-    "asinh", "acosh", "atanh", "fabs", "floor", "ceil", "round", "trunc", "pow", "atan2", "isnan", "isinf", "fma", "reinterpret"};
-
 static int lanes_of(LLVMValueRef v) {
   LLVMTypeRef t = LLVMTypeOf(v);
   return LLVMGetTypeKind(t) == LLVMVectorTypeKind ? (int)LLVMGetVectorSize(t) : 1;
@@ -569,11 +565,31 @@ static LLVMValueRef reinterpret(CgModule *m, LLVMValueRef v, mlc_dtype from, mlc
   return cg_from_mem(m, bits, to);
 }
 
+/* INTRIN_DOT_U8S8 on lanes int32 words: vpdpbusd where the target has it at this width, else the four byte
+ * products (zero-extended times sign-extended) added in int32 */
+static LLVMValueRef dot_u8s8(CgModule *m, LLVMValueRef *args, int n, int lanes) {
+  LLVMValueRef acc = n > 2 ? args[2] : const_int(m->t_i32, lanes, m, 0);
+  if (lanes == m->target.dot_i8_lanes && (lanes == 16 || lanes == 8)) {
+    LLVMValueRef ops[3] = {acc, args[0], args[1]};
+    return cg_call_intrinsic(m, lanes == 16 ? "llvm.x86.avx512.vpdpbusd.512" : "llvm.x86.avx512.vpdpbusd.256", NULL,
+                             3, ops);
+  }
+  for (int k = 0; k < 4; k++) {
+    LLVMValueRef ua = LLVMBuildAnd(m->b, LLVMBuildLShr(m->b, args[0], const_int(m->t_i32, lanes, m, 8 * k), ""),
+                                   const_int(m->t_i32, lanes, m, 255), "");
+    LLVMValueRef sb = LLVMBuildAShr(m->b, LLVMBuildShl(m->b, args[1], const_int(m->t_i32, lanes, m, 24 - 8 * k), ""),
+                                    const_int(m->t_i32, lanes, m, 24), "");
+    acc = LLVMBuildAdd(m->b, acc, LLVMBuildMul(m->b, ua, sb, ""), "");
+  }
+  return acc;
+}
+
 static LLVMValueRef cg_call(CgModule *m, const Expr *e) {
   Intrin in = e->call.intrin;
   int n = e->call.nargs;
   int want = (in == INTRIN_POW || in == INTRIN_ATAN2) ? 2 : in == INTRIN_FMA ? 3 : 1;
-  const char *iname = (unsigned)in < INTRIN_COUNT ? intrin_names[in] : "?";
+  if (in == INTRIN_DOT_U8S8) want = n == 3 ? 3 : 2;
+  const char *iname = intrin_name(in);
   if ((unsigned)in >= INTRIN_COUNT || n != want)
     return fail(m, MLC_ERR_INTERNAL, "codegen: intrinsic %s called with a wrong number of arguments%s", iname, "");
   LLVMValueRef args[3];
@@ -587,6 +603,11 @@ static LLVMValueRef cg_call(CgModule *m, const Expr *e) {
   for (int i = 0; i < n; i++) {
     if (e->call.args[i]->dtype != at && !(args[i] = convert(m, args[i], e->call.args[i]->dtype, at))) return NULL;
     args[i] = cg_splat(m, args[i], lanes);
+  }
+  if (in == INTRIN_DOT_U8S8) {
+    if (at != MLC_I32 || e->dtype != MLC_I32)
+      return fail(m, MLC_ERR_INTERNAL, "codegen: intrinsic %s on %s", iname, mlc_dtype_name(at));
+    return dot_u8s8(m, args, n, lanes);
   }
   LLVMValueRef x = args[0];
   LLVMTypeRef ty = LLVMTypeOf(x);

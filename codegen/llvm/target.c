@@ -52,6 +52,16 @@ static const char *const x86_avx[] = {
     "ivybridge", "core-avx2", "core-avx-i", "corei7-avx",
 };
 
+/* x86 CPUs with u8 x s8 dot products (vpdpbusd): AVX512-VNNI on 512-bit vectors, AVX-VNNI on 256-bit */
+static const char *const x86_avx512vnni[] = {
+    "cascadelake", "cooperlake", "icelake-client", "icelake-server", "tigerlake", "rocketlake", "sapphirerapids",
+    "emeraldrapids", "graniterapids", "graniterapids-d", "diamondrapids", "znver4", "znver5",
+};
+static const char *const x86_avxvnni[] = {
+    "alderlake", "raptorlake", "meteorlake", "arrowlake", "arrowlake-s", "lunarlake", "pantherlake",
+    "gracemont", "sierraforest", "grandridge", "clearwaterforest",
+};
+
 static bool in_list(const char *s, const char *const *list, size_t n) {
   for (size_t i = 0; i < n; i++)
     if (!strcmp(s, list[i])) return true;
@@ -86,6 +96,17 @@ static int vector_bytes_for(const Target *t) {
   if ((avx2 > 0 || avx > 0) && vb < 32) vb = 32;
   if (avx < 0) vb = 16;
   return vb;
+}
+
+/* the int32 lanes of one vpdpbusd on the target's vectors (its CPU's or -mattr's VNNI), 0 without one */
+static int dot_i8_lanes_for(const Target *t) {
+  if (t->arch != ARCH_X86_64) return 0;
+  int v512 = feature_state(t->features, "avx512vnni"), v256 = feature_state(t->features, "avxvnni");
+  bool has512 = v512 > 0 || (v512 == 0 && in_list(t->cpu, x86_avx512vnni, countof(x86_avx512vnni)));
+  bool has256 = v256 > 0 || (v256 == 0 && in_list(t->cpu, x86_avxvnni, countof(x86_avxvnni)));
+  if (t->vector_bytes == 64 && has512) return 16;
+  if (t->vector_bytes == 32 && has256) return 8;
+  return 0;
 }
 
 /* "48K", "2048K", "32M" -> bytes; 0 if unparsable. */
@@ -389,6 +410,7 @@ mlc_status cg_target_parse(const char *str, Target *t, Diag *d) {
     }
     t->kind = TARGET_CPU;
     t->vector_bytes = vector_bytes_for(t);
+    t->dot_i8_lanes = dot_i8_lanes_for(t);
   } else
     return diag_set(d, MLC_ERR_USAGE, "target '%s': unknown target kind '%s' (expected llvm, cuda or nvptx)", str,
                     kind);

@@ -164,7 +164,8 @@ static Value *to_blocked(LayoutCtx *c, Value *v, int64_t b, int64_t C, const Nod
 }
 
 static bool is_packed_conv(const Node *n) {
-  return !strcmp(n->op->name, "nn.conv2d_packed") && n->ninputs == 2 && n->inputs[1]->type.ndim == 5 &&
+  return !strcmp(n->op->name, "nn.conv2d_packed") && n->ninputs == 2 && n->inputs[0]->type.dtype == MLC_F32 &&
+         n->inputs[1]->type.ndim == 5 &&
          !ir_attr(n, "data_block") && !ir_attr(n, "out_block");
 }
 

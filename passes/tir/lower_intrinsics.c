@@ -18,7 +18,8 @@
  * Values used more than once are bound by E_LET so codegen evaluates them once. Only scalar (lanes 1)
  * float32 calls are rewritten; vectors and other dtypes stay calls. Finally f32 a * b + c becomes
  * fma(a, b, c) when the target has fused multiply-add (x86 +fma, AArch64): one rounding instead of two and
- * one instruction in the inner loop of every reduction. */
+ * one instruction in the inner loop of every reduction; likewise int32 acc + dot_u8s8(a, b) becomes
+ * dot_u8s8(a, b, acc), one vpdpbusd on x86 VNNI. */
 #include <stdio.h>
 #include <string.h>
 #include "passes/tir/tir_passes.h"
@@ -240,6 +241,12 @@ static Expr *li_expr(void *ctx, Expr *e) {
       r = tir_call(c->a, INTRIN_FMA, MLC_F32, 3, (Expr *[]){y->op.a, y->op.b, x});
     else if (x->kind == E_MUL && x->dtype == MLC_F32 && x->lanes == r->lanes)
       r = tir_call(c->a, INTRIN_FMA, MLC_F32, 3, (Expr *[]){x->op.a, x->op.b, y});
+  } else if (r->kind == E_ADD && r->dtype == MLC_I32) { /* acc + dot: one vpdpbusd */
+    Expr *x = r->op.a, *y = r->op.b;
+    if (y->kind == E_CALL && y->call.intrin == INTRIN_DOT_U8S8 && y->call.nargs == 2 && y->lanes == r->lanes)
+      r = tir_call(c->a, INTRIN_DOT_U8S8, MLC_I32, 3, (Expr *[]){y->call.args[0], y->call.args[1], x});
+    else if (x->kind == E_CALL && x->call.intrin == INTRIN_DOT_U8S8 && x->call.nargs == 2 && x->lanes == r->lanes)
+      r = tir_call(c->a, INTRIN_DOT_U8S8, MLC_I32, 3, (Expr *[]){x->call.args[0], x->call.args[1], y});
   }
   memo_put(&c->memo, e, r);
   return r;

@@ -78,6 +78,8 @@ bool tune_group_workload(Arena *a, const Target *t, const Graph *g, const FusedG
   double flops = 2.0;
   for (int i = 0; i < anchor->naxes; i++) flops *= (double)anchor->axes[i]->extent;
   for (int i = 0; i < anchor->nreduce; i++) flops *= (double)anchor->reduce_axes[i]->extent;
+  if (anchor->outputs[0]->dtype == MLC_I32 && anchor->tag && !strcmp(anchor->tag, "conv2d_packed"))
+    flops *= 4; /* the 8-bit conv's terms are dot_u8s8: four multiply-adds each */
   task->flops = flops;
 
   cJSON *args = cJSON_CreateArray();

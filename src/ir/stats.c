@@ -2,7 +2,7 @@
  * MACs follow the usual convention (one multiply-accumulate per weight use):
  *   conv (OIHW weight [Cout, Cin/groups, k...]):  numel(out) * (Cin/groups) * prod(kernel) = numel(out) * prod(w[1:])
  *   the packed and depthwise forms the same count from their weight layouts (nn.conv2d_packed: the weight
- *   without its output-channel block; nn.winograd_gemm: its batched GEMM, numel(out) * C)
+ *   without its output-channel block, times 4 for its 8-bit form's words; nn.winograd_gemm: its batched GEMM, numel(out) * C)
  *   conv{1,2,3}d_transpose (weight [Cin, Cout/groups, k...]): numel(in) * prod(w[1:]) (each input element meets
  *   Cout/groups * prod(kernel) weights; padding makes the output-side count inexact)
  *   dense / matmul / batch_matmul / dense_packed: numel(out) * K, K the reduced axis of the first input. */
@@ -32,9 +32,11 @@ static int64_t node_macs(const Node *n) {
   if (!strcmp(op, "nn.depthwise_conv2d")) /* weight [C*M, 1, KH, KW] (nn.conv2d, groups = C) or [C/b, 1, KH, KW, b] */
     return w->ndim == 4 || w->ndim == 5 ? sat_mul(tt_numel(out), w->dims[2] * w->dims[3]) : 0;
   /* weight [OC/ocb, IC, KH, KW, ocb] or [OC/ocb, IC/ib, KH, KW, ib, ocb]; 3-D: [OC/ocb, IC, KD, KH, KW, ocb] */
-  if (!strcmp(op, "nn.conv2d_packed") || !strcmp(op, "nn.conv3d_packed"))
-    return w->ndim >= 5 && w->dims[w->ndim - 1] > 0 ? sat_mul(tt_numel(out), prod_from(w, 1) / w->dims[w->ndim - 1])
-                                                   : 0;
+  if (!strcmp(op, "nn.conv2d_packed") || !strcmp(op, "nn.conv3d_packed")) {
+    if (w->ndim < 5 || w->dims[w->ndim - 1] <= 0) return 0;
+    int64_t m = sat_mul(tt_numel(out), prod_from(w, 1) / w->dims[w->ndim - 1]);
+    return x->dtype == MLC_U8 || x->dtype == MLC_I8 ? sat_mul(m, 4) : m; /* 8-bit: a weight word holds 4 */
+  }
   if (!strcmp(op, "nn.winograd_gemm")) /* V[a, a, PP, C] x U[a*a, K/kb, C, kb] -> [a*a, K/kb, PP, kb] */
     return x->ndim == 4 ? sat_mul(tt_numel(out), x->dims[3]) : 0;
   if (!strcmp(op, "nn.conv1d_transpose") || !strcmp(op, "nn.conv2d_transpose") || !strcmp(op, "nn.conv3d_transpose"))

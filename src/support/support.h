@@ -85,6 +85,8 @@ typedef struct Target {
   char cpu[64];       /* "znver4" */
   char features[512]; /* "+avx2,+fma,..." as LLVM takes them */
   int vector_bytes;   /* widest SIMD register: 64 for AVX-512, 32 for AVX2, 16 for SSE/NEON */
+  int dot_i8_lanes;   /* int32 lanes of one u8 x s8 dot-product instruction on vector_bytes (x86 VNNI's vpdpbusd:
+                       * 16 with AVX512-VNNI, 8 with AVX-VNNI), 0 when the target has none */
   int l1_bytes, l2_bytes, l3_bytes;
   int num_cores;
   int opt_level; /* LLVM optimisation level 0..3 */

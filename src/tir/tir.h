@@ -44,6 +44,8 @@ typedef enum Intrin {
   INTRIN_FABS, INTRIN_FLOOR, INTRIN_CEIL, INTRIN_ROUND, /* round half to even */
   INTRIN_TRUNC, INTRIN_POW, INTRIN_ATAN2, INTRIN_ISNAN, INTRIN_ISINF, INTRIN_FMA,
   INTRIN_REINTERPRET, /* the bits of args[0] read as the call's dtype (same size): LowerIntrinsics' exponent tricks */
+  INTRIN_DOT_U8S8, /* int32 words: the sum over bytes k of args[0]'s byte k (unsigned) times args[1]'s (signed),
+                    * plus args[2] when given (LowerIntrinsics folds an add into it): x86 VNNI's vpdpbusd per lane */
   INTRIN_COUNT
 } Intrin;
 

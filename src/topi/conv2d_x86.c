@@ -12,6 +12,15 @@
  *                  ocb; NCHW output, groups 1): the conv computes whole blocks and stores the first OC
  * A 1x1 stride-1 unpadded conv from NCHW to NCHW with H*W a multiple of the float lanes takes the rows form
  * instead (see rows_form below): a matrix product with vectors along the fused H x W.
+ *
+ * The 8-bit form (LowerConv step 5 makes it where the target has u8 x s8 dot products, x86 VNNI):
+ *   data [N, C, H, W] uint8 or int8, weight int32 [OC/ocb, C4 = ceil(C/4), KH, KW, ocb] whose word j holds
+ *   the int8 weights of input channels 4j .. 4j+3 (byte k: channel 4j+k), optional offset int32 [OC];
+ *   output int32 [N, OC, OH, OW] = sum_{c, kh, kw} byte(x[n, c, ih, iw]) * w[oc, c, kh, kw] + offset[oc], where
+ *   byte(x) is x for uint8 and x + 128 for int8, and a position in the padding or a channel >= C reads the
+ *   attribute pad_byte. NCHW data and output, groups 1. The padding stage packs the data into words of four
+ *   channels, [N, C4, H + pads, W'], so the conv's reduction runs over C4 words with one dot_u8s8 (vpdpbusd:
+ *   16 lanes x 4 products) where the float conv has one FMA; the schedule is the float conv's.
  * AlterOpLayout (passes/graph/alter_op_layout.c) rewrites nn.conv2d into it, packing the constant weight with
  * a reshape and a transpose that FoldConstant evaluates at compile time; the NCHWc layout pass (passes/graph/
  * layout_nchwc.c) then sets data_block / out_block where activations flow in NCHWc between convs.
@@ -53,6 +62,8 @@ typedef struct PackedConv {
   int64_t out_block; /* 0: NCHW output; ocb: NCHWc output */
   int64_t owp; /* the packed conv's width: ow rounded up to a multiple of the register tile (packed_compute) */
   int64_t strides[2], dil[2], pad[4]; /* pad: top, left, bottom, right */
+  bool int8;         /* the 8-bit form: c counts words of 4 channels, cin the data's channels */
+  int64_t pad_byte;  /* the 8-bit form: the byte padding and missing channels read */
 } PackedConv;
 
 static mlc_status packed_conv_of(const Node *n, PackedConv *p, Diag *d) {
@@ -66,15 +77,24 @@ static mlc_status packed_conv_of(const Node *n, PackedConv *p, Diag *d) {
     return diag_set(d, MLC_ERR_INVALID,
                     "nn.conv2d_packed with data_block %lld expects rank-%d data and rank-%d weight, got %d and %d",
                     (long long)p->ib, xr, kr, x->ndim, k->ndim);
-  if (x->dtype != MLC_F32 || k->dtype != MLC_F32)
-    return diag_set(d, MLC_ERR_UNSUPPORTED, "nn.conv2d_packed supports float32 only");
+  p->int8 = x->dtype == MLC_U8 || x->dtype == MLC_I8;
+  if (p->int8 ? k->dtype != MLC_I32 : x->dtype != MLC_F32 || k->dtype != MLC_F32)
+    return diag_set(d, MLC_ERR_UNSUPPORTED,
+                    "nn.conv2d_packed supports float32, or 8-bit data with an int32 weight of packed int8, got %s and %s",
+                    mlc_dtype_name(x->dtype), mlc_dtype_name(k->dtype));
   p->groups = ir_attr_int(n, "groups", 1);
+  if (p->int8 && (p->ib || p->out_block || p->groups != 1))
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "nn.conv2d_packed on 8-bit data: NCHW in and out, groups 1 only");
+  if (!p->int8 && n->ninputs > 2) return diag_set(d, MLC_ERR_INVALID, "nn.conv2d_packed: an offset needs 8-bit data");
+  p->pad_byte = ir_attr_int(n, "pad_byte", 0);
+  if (p->pad_byte < 0 || p->pad_byte > 255)
+    return diag_set(d, MLC_ERR_INVALID, "nn.conv2d_packed: pad_byte %lld", (long long)p->pad_byte);
   if (p->groups < 1) return diag_set(d, MLC_ERR_INVALID, "nn.conv2d_packed: groups %lld", (long long)p->groups);
   mlc_status st = topi_conv2d_window(n, p->strides, p->dil, p->pad, d);
   if (st) return st;
   p->n = x->dims[0];
   p->cin = x->dims[1]; /* with data_block: the channel blocks */
-  p->c = p->cin / p->groups;
+  p->c = p->int8 ? (p->cin + 3) / 4 : p->cin / p->groups;
   p->h = x->dims[2];
   p->w = x->dims[3];
   p->occ = k->dims[0];
@@ -105,6 +125,11 @@ static mlc_status packed_conv_of(const Node *n, PackedConv *p, Diag *d) {
                     (long long)p->occ, (long long)p->ocb);
   if (p->oc != p->occ * p->ocb && (p->out_block || p->groups != 1))
     return diag_set(d, MLC_ERR_UNSUPPORTED, "nn.conv2d_packed: a padded last block needs NCHW output and groups 1");
+  if (n->ninputs > 2) {
+    const TensorType *o = &n->inputs[2]->type;
+    if (o->dtype != MLC_I32 || o->ndim != 1 || o->dims[0] != p->oc)
+      return diag_set(d, MLC_ERR_INVALID, "nn.conv2d_packed: the offset must be int32 [%lld]", (long long)p->oc);
+  }
   return MLC_OK;
 }
 
@@ -112,7 +137,7 @@ static mlc_status packed_infer(Node *n, Diag *d) {
   PackedConv p;
   mlc_status st = packed_conv_of(n, &p, d);
   if (st) return st;
-  TensorType o = {.dtype = MLC_F32, .ndim = 4, .dims = {p.n, p.oc, p.oh, p.ow}};
+  TensorType o = {.dtype = p.int8 ? MLC_I32 : MLC_F32, .ndim = 4, .dims = {p.n, p.oc, p.oh, p.ow}};
   if (p.out_block) o = (TensorType){.dtype = MLC_F32, .ndim = 5, .dims = {p.n, p.occ, p.oh, p.ow, p.ocb}};
   n->outputs[0]->type = o;
   return MLC_OK;
@@ -120,7 +145,7 @@ static mlc_status packed_infer(Node *n, Diag *d) {
 
 /* ---------------------------------------------------------------- compute */
 
-static int64_t reg_n_max(const Target *t, int64_t ocb);
+static int64_t reg_n_max(const Target *t, int64_t ocb, bool int8);
 static int64_t default_reg_n(int64_t ow, int64_t max);
 
 /* The fallback register tile and the packed conv's width. When the default tile divides OW and holds enough
@@ -130,10 +155,10 @@ static int64_t default_reg_n(int64_t ow, int64_t max);
  * padding stage and are never stored: the NCHW output's last tile is guarded at the store, outside the
  * reduction, instead of a narrow tile (27 -> 3 columns) or a guard in the hot loop (13; 55 with a tile of 28).
  * The schedule's default tile_ow is this tile, so the packed width always is a multiple of it. */
-static int64_t fallback_tile(const Target *t, int64_t ow, int64_t ocb, int64_t *owp) {
+static int64_t fallback_tile(const Target *t, int64_t ow, int64_t ocb, bool int8, int64_t *owp) {
   int vb = t && t->vector_bytes > 0 ? t->vector_bytes : 16;
   int64_t lanes = vb / 4 < 1 ? 1 : vb / 4, vecs = (ocb + lanes - 1) / lanes;
-  int64_t mx = reg_n_max(t, ocb), r0 = default_reg_n(ow, mx), rmin = (8 + vecs - 1) / vecs;
+  int64_t mx = reg_n_max(t, ocb, int8), r0 = default_reg_n(ow, mx), rmin = (8 + vecs - 1) / vecs;
   if (rmin > mx) rmin = mx;
   *owp = ow;
   if (ow % r0 == 0 && (r0 >= rmin || r0 == ow)) return r0;
@@ -150,20 +175,20 @@ static int64_t fallback_tile(const Target *t, int64_t ow, int64_t ocb, int64_t *
 }
 
 int64_t topi_conv_packed_tile(const Target *t, int64_t ow, int64_t ocb, int64_t *owp) {
-  return fallback_tile(t, ow, ocb, owp);
+  return fallback_tile(t, ow, ocb, false, owp);
 }
 
-int64_t topi_conv_packed_reg_max(const Target *t, int64_t ocb) { return reg_n_max(t, ocb); }
+int64_t topi_conv_packed_reg_max(const Target *t, int64_t ocb) { return reg_n_max(t, ocb, false); }
 
-static int64_t padded_width(const Target *t, int64_t ow, int64_t ocb) {
+static int64_t padded_width(const Target *t, int64_t ow, int64_t ocb, bool int8) {
   int64_t owp;
-  fallback_tile(t, ow, ocb, &owp);
+  fallback_tile(t, ow, ocb, int8, &owp);
   return owp;
 }
 
 typedef struct PackedCtx {
   PackedConv p;
-  TeTensor *data, *pad, *weight, *conv;
+  TeTensor *data, *pad, *weight, *conv, *offset;
 } PackedCtx;
 
 static Expr *pad_body(TeCtx *c, Expr **idx, void *user) {
@@ -180,6 +205,33 @@ static Expr *pad_body(TeCtx *c, Expr **idx, void *user) {
   return tir_select(a, ok, te_read(c, k->data, k->p.ib ? 5 : 4, ri), tir_float(a, MLC_F32, 0));
 }
 
+/* the 8-bit form's padding stage [N, C4, H', W']: word = the bytes of channels 4j .. 4j+3 (x, or x + 128 for
+ * int8), pad_byte outside the image and for channels >= C */
+static Expr *pad_word_body(TeCtx *c, Expr **idx, void *user) {
+  PackedCtx *k = user;
+  const PackedConv *p = &k->p;
+  Arena *a = c->arena;
+  Expr *ih = tir_sub(a, idx[2], tir_idx(a, p->pad[0])), *iw = tir_sub(a, idx[3], tir_idx(a, p->pad[1]));
+  Expr *ok = tir_bin(a, E_AND, tir_bin(a, E_GE, ih, tir_idx(a, 0)), tir_bin(a, E_LT, ih, tir_idx(a, p->h)));
+  ok = tir_bin(a, E_AND, ok, tir_bin(a, E_GE, iw, tir_idx(a, 0)));
+  ok = tir_bin(a, E_AND, ok, tir_bin(a, E_LT, iw, tir_idx(a, p->w)));
+  Expr *ch = tir_bin(a, E_MIN, tir_bin(a, E_MAX, ih, tir_idx(a, 0)), tir_idx(a, p->h - 1));
+  Expr *cw = tir_bin(a, E_MIN, tir_bin(a, E_MAX, iw, tir_idx(a, 0)), tir_idx(a, p->w - 1));
+  bool is_i8 = k->data->dtype == MLC_I8;
+  Expr *word = NULL;
+  for (int t = 0; t < 4; t++) {
+    Expr *ci = tir_add(a, tir_mul(a, idx[1], tir_idx(a, 4)), tir_idx(a, t));
+    Expr *ri[4] = {idx[0], tir_bin(a, E_MIN, ci, tir_idx(a, p->cin - 1)), ch, cw};
+    Expr *b = tir_cast(a, MLC_I32, te_read(c, k->data, 4, ri));
+    if (is_i8) b = tir_add(a, b, tir_int(a, MLC_I32, 128));
+    if (p->cin % 4) b = tir_select(a, tir_bin(a, E_LT, ci, tir_idx(a, p->cin)), b, tir_int(a, MLC_I32, p->pad_byte));
+    if (t) b = tir_bin(a, E_SHL, b, tir_int(a, MLC_I32, 8 * t));
+    word = word ? tir_bin(a, E_BITOR, word, b) : b;
+  }
+  uint32_t pw = (uint32_t)p->pad_byte * 0x01010101u;
+  return tir_select(a, ok, word, tir_int(a, MLC_I32, (int32_t)pw));
+}
+
 static Expr *conv_body(TeCtx *c, Expr **idx, void *user) {
   PackedCtx *k = user;
   Arena *a = c->arena;
@@ -192,6 +244,12 @@ static Expr *conv_body(TeCtx *c, Expr **idx, void *user) {
   if (k->p.groups > 1)
     dc = tir_add(a, tir_mul(a, tir_bin(a, E_FLOORDIV, idx[1], tir_idx(a, k->p.occ / k->p.groups)),
                             tir_idx(a, k->p.c)), ic);
+  if (k->p.int8) { /* words of four input channels: one dot_u8s8 per word */
+    Expr *di[4] = {idx[0], ic, ih, iw}, *wi[5] = {idx[1], ic, kh, kw, idx[4]};
+    Expr *args[2] = {te_read(c, k->pad, 4, di), te_read(c, k->weight, 5, wi)};
+    IterVar *ax[3] = {rc, ry, rx};
+    return te_reduce(c, RED_SUM, tir_call(a, INTRIN_DOT_U8S8, MLC_I32, 2, args), 3, ax, NULL, NULL);
+  }
   if (k->p.ib) { /* ic.o = rc over the channel blocks, ic.i over the block */
     IterVar *rb = te_reduce_axis(c, "rb", k->p.ib);
     Expr *icb = tir_varref(a, rb->var);
@@ -211,7 +269,8 @@ static Expr *unpack_body(TeCtx *c, Expr **idx, void *user) {
   Arena *a = c->arena;
   Expr *b = tir_idx(a, k->p.ocb);
   Expr *ri[5] = {idx[0], tir_bin(a, E_FLOORDIV, idx[1], b), idx[2], idx[3], tir_bin(a, E_FLOORMOD, idx[1], b)};
-  return te_read(c, k->conv, 5, ri);
+  Expr *v = te_read(c, k->conv, 5, ri);
+  return k->offset ? tir_add(a, v, te_read(c, k->offset, 1, &idx[1])) : v;
 }
 
 /* the NCHWc result: the packed conv's block itself, without the columns padded_width added */
@@ -232,7 +291,7 @@ static int64_t target_lanes(const Target *t) {
 }
 
 static bool rows_form(const Target *t, const PackedConv *p) {
-  return p->ib == 0 && p->out_block == 0 && p->groups == 1 && p->oc == p->occ * p->ocb && p->kh == 1 && p->kw == 1 && p->strides[0] == 1 &&
+  return !p->int8 && p->ib == 0 && p->out_block == 0 && p->groups == 1 && p->oc == p->occ * p->ocb && p->kh == 1 && p->kw == 1 && p->strides[0] == 1 &&
          p->strides[1] == 1 && !p->pad[0] && !p->pad[1] && !p->pad[2] && !p->pad[3] &&
          (p->oh * p->ow) % target_lanes(t) == 0;
 }
@@ -262,6 +321,8 @@ static mlc_status packed_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **o
   PackedConv *p = &k->p;
   k->data = ins[0];
   k->weight = ins[1];
+  k->offset = n->ninputs > 2 ? ins[2] : NULL;
+  mlc_dtype acc = p->int8 ? MLC_I32 : MLC_F32;
   if (rows_form(c->target, p)) {
     int64_t cs[3] = {p->n, p->occ * p->ocb, p->oh * p->ow}, os[4] = {p->n, p->occ * p->ocb, p->oh, p->ow};
     k->conv = te_compute(c, "conv2d_packed", "conv2d_packed", MLC_F32, 3, cs, rows_body, k);
@@ -269,29 +330,32 @@ static mlc_status packed_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **o
     return MLC_OK;
   }
   k->pad = ins[0];
-  p->owp = padded_width(c->target, p->ow, p->ocb);
+  p->owp = padded_width(c->target, p->ow, p->ocb, p->int8);
   /* the padded input must cover the extra columns: (owp - 1) * stride + the dilated kernel width */
   int64_t wneed = (p->owp - 1) * p->strides[1] + (p->kw - 1) * p->dil[1] + 1, wpad = p->w + p->pad[1] + p->pad[3];
   if (wneed > wpad) wpad = wneed;
-  if (p->pad[0] || p->pad[1] || p->pad[2] || p->pad[3] || wpad > p->w) {
+  if (p->int8) {
+    int64_t ps[4] = {p->n, p->c, p->h + p->pad[0] + p->pad[2], wpad};
+    k->pad = te_compute(c, "data_words", "conv2d_packed_pad", MLC_I32, 4, ps, pad_word_body, k);
+  } else if (p->pad[0] || p->pad[1] || p->pad[2] || p->pad[3] || wpad > p->w) {
     int64_t ps[5] = {p->n, p->cin, p->h + p->pad[0] + p->pad[2], wpad, p->ib};
     k->pad = te_compute(c, "data_pad", "conv2d_packed_pad", MLC_F32, p->ib ? 5 : 4, ps, pad_body, k);
   }
   int64_t cs[5] = {p->n, p->occ, p->oh, p->owp, p->ocb};
-  k->conv = te_compute(c, "conv2d_packed", "conv2d_packed", MLC_F32, 5, cs, conv_body, k);
+  k->conv = te_compute(c, "conv2d_packed", "conv2d_packed", acc, 5, cs, conv_body, k);
   if (p->out_block) {
     int64_t os[5] = {p->n, p->occ, p->oh, p->ow, p->ocb};
-    outs[0] = te_compute(c, "conv2d_nchwc", "conv2d_packed_output", MLC_F32, 5, os, copy_block_body, k);
+    outs[0] = te_compute(c, "conv2d_nchwc", "conv2d_packed_output", acc, 5, os, copy_block_body, k);
   } else {
     int64_t os[4] = {p->n, p->oc, p->oh, p->ow};
-    outs[0] = te_compute(c, "conv2d_nchw", "conv2d_packed_unpack", MLC_F32, 4, os, unpack_body, k);
+    outs[0] = te_compute(c, "conv2d_nchw", "conv2d_packed_unpack", acc, 4, os, unpack_body, k);
   }
   return MLC_OK;
 }
 
 const OpDef topi_ops_conv2d_x86[] = {
     /* name               pattern                 in min/max  outs  relation       compute */
-    {"nn.conv2d_packed", PAT_OUT_ELEMWISE_FUSABLE, 2, 2, 1, packed_infer, packed_compute, DYN_BATCH},
+    {"nn.conv2d_packed", PAT_OUT_ELEMWISE_FUSABLE, 2, 3, 1, packed_infer, packed_compute, DYN_BATCH},
     {NULL},
 };
 
@@ -304,11 +368,14 @@ static int64_t largest_divisor_upto(int64_t n, int64_t max) {
 }
 
 /* most output columns per tile: the accumulators, ocb/lanes vectors each, must leave room for the weight
- * vectors and a broadcast */
-static int64_t reg_n_max(const Target *t, int64_t ocb) {
+ * vectors and a broadcast. The 8-bit form gets half the register file: its data word broadcast is a
+ * register operand of vpdpbusd (only the int8 operand may come from memory), one per column, which LLVM
+ * hoists: 28 columns spilled the accumulators (QLinearConv 64->64 3x3 at 56x56: 1.2 ms, 14 columns 0.64). */
+static int64_t reg_n_max(const Target *t, int64_t ocb, bool int8) {
   int vb = t && t->vector_bytes > 0 ? t->vector_bytes : 16;
   int64_t lanes = vb / 4 < 1 ? 1 : vb / 4;
   int64_t regs = vb >= 64 ? 32 : 16, vecs = (ocb + lanes - 1) / lanes;
+  if (int8) regs /= 2;
   int64_t m = (regs - vecs - 1) / vecs;
   if (m > 28) m = 28;
   return m < 1 ? 1 : m;
@@ -377,7 +444,7 @@ static int order_by_traffic(const Target *t, double in_bytes, double w_bytes, do
 }
 
 static double tensor_bytes(const TeTensor *x) {
-  double v = 4;
+  double v = mlc_dtype_size(x->dtype);
   for (int i = 0; i < x->ndim; i++) v *= (double)x->shape[i];
   return v;
 }
@@ -428,7 +495,8 @@ void topi_conv2d_packed_space(const Target *t, const TeOp *a, TopiConfigSpace *s
     return;
   }
   if (!anchor_ok(a)) return;
-  int64_t ow = a->axes[3]->extent, ic = a->reduce_axes[0]->extent, mx = reg_n_max(t, a->axes[4]->extent);
+  bool int8 = a->outputs[0]->dtype == MLC_I32;
+  int64_t ow = a->axes[3]->extent, ic = a->reduce_axes[0]->extent, mx = reg_n_max(t, a->axes[4]->extent, int8);
   TopiKnob *k = &s->knobs[s->nknobs++];
   k->name = "tile_ow";
   for (int64_t f = 1; f <= ow && f <= mx + 1 && k->nchoices < TOPI_MAX_CHOICES; f++)
@@ -466,7 +534,7 @@ void topi_conv2d_packed_fallback(const Target *t, const TeOp *a, TopiConfig *cfg
   if (!anchor_ok(a)) return;
   int64_t owp;
   cfg->names[0] = "tile_ow";
-  cfg->values[0] = fallback_tile(t, a->axes[3]->extent, a->axes[4]->extent, &owp);
+  cfg->values[0] = fallback_tile(t, a->axes[3]->extent, a->axes[4]->extent, a->outputs[0]->dtype == MLC_I32, &owp);
   cfg->names[1] = "tile_ic";
   cfg->values[1] = a->reduce_axes[0]->extent;
   cfg->names[2] = "tile_oc";
@@ -556,7 +624,8 @@ void topi_conv2d_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out
     tiled_out = tiled_out && out && out->ndim == 4 && out->shape[1] > (a->axes[1]->extent - 1) * ocb &&
                 out->shape[1] <= a->axes[1]->extent * ocb; /* a padded last block: its channels < OC stored */
   int64_t owp;
-  int64_t reg_n = topi_config_get(cfg, "tile_ow", fallback_tile(c->target, a->axes[3]->extent, ocb, &owp));
+  bool int8 = a->outputs[0]->dtype == MLC_I32;
+  int64_t reg_n = topi_config_get(cfg, "tile_ow", fallback_tile(c->target, a->axes[3]->extent, ocb, int8, &owp));
   int64_t tic = topi_config_get(cfg, "tile_ic", a->reduce_axes[0]->extent);
   /* the packed conv: n, occ, oh, ow.o, ic.o, kh, kw, ic.i, ocb (vector), ow.i (unrolled); with the whole
    * channel range in one block: ic, kh, kw, which walks the packed weight contiguously */
@@ -570,8 +639,10 @@ void topi_conv2d_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out
   order[k++] = a->reduce_axes[2];
   if (ici) order[k++] = ici;
   if (a->nreduce == 4) order[k++] = a->reduce_axes[3]; /* ic.i: the input channel block */
-  order[k++] = a->axes[4];
-  order[k++] = owi;
+  /* the 8-bit form (int32 sums) puts the vector innermost: TIR's vectorizer takes only straight-line bodies,
+   * and its dot_u8s8 must become vpdpbusd, which LLVM's loop vectorizer would not make of the scalar call */
+  order[k++] = int8 ? owi : a->axes[4];
+  order[k++] = int8 ? a->axes[4] : owi;
   te_reorder(cs, k, order);
   te_vectorize(cs, a->axes[4]);
   te_unroll(cs, owi);
@@ -595,7 +666,7 @@ void topi_conv2d_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out
   /* NCHW output: a tile's ocb x reg_n results stored channel by channel, as reg_n contiguous columns (LLVM
    * transposes the accumulators in registers), instead of each column's ocb channels scattered H*W apart;
    * MobileNetV3's 3 -> 16 stem at 160x160 ran 2.4x faster. Narrow tiles keep the scatter. */
-  bool rows_store = !nchwc_out && reg_n >= 8;
+  bool rows_store = !nchwc_out && reg_n >= 8 && !int8;
   IterVar *oorder[6] = {o->axes[0], rows_outer ? o->axes[2] : oco, rows_outer ? oco : o->axes[2], wo,
                         rows_store ? oci : wi, rows_store ? wi : oci};
   te_reorder(os, 6, oorder);

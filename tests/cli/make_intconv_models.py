@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """make_intconv_models.py DIR: integer convolutions and matmuls (QLinearConv, ConvInteger, QLinearMatMul,
-MatMulInteger) that LowerConv runs as exact float32 ones (tests/cli/test_intconv.sh), each with a random input
+MatMulInteger) that LowerConv runs as exact float32 ones, or as 8-bit packed convs on a target with u8 x s8 dot
+products (tests/cli/test_intconv.sh), each with a random input
 (NAME_inputs.npz) and its exact reference (NAME_ref.npz) computed in int64: acc = conv(x - x_zp, w - w_zp)
 (+ bias) or (a - a_zp) @ b; the QLinear ops' output is clip(round_half_even(acc * x_scale * w_scale / y_scale)
 + y_zp), with power-of-two scales so the product is exact. The names are listed in DIR/models.txt;
 DIR/chunks.txt gives the number of float ops each must become (0: more than one, the input channels or K split
-so every partial sum stays below 2^24)."""
+so every partial sum stays below 2^24) and the number of 8-bit packed convs it must become with VNNI."""
 import os
 import sys
 
@@ -20,28 +21,29 @@ names, chunks = [], []
 NP = {TensorProto.UINT8: np.uint8, TensorProto.INT8: np.int8}
 
 
-def conv_ref(x, w, stride, pad, groups):
+def conv_ref(x, w, stride, pad, groups, dil=1):
     n, c, h, wd = x.shape
     oc, cg, kh, kw = w.shape
     xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-    oh, ow = (h + 2 * pad - kh) // stride + 1, (wd + 2 * pad - kw) // stride + 1
+    oh, ow = (h + 2 * pad - dil * (kh - 1) - 1) // stride + 1, (wd + 2 * pad - dil * (kw - 1) - 1) // stride + 1
     y = np.zeros((n, oc, oh, ow), np.int64)
     og = oc // groups
     for o in range(oc):
         g = o // og
         for i in range(kh):
             for j in range(kw):
-                patch = xp[:, g * cg:(g + 1) * cg, i:i + stride * oh:stride, j:j + stride * ow:stride]
+                a, b = i * dil, j * dil
+                patch = xp[:, g * cg:(g + 1) * cg, a:a + stride * oh:stride, b:b + stride * ow:stride]
                 y[:, o] += np.einsum("nchw,c->nhw", patch, w[o, :, i, j])
     return y
 
 
-def model(name, xt, shape, oc, k, stride=1, pad=0, groups=1, wmax=127, qlinear=True, nchunks=1):
+def model(name, xt, shape, oc, k, stride=1, pad=0, groups=1, wmax=127, qlinear=True, nchunks=1, dil=1, int8=1):
     lo, hi = (0, 255) if xt == TensorProto.UINT8 else (-128, 127)
     x = rng.integers(lo, hi + 1, shape).astype(NP[xt])
     xz = NP[xt](rng.integers(lo, hi + 1))
     w = rng.integers(-wmax, wmax + 1, (oc, shape[1] // groups, k, k)).astype(np.int8)
-    acc = conv_ref(x.astype(np.int64) - int(xz), w.astype(np.int64), stride, pad, groups)
+    acc = conv_ref(x.astype(np.int64) - int(xz), w.astype(np.int64), stride, pad, groups, dil)
     ins = [helper.make_tensor_value_info("x", xt, list(shape))]
     if qlinear:
         xs, ys = np.float32(0.5), np.float32(4.0)
@@ -56,16 +58,16 @@ def model(name, xt, shape, oc, k, stride=1, pad=0, groups=1, wmax=127, qlinear=T
                  [(xs, "xs"), (np.array(xz), "xz"), (w, "w"), (ws, "ws"), (np.zeros(oc, np.int8), "wz"), (ys, "ys"),
                   (np.array(yz), "yz"), (b, "b")]]
         node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], ["y"],
-                                strides=[stride, stride], pads=[pad] * 4, group=groups)
+                                strides=[stride, stride], pads=[pad] * 4, group=groups, dilations=[dil, dil])
         outs = [helper.make_tensor_value_info("y", yt, None)]
     else:
         wz = rng.integers(-3, 4, oc).astype(np.int8)
         acc = conv_ref(x.astype(np.int64) - int(xz), w.astype(np.int64) - wz[:, None, None, None].astype(np.int64),
-                       stride, pad, groups)
+                       stride, pad, groups, dil)
         ref = acc.astype(np.int32)
         inits = [numpy_helper.from_array(v, nm) for v, nm in [(np.array(xz), "xz"), (w, "w"), (wz, "wz")]]
         node = helper.make_node("ConvInteger", ["x", "w", "xz", "wz"], ["y"], strides=[stride, stride],
-                                pads=[pad] * 4, group=groups)
+                                pads=[pad] * 4, group=groups, dilations=[dil, dil])
         outs = [helper.make_tensor_value_info("y", TensorProto.INT32, None)]
     g = helper.make_graph([node], name, ins, outs, initializer=inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
@@ -73,7 +75,7 @@ def model(name, xt, shape, oc, k, stride=1, pad=0, groups=1, wmax=127, qlinear=T
     np.savez(f"{out}/{name}_inputs.npz", x=x)
     np.savez(f"{out}/{name}_ref.npz", y=ref)
     names.append(name)
-    chunks.append(f"{name}\t{nchunks}")
+    chunks.append(f"{name}\t{nchunks}\t{int8}")
 
 
 model("qlinear_u8_stride2", TensorProto.UINT8, (1, 16, 13, 11), 24, 3, stride=2, pad=1)
@@ -83,7 +85,13 @@ model("qlinear_i8_1x1", TensorProto.INT8, (2, 40, 7, 9), 32, 1)
 model("qlinear_u8_chunked", TensorProto.UINT8, (1, 512, 6, 6), 16, 3, pad=1, nchunks=0)
 # a conv AlterOpLayout would make Winograd in float32 (64 -> 64 channels, 3x3, 64 F(2x2) tiles): kept direct
 model("qlinear_u8_winograd_shape", TensorProto.UINT8, (1, 64, 16, 16), 64, 3, pad=1, wmax=20)
-model("convinteger_groups", TensorProto.UINT8, (1, 32, 10, 10), 48, 3, pad=1, groups=2, qlinear=False)
+# grouped: float32 on every target
+model("convinteger_groups", TensorProto.UINT8, (1, 32, 10, 10), 48, 3, pad=1, groups=2, qlinear=False, int8=0)
+# the 8-bit form's edges: 3 input channels (a word padded with the zero point byte) with int8 data (bytes x + 128)
+# and a 7x7 stride-2 stem, a dilated conv, a weight zero point (w - wz still int8), output channels in no block
+model("qlinear_i8_stem_c3", TensorProto.INT8, (1, 3, 23, 21), 16, 7, stride=2, pad=3)
+model("qlinear_u8_dilated", TensorProto.UINT8, (1, 20, 12, 12), 40, 3, pad=2, dil=2)
+model("convinteger_wzp", TensorProto.UINT8, (1, 9, 9, 9), 20, 3, pad=1, wmax=100, qlinear=False)
 
 
 def matmul_model(name, xt, ashape, n, wmax=127, qlinear=False, nchunks=1):
@@ -116,7 +124,7 @@ def matmul_model(name, xt, ashape, n, wmax=127, qlinear=False, nchunks=1):
     np.savez(f"{out}/{name}_inputs.npz", **feeds)
     np.savez(f"{out}/{name}_ref.npz", y=ref)
     names.append(name)
-    chunks.append(f"{name}\t{nchunks}")
+    chunks.append(f"{name}\t{nchunks}\t0")
 
 
 matmul_model("matmulinteger_runtime_zp", TensorProto.UINT8, (2, 5, 300), 40)

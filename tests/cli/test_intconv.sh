@@ -1,28 +1,51 @@
 #!/bin/sh
-# Integer convolutions and matmuls (QLinearConv, ConvInteger, QLinearMatMul, MatMulInteger) run as exact float32
-# packed convs / matmuls (LowerConv steps 5 and 6): each model of make_intconv_models.py is compiled and run, and
-# out.npz must equal the int64 reference exactly. Every model must compile to packed convs marked exact (no
-# Winograd) or packed dense products, one per input-channel (K) chunk: the count chunks.txt gives (0: more than
-# one, where the sums pass 2^24), added in int32.
+# Integer convolutions and matmuls (QLinearConv, ConvInteger, QLinearMatMul, MatMulInteger), LowerConv step 5
+# and 6: each model of make_intconv_models.py is compiled three ways and out.npz must equal the int64 reference
+# exactly wherever it runs:
+#  - for the host without its u8 x s8 dot products (-mattr=-avx512vnni,-avxvnni), run: exact float32 packed
+#    convs (no Winograd) or packed dense products, one per input-channel (K) chunk: the count chunks.txt gives
+#    (0: more than one, where the sums pass 2^24), added in int32;
+#  - for AVX512-VNNI (znver4) and AVX-VNNI (alderlake), compiled only: the 8-bit packed convs chunks.txt's third
+#    column gives (nn.conv2d_packed on the 8-bit data, pad_byte the zero point), vpdpbusd on zmm / ymm;
+#  - for the host as it is, run (the 8-bit form where the host has VNNI).
 # usage: test_intconv.sh MLC BUILD_DIR
 set -eu
 mlc=$1 dir=$2/intconv
 here=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$dir" && mkdir -p "$dir"
 /usr/bin/python3 "$here/make_intconv_models.py" "$dir"
+
+check_run() { # model package suffix
+  "$mlc" run "$dir/$2" --inputs "$dir/${1}_inputs.npz" --outputs "$dir/${1}_out$3.npz"
+  /usr/bin/python3 "$here/compare_npz.py" "$dir/${1}_out$3.npz" "$dir/${1}_ref.npz" --tol 0
+}
+
 tab=$(printf '\t')
-while IFS="$tab" read -r m want; do
+while IFS="$tab" read -r m want int8; do
   echo "== $m"
-  "$mlc" compile "$dir/$m.onnx" --output "$dir/$m.tar" --dump-ir "$dir/$m.ir"
-  g="$dir/$m.ir/14_after_DeadCodeElim.txt"
+  "$mlc" compile "$dir/$m.onnx" --target "llvm -mattr=-avx512vnni,-avxvnni" --output "$dir/$m.float.tar" \
+    --dump-ir "$dir/$m.float.ir"
+  g="$dir/$m.float.ir/14_after_DeadCodeElim.txt"
   n=$(grep -c "nn.conv2d_packed(.*exact=1\|nn.dense_packed(" "$g" || true)
   if grep -q "winograd" "$g"; then echo "FAIL $m: a Winograd conv"; exit 1; fi
+  if grep -q "pad_byte=" "$g"; then echo "FAIL $m: an 8-bit conv without VNNI"; exit 1; fi
   if [ "$want" = 0 ]; then
     [ "$n" -ge 2 ] || { echo "FAIL $m: $n exact packed convs, want chunks"; exit 1; }
   else
     [ "$n" = "$want" ] || { echo "FAIL $m: $n exact packed convs, want $want"; exit 1; }
   fi
-  "$mlc" run "$dir/$m.tar" --inputs "$dir/${m}_inputs.npz" --outputs "$dir/${m}_out.npz"
-  /usr/bin/python3 "$here/compare_npz.py" "$dir/${m}_out.npz" "$dir/${m}_ref.npz" --tol 0
+  check_run "$m" "$m.float.tar" _float
+  for cpu in znver4:zmm alderlake:ymm; do
+    ir="$dir/$m.${cpu%%:*}.ir"
+    "$mlc" compile "$dir/$m.onnx" --target "llvm -mcpu=${cpu%%:*}" --output "$dir/$m.${cpu%%:*}.tar" --dump-ir "$ir"
+    n8=$(grep -c "nn.conv2d_packed(%[a-z]*, .*pad_byte=" "$ir/14_after_DeadCodeElim.txt" || true)
+    [ "$n8" = "$int8" ] || { echo "FAIL $m (${cpu%%:*}): $n8 8-bit packed convs, want $int8"; exit 1; }
+    if [ "$int8" != 0 ] && ! grep -q "vpdpbusd.*%${cpu#*:}" "$ir/50_asm.s"; then
+      echo "FAIL $m (${cpu%%:*}): no vpdpbusd on ${cpu#*:}"
+      exit 1
+    fi
+  done
+  "$mlc" compile "$dir/$m.onnx" --output "$dir/$m.tar"
+  check_run "$m" "$m.tar" ""
 done <"$dir/chunks.txt"
 echo "intconv: all passed"

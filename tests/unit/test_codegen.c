@@ -522,6 +522,49 @@ static void test_reinterpret(const Target *t) {
   CHECK(bad == 0);
 }
 
+/* dot_u8s8 on int32 words (four u8 x s8 products), with and without an accumulator, in a serial loop and in a
+ * 16-lane vectorized one (vpdpbusd where the target has AVX512-VNNI, else the byte products), against C. */
+static void test_dot_u8s8(const Target *t) {
+  enum { N = 64 };
+  Buffer *a = buf1("a", MLC_I32, N), *b = buf1("b", MLC_I32, N), *c = buf1("c", MLC_I32, N);
+  Buffer *o = buf2("o", MLC_I32, 4, N);
+  Var *i = tir_var(A, "i", MLC_I64), *j = tir_var(A, "j", MLC_I64), *q = tir_var(A, "q", MLC_I64);
+  Expr *vi = tir_add(A, tir_mul(A, V(j), tir_idx(A, 16)), V(q));
+  Expr *two_s[2] = {ld1(a, V(i)), ld1(b, V(i))}, *three_s[3] = {ld1(a, V(i)), ld1(b, V(i)), ld1(c, V(i))};
+  Expr *two_v[2] = {ld1(a, vi), ld1(b, vi)}, *three_v[3] = {ld1(a, vi), ld1(b, vi), ld1(c, vi)};
+  Stmt *serial[2] = {st2(o, tir_idx(A, 0), V(i), tir_call(A, INTRIN_DOT_U8S8, MLC_I32, 2, two_s)),
+                     st2(o, tir_idx(A, 1), V(i), tir_call(A, INTRIN_DOT_U8S8, MLC_I32, 3, three_s))};
+  Stmt *vec[2] = {st2(o, tir_idx(A, 2), vi, tir_call(A, INTRIN_DOT_U8S8, MLC_I32, 2, two_v)),
+                  st2(o, tir_idx(A, 3), vi, tir_call(A, INTRIN_DOT_U8S8, MLC_I32, 3, three_v))};
+  Stmt *body[2] = {
+      tir_for(A, i, tir_idx(A, 0), tir_idx(A, N), FOR_SERIAL, tir_seq(A, 2, serial)),
+      tir_for(A, j, tir_idx(A, 0), tir_idx(A, N / 16), FOR_SERIAL,
+              tir_for(A, q, tir_idx(A, 0), tir_idx(A, 16), FOR_VECTORIZED, tir_seq(A, 2, vec))),
+  };
+  Buffer *ps[4] = {a, b, c, o};
+  mlc_kernel_fn k = jit1(t, func("dot_u8s8", 4, ps, tir_seq(A, 2, body)));
+  if (!k) return;
+  int32_t as[N], bs[N], cs[N], os[4 * N];
+  uint32_t r = 12345;
+  for (int n = 0; n < N; n++) {
+    r = r * 1103515245u + 12345u, as[n] = (int32_t)r;
+    r = r * 1103515245u + 12345u, bs[n] = (int32_t)r;
+    r = r * 1103515245u + 12345u, cs[n] = (int32_t)(r >> 4) - (1 << 27);
+  }
+  as[0] = -1, bs[0] = (int32_t)0x80808080u; /* 255 * -128 in every byte */
+  void *bufs[4] = {as, bs, cs, os};
+  CHECK(k(bufs, NULL, NULL) == 0);
+  int bad = 0;
+  for (int n = 0; n < N; n++) {
+    int64_t want = 0;
+    for (int byte = 0; byte < 4; byte++)
+      want += (int64_t)(((uint32_t)as[n] >> (8 * byte)) & 255) * (int8_t)(((uint32_t)bs[n] >> (8 * byte)) & 255);
+    int64_t with = want + cs[n];
+    bad += os[n] != want || os[2 * N + n] != want || os[N + n] != with || os[3 * N + n] != with;
+  }
+  CHECK(bad == 0);
+}
+
 /* Object file -> shared library -> dlopen -> call. */
 static void test_object_so(void) {
   Diag d = {0};
@@ -638,6 +681,7 @@ int main(void) {
   if (cg_target_parse("llvm -mcpu=x86-64", &generic, &d) == MLC_OK) { /* no F16C: libcalls */
     test_half(&generic);
     test_reinterpret(&generic);
+    test_dot_u8s8(&generic);
   }
   CHECK(diag_ok(&d));
   test_lanes();
@@ -648,6 +692,7 @@ int main(void) {
   test_int();
   test_half(&host);
   test_reinterpret(&host);
+  test_dot_u8s8(&host);
   test_object_so();
   test_asm();
   test_errors();
