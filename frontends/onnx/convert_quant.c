@@ -10,7 +10,9 @@
  *     per-column ones of B along dim -1) + nn.matmul / nn.batch_matmul on int32.
  *   ConvInteger -> qnn.subtract_zero_point (x per-tensor, w per output channel) + nn.conv{1,2,3}d on int32;
  *     auto_pad resolved into explicit pads as for Conv.
- *   QLinearMatMul / QLinearConv -> the same integer op + qnn.requantize (scales, output zero point, conv bias). */
+ *   QLinearMatMul / QLinearConv -> the same integer op + qnn.requantize (scales, output zero point, conv bias).
+ *   com.microsoft QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu, QLinear(Global)AveragePool,
+ *     QLinearConcat, QGemm, QuantizeLinear, DequantizeLinear: see below. */
 #include <string.h>
 #include "frontends/onnx/onnx.h"
 
@@ -230,6 +232,166 @@ static mlc_status conv_qlinear_conv(OnnxCtx *cx, const OnnxNode *n, Value **outs
   return onnx_finish_one(cx, n, nd, &outs[0], d);
 }
 
+/* ---------------------------------------------------------------- com.microsoft QOperator ops
+ *
+ * Besides QLinearConv / QLinearMatMul, ONNX Runtime's quantizer writes contrib ops of the com.microsoft domain
+ * (the ONNX Model Zoo's int8 models use them). Each is its float op between a DequantizeLinear of each input
+ * and a QuantizeLinear of the output, as ONNX Runtime defines them:
+ *   QLinearAdd / QLinearMul (A, As, Azp, B, Bs, Bzp, Cs, Czp), numpy broadcasting;
+ *   QLinearSigmoid, QLinearLeakyRelu (alpha) (X, Xs, Xzp, Ys, Yzp);
+ *   QLinearGlobalAveragePool (channels_last: the mean over the axes between batch and channel);
+ *   QLinearAveragePool (AveragePool's attributes; channels_last 1 is unsupported);
+ *   QLinearConcat (Ys, Yzp, then X, Xs, Xzp for each input; axis);
+ *   QGemm (A, As, Azp, B, Bs, Bzp per column of op(B), C int32 bias at scale alpha * As * Bs, Ys, Yzp; alpha, transA,
+ *     transB; without Ys the output is float);
+ *   QuantizeLinear / DequantizeLinear (axis): the default domain's at opset 13.
+ * A zero point left out is 0 of the quantized input's type; the output takes the first quantized input's. */
+
+/* qnn.dequantize of x (scale s, zero point zp or none), per tensor or along axis */
+static Value *dequant(OnnxCtx *cx, const OnnxNode *n, Value *x, Value *s, Value *zp, int64_t axis, Diag *d) {
+  if (!x || !s) return NULL;
+  Value *ins[3] = {x, s, zp};
+  bool per_tensor = tt_numel(&s->type) == 1 && s->type.ndim <= 1;
+  Node *nd = onnx_emit(cx, n, "qnn.dequantize", zp ? 3 : 2, ins, 1, d);
+  if (!nd) return NULL;
+  ir_set_int(onnx_graph(cx), nd, "axis", per_tensor ? 0 : axis);
+  ir_set_int(onnx_graph(cx), nd, "out_dtype", s->type.dtype);
+  Value *out = NULL;
+  return onnx_finish_one(cx, n, nd, &out, d) ? NULL : out;
+}
+
+/* qnn.quantize of float x to scale s and zero point zp (none: 0 of dtype t), per tensor */
+static mlc_status requant_out(OnnxCtx *cx, const OnnxNode *n, Value *x, Value *s, Value *zp, mlc_dtype t, Value **out,
+                              Diag *d) {
+  if (!x) return d->status ? d->status : MLC_ERR_INTERNAL;
+  if (tt_numel(&s->type) != 1)
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: the output scale must be a scalar", n->op_type);
+  if (!zp && !(zp = onnx_scalar(cx, n, "zero_point", t, 0))) return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: bad type", n->op_type);
+  Value *ins[3] = {x, s, zp};
+  Node *nd = onnx_emit(cx, n, "qnn.quantize", 3, ins, 1, d);
+  if (nd) {
+    Graph *g = onnx_graph(cx);
+    ir_set_int(g, nd, "axis", 0);
+    ir_set_int(g, nd, "out_dtype", zp->type.dtype);
+    ir_set_int(g, nd, "saturate", 1);
+  }
+  return onnx_finish_one(cx, n, nd, out, d);
+}
+
+static mlc_status ms_binary(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d, const char *op) {
+  mlc_status st = onnx_need_inputs(cx, n, 7, d);
+  if (st) return st;
+  Value **in = n->inputs, *f = NULL;
+  Value *ab[2] = {dequant(cx, n, in[0], in[1], in[2], 0, d), dequant(cx, n, in[3], in[4], in[5], 0, d)};
+  if (!ab[0] || !ab[1]) return d->status;
+  if ((st = onnx_convert_as(cx, n, op, 14, false, 2, ab, &f, d))) return st;
+  return requant_out(cx, n, f, in[6], opt_input(n, 7), in[0]->type.dtype, &outs[0], d);
+}
+
+static mlc_status ms_qlinear_add(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  return ms_binary(cx, n, outs, d, "Add");
+}
+
+static mlc_status ms_qlinear_mul(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  return ms_binary(cx, n, outs, d, "Mul");
+}
+
+/* X, Xs, Xzp, Ys, Yzp around a float op (with the node's attributes) */
+static mlc_status ms_unary(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d, const char *op, int opset) {
+  mlc_status st = onnx_need_inputs(cx, n, 4, d);
+  if (st) return st;
+  Value **in = n->inputs, *f = NULL;
+  Value *x = dequant(cx, n, in[0], in[1], in[2], 0, d);
+  if (!x) return d->status;
+  if (!strcmp(op, "GlobalAveragePool") && onnx_attr_int(n, "channels_last", 0)) {
+    int r = x->type.ndim;
+    if (r < 3) return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: rank-%d input", n->op_type, r);
+    int64_t axes[MLC_MAX_DIMS];
+    for (int i = 1; i < r - 1; i++) axes[i - 1] = i;
+    TensorType at = {.dtype = MLC_I64, .ndim = 1, .dims = {r - 2}};
+    Value *ra[2] = {x, onnx_const(cx, NULL, at, axes)};
+    st = onnx_convert_as(cx, n, "ReduceMean", 18, false, 2, ra, &f, d);
+  } else {
+    if (!strcmp(op, "AveragePool") && onnx_attr_int(n, "channels_last", 0))
+      return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "%s with channels_last=1 is not supported", n->op_type);
+    st = onnx_convert_as(cx, n, op, opset, true, 1, &x, &f, d);
+  }
+  if (st) return st;
+  return requant_out(cx, n, f, in[3], opt_input(n, 4), in[0]->type.dtype, &outs[0], d);
+}
+
+static mlc_status ms_qlinear_sigmoid(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  return ms_unary(cx, n, outs, d, "Sigmoid", 13);
+}
+
+static mlc_status ms_qlinear_leaky_relu(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  return ms_unary(cx, n, outs, d, "LeakyRelu", 16);
+}
+
+static mlc_status ms_qlinear_global_avgpool(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  return ms_unary(cx, n, outs, d, "GlobalAveragePool", 1);
+}
+
+static mlc_status ms_qlinear_avgpool(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  return ms_unary(cx, n, outs, d, "AveragePool", 19);
+}
+
+static mlc_status ms_qlinear_concat(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  if (n->ninputs < 5 || (n->ninputs - 2) % 3)
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s takes Y_scale, Y_zero_point and triples of X, scale, zero point",
+                      n->op_type);
+  mlc_status st = onnx_need_inputs(cx, n, 1, d);
+  if (st) return st;
+  int k = (n->ninputs - 2) / 3;
+  Value **xs = arena_alloc(onnx_graph(cx)->arena, sizeof(Value *) * (size_t)k), *f = NULL;
+  for (int i = 0; i < k; i++) {
+    Value **t = n->inputs + 2 + 3 * i;
+    if (!t[0] || !t[1]) return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: input %d has no tensor or scale", n->op_type, i);
+    if (!(xs[i] = dequant(cx, n, t[0], t[1], t[2], 0, d))) return d->status;
+  }
+  if ((st = onnx_convert_as(cx, n, "Concat", 13, true, k, xs, &f, d))) return st;
+  return requant_out(cx, n, f, n->inputs[0], opt_input(n, 1), n->inputs[2]->type.dtype, &outs[0], d);
+}
+
+static mlc_status ms_qgemm(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = onnx_need_inputs(cx, n, 5, d);
+  if (st) return st;
+  Value **in = n->inputs, *c = opt_input(n, 6), *f = NULL;
+  int64_t bcol = onnx_attr_int(n, "transB", 0) ? 0 : 1; /* the axis of op(B)'s columns in B */
+  Value *ab[3] = {dequant(cx, n, in[0], in[1], in[2], 0, d), dequant(cx, n, in[3], in[4], opt_input(n, 5), bcol, d), NULL};
+  if (!ab[0] || !ab[1]) return d->status;
+  if (c) { /* int32 at scale alpha * As * Bs */
+    Node *cn = onnx_emit(cx, n, "cast", 1, &c, 1, d);
+    if (cn) ir_set_int(onnx_graph(cx), cn, "dtype", in[1]->type.dtype);
+    Value *cf = NULL;
+    if ((st = onnx_finish_one(cx, n, cn, &cf, d))) return st;
+    Value *sc = onnx_binary(cx, n, "multiply", in[1], in[4], d);
+    double alpha = onnx_attr_float(n, "alpha", 1.0);
+    if (alpha != 1.0) sc = onnx_binary(cx, n, "multiply", sc, onnx_scalar(cx, n, "alpha", in[1]->type.dtype, alpha), d);
+    if (!(ab[2] = onnx_binary(cx, n, "multiply", cf, sc, d))) return d->status;
+  }
+  if ((st = onnx_convert_as(cx, n, "Gemm", 13, true, c ? 3 : 2, ab, &f, d))) return st;
+  Value *ys = opt_input(n, 7);
+  if (!ys) {
+    outs[0] = f;
+    return MLC_OK;
+  }
+  return requant_out(cx, n, f, ys, opt_input(n, 8), in[0]->type.dtype, &outs[0], d);
+}
+
+/* com.microsoft QuantizeLinear / DequantizeLinear: the default domain's at opset 13 (axis) */
+static mlc_status ms_quantize(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  OnnxNode m = *n;
+  m.opset = 13;
+  return conv_qdq(cx, &m, outs, d, true);
+}
+
+static mlc_status ms_dequantize(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  OnnxNode m = *n;
+  m.opset = 13;
+  return conv_qdq(cx, &m, outs, d, false);
+}
+
 const OnnxConverter onnx_ops_quant[] = {
     /* op_type               domain converter */
     {"QuantizeLinear", "", conv_quantize},
@@ -239,5 +401,15 @@ const OnnxConverter onnx_ops_quant[] = {
     {"ConvInteger", "", conv_conv_integer},
     {"QLinearMatMul", "", conv_qlinear_matmul},
     {"QLinearConv", "", conv_qlinear_conv},
+    {"QLinearAdd", "com.microsoft", ms_qlinear_add},
+    {"QLinearMul", "com.microsoft", ms_qlinear_mul},
+    {"QLinearSigmoid", "com.microsoft", ms_qlinear_sigmoid},
+    {"QLinearLeakyRelu", "com.microsoft", ms_qlinear_leaky_relu},
+    {"QLinearGlobalAveragePool", "com.microsoft", ms_qlinear_global_avgpool},
+    {"QLinearAveragePool", "com.microsoft", ms_qlinear_avgpool},
+    {"QLinearConcat", "com.microsoft", ms_qlinear_concat},
+    {"QGemm", "com.microsoft", ms_qgemm},
+    {"QuantizeLinear", "com.microsoft", ms_quantize},
+    {"DequantizeLinear", "com.microsoft", ms_dequantize},
     {0},
 };

@@ -86,6 +86,21 @@ static OnnxConvertFn find_converter(const char *domain, const char *op_type) {
   return NULL;
 }
 
+mlc_status onnx_convert_as(OnnxCtx *cx, const OnnxNode *n, const char *op_type, int opset, bool attrs, int nin,
+                           Value **ins, Value **out, Diag *d) {
+  OnnxConvertFn fn = find_converter("", op_type);
+  if (!fn) return onnx_error(cx, n, d, MLC_ERR_INTERNAL, "no converter for %s", op_type);
+  const char *names[1] = {n->noutputs > 0 ? n->output_names[0] : ""};
+  OnnxNode sub = {.name = n->name, .op_type = op_type, .domain = "", .opset = opset, .ninputs = nin, .inputs = ins,
+                  .noutputs = 1, .output_names = names, .proto = attrs ? n->proto : NULL};
+  Value *outs[1] = {NULL};
+  mlc_status st = fn(cx, &sub, outs, d);
+  if (st) return st;
+  if (!outs[0]) return onnx_error(cx, n, d, MLC_ERR_INTERNAL, "%s gave no output", op_type);
+  *out = outs[0];
+  return MLC_OK;
+}
+
 /* "FILE: node 'n' (Op, opset N): error: " for an ONNX node before any graph node exists */
 static mlc_status node_error(OnnxCtx *cx, const char *name, const char *op_type, int opset, Diag *d, mlc_status st,
                              const char *fmt, ...) __attribute__((format(printf, 7, 8)));

@@ -90,6 +90,10 @@ mlc_status onnx_finish_one(OnnxCtx *cx, const OnnxNode *n, Node *node, Value **o
 mlc_status onnx_finish_all(OnnxCtx *cx, const OnnxNode *n, Node *node, Value **outs, Diag *d);
 /* axis in [-ndim, ndim) made non-negative; else an error naming the node */
 mlc_status onnx_norm_axis(OnnxCtx *cx, const OnnxNode *n, int64_t *axis, int ndim, Diag *d);
+/* The default-domain op op_type at opset on ins (with n's attributes, or none), as its converter makes it: its
+ * first output in *out. For ops defined as others around a float op (com.microsoft's QLinearAdd, ...). */
+mlc_status onnx_convert_as(OnnxCtx *cx, const OnnxNode *n, const char *op_type, int opset, bool attrs, int nin,
+                           Value **ins, Value **out, Diag *d);
 /* the first k inputs must be present */
 mlc_status onnx_need_inputs(OnnxCtx *cx, const OnnxNode *n, int k, Diag *d);
 /* A rank-0 constant of dtype t holding v, named "<node>_<what>" (NULL for a non-numeric dtype). */

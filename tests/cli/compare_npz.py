@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""compare_npz.py GOT.npz WANT.npz [--tol 1e-4] [--l2]: every array of WANT must be in GOT with the same shape and
-dtype, and max|got - want| / max(|finite want|) under tol (NaN matches NaN, an infinity the same infinity).
+"""compare_npz.py GOT.npz WANT.npz [--tol 1e-4] [--l2 | --abs]: every array of WANT must be in GOT with the same shape
+and dtype, and max|got - want| / max(|finite want|) under tol (NaN matches NaN, an infinity the same infinity);
+with --abs max|got - want| itself at most tol (quantized outputs: tol steps).
 With --l2 (the model zoo's check against torch): float arrays need the relative L2 error
 ||got - want|| / ||want|| under tol (equal infinities match; the max abs error is printed too) and integer and
 bool arrays must be equal. Prints one line per array; exits 1 on
@@ -12,6 +13,7 @@ import numpy as np
 got, want = np.load(sys.argv[1]), np.load(sys.argv[2])
 tol = float(sys.argv[sys.argv.index("--tol") + 1]) if "--tol" in sys.argv else 1e-4
 l2 = "--l2" in sys.argv
+absolute = "--abs" in sys.argv
 bad = 0
 for k in want.files:
     if k not in got.files:
@@ -44,6 +46,10 @@ for k in want.files:
         diff = np.where(same, 0.0, np.abs(np.where(same, 0.0, gf - wf)))
     fin = np.abs(wf[np.isfinite(wf)])
     scale = max(float(fin.max()) if fin.size else 0.0, 1e-30)
+    if absolute:
+        print(f"{k}: max abs error {float(diff.max()):.3g} ({int(np.count_nonzero(diff))} of {w.size} differ)")
+        bad += not (float(diff.max()) <= tol)
+        continue
     rel = float(diff.max()) / scale
     print(f"{k}: max relative error {rel:.3g}")
     bad += rel > tol or not np.isfinite(rel)

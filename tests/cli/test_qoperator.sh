@@ -1,0 +1,24 @@
+#!/bin/sh
+# ONNX Runtime's QOperator int8 format (QuantizeLinear, QLinearConv and the com.microsoft contrib ops QLinearAdd,
+# QLinearMul, QLinearSigmoid, QLinearLeakyRelu, QLinear(Global)AveragePool, QLinearConcat, QGemm): each model of
+# make_qoperator_models.py (one per contrib op, uint8 and int8, and a quantized ResNet-18 at 64x64) is compiled
+# and run, and its output must match the numpy reference of the quantized graph within the tolerance models.txt
+# gives (quantized outputs: steps). Compiled for an AVX512-VNNI CPU, all 20 of the ResNet's QLinearConvs must
+# become 8-bit packed convs.
+# usage: test_qoperator.sh MLC BUILD_DIR
+set -eu
+mlc=$1 dir=$2/qoperator
+here=$(cd "$(dirname "$0")" && pwd)
+rm -rf "$dir" && mkdir -p "$dir"
+/usr/bin/python3 "$here/make_qoperator_models.py" "$dir" --units --resnet18 64
+tab=$(printf '\t')
+while IFS="$tab" read -r m tol; do
+  echo "== $m"
+  "$mlc" compile "$dir/$m.onnx" --output "$dir/$m.tar"
+  "$mlc" run "$dir/$m.tar" --inputs "$dir/${m}_inputs.npz" --outputs "$dir/${m}_out.npz"
+  /usr/bin/python3 "$here/compare_npz.py" "$dir/${m}_out.npz" "$dir/${m}_ref.npz" --abs --tol "$tol"
+done <"$dir/models.txt"
+"$mlc" compile "$dir/qresnet18_64.onnx" --target "llvm -mcpu=znver4" --output "$dir/vnni.tar" --dump-ir "$dir/vnni.ir"
+n=$(grep -c "nn.conv2d_packed(%[a-z_0-9]*, .*pad_byte=" "$dir/vnni.ir/14_after_DeadCodeElim.txt" || true)
+[ "$n" = 20 ] || { echo "FAIL: $n of the 20 QLinearConvs are 8-bit packed convs for znver4"; exit 1; }
+echo "qoperator: all passed"
