@@ -7,7 +7,9 @@
  *   - an injective op fuses into a group whose ops are all injective or simpler (reshape/transpose chains);
  *   - a reduction fuses into a group of injective ops (they become its inlined reads), and elementwise ops
  *     after a reduction join it;
- *   - opaque ops stay alone; nothing fuses into an opaque op.
+ *   - opaque ops stay alone; nothing fuses into an opaque op;
+ *   - one prologue: an elementwise op whose other operand is a lone elementwise conversion (the dequantize of an
+ *     int8 residual add's shortcut) takes that conversion into the group it joins (join_with_prologue).
  * This is the greedy, single-consumer form of TVM's post-dominator algorithm: a value with several consumers
  * always ends a group, so no computation is duplicated and every group has a tree of internal values. */
 #include <string.h>
@@ -32,6 +34,35 @@ static void add_unique(Arena *a, void *vec_, Value *v) {
   vec_push(a, vec, v);
 }
 
+/* The group before the last one, when n can join it with the last one as its prologue: the last group is one
+ * elementwise node X whose only reader is n (a conversion of n's other operand: the DequantizeLinear of a
+ * QLinearAdd's shortcut), and another input of n, read by n only, comes from the group before (the conv whose
+ * epilogue n is). X moves into that group (it reads only values computed before it), so the residual add of an
+ * int8 ResNet stays in its conv's kernel as the float one does. NULL otherwise. */
+static FusedGroup *join_with_prologue(Graph *g, FusedGraph *out, Node *n, const int *uses, const bool *is_out,
+                                      FusedGroup **group_of, int64_t max_depth) {
+  if (out->groups.n < 2 || n->op->pattern > PAT_BROADCAST) return NULL;
+  FusedGroup *last = out->groups.v[out->groups.n - 1], *prev = out->groups.v[out->groups.n - 2];
+  if (last->nodes.n != 1) return NULL;
+  Node *x = last->nodes.v[0];
+  if (x->op->pattern > PAT_BROADCAST || x->noutputs != 1 || !x->outputs[0] || uses[x->outputs[0]->id] != 1 ||
+      is_out[x->outputs[0]->id] || prev->nodes.n + 2 > max_depth || !can_join(prev, n))
+    return NULL;
+  bool reads_x = false, reads_prev = false;
+  for (int k = 0; k < n->ninputs; k++) {
+    Value *in = n->inputs[k];
+    if (!in || !in->producer) continue;
+    if (in == x->outputs[0]) reads_x = true;
+    else if (group_of[in->id] == prev && uses[in->id] == 1 && !is_out[in->id] && in->producer->noutputs == 1)
+      reads_prev = true;
+  }
+  if (!reads_x || !reads_prev) return NULL;
+  out->groups.n--;
+  vec_push(g->arena, &prev->nodes, x);
+  group_of[x->outputs[0]->id] = prev;
+  return prev;
+}
+
 mlc_status pass_fuse_ops(Graph *g, const PassOptions *opt, FusedGraph *out, Diag *d) {
   int opt_level = opt->opt_level;
   int64_t max_depth = pass_config_int(opt, "FuseOps.max_depth");
@@ -53,6 +84,8 @@ mlc_status pass_fuse_ops(Graph *g, const PassOptions *opt, FusedGraph *out, Diag
     Node *n = g->nodes.v[i];
     FusedGroup *target = NULL;
     if (opt_level >= 1) {
+      if ((target = join_with_prologue(g, out, n, uses, is_out, group_of, max_depth)))
+        node_group[i - 1] = target; /* the last group's one node is the one just before n */
       for (int k = 0; k < n->ninputs && !target; k++) {
         Value *in = n->inputs[k];
         if (!in || !in->producer || uses[in->id] != 1 || is_out[in->id]) continue;

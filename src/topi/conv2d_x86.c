@@ -284,14 +284,17 @@ static Expr *copy_block_body(TeCtx *c, Expr **idx, void *user) {
  * data[n, ic, hw / W, hw % W] * weight[oc / ocb, ic, 0, 0, oc % ocb] puts the vectors along hw (contiguous loads of X
  * and contiguous stores of Y: the simplifier folds (hw / W) * W + hw % W back into hw) and broadcasts one
  * weight per output channel row; the register tile is rows x vectors (see rows_tile). It needs whole vectors:
- * H*W a multiple of the float lanes (else the blocked form, whose vectors run along the channel block). */
+ * H*W a multiple of the float lanes (else the blocked form, whose vectors run along the channel block). The
+ * 8-bit form takes it too, reading its data words [N, C4, H, W] (a vector of columns of four channels, the
+ * unsigned operand of vpdpbusd) by one broadcast weight word (the signed operand, an embedded broadcast): its
+ * epilogue (requantize, the residual add of the next QLinearAdd) then runs on contiguous columns. */
 static int64_t target_lanes(const Target *t) {
   int vb = t && t->vector_bytes > 0 ? t->vector_bytes : 16;
   return vb / 4 < 1 ? 1 : vb / 4;
 }
 
 static bool rows_form(const Target *t, const PackedConv *p) {
-  return !p->int8 && p->ib == 0 && p->out_block == 0 && p->groups == 1 && p->oc == p->occ * p->ocb && p->kh == 1 && p->kw == 1 && p->strides[0] == 1 &&
+  return p->ib == 0 && p->out_block == 0 && p->groups == 1 && p->oc == p->occ * p->ocb && p->kh == 1 && p->kw == 1 && p->strides[0] == 1 &&
          p->strides[1] == 1 && !p->pad[0] && !p->pad[1] && !p->pad[2] && !p->pad[3] &&
          (p->oh * p->ow) % target_lanes(t) == 0;
 }
@@ -303,6 +306,10 @@ static Expr *rows_body(TeCtx *c, Expr **idx, void *user) {
   Expr *ic = tir_varref(a, rc->var), *w = tir_idx(a, k->p.w), *b = tir_idx(a, k->p.ocb);
   Expr *di[4] = {idx[0], ic, tir_bin(a, E_FLOORDIV, idx[2], w), tir_bin(a, E_FLOORMOD, idx[2], w)};
   Expr *wi[5] = {tir_bin(a, E_FLOORDIV, idx[1], b), ic, tir_idx(a, 0), tir_idx(a, 0), tir_bin(a, E_FLOORMOD, idx[1], b)};
+  if (k->p.int8) { /* the data words of four channels (a vector of columns) by one weight word (broadcast) */
+    Expr *args[2] = {te_read(c, k->pad, 4, di), te_read(c, k->weight, 5, wi)};
+    return te_reduce(c, RED_SUM, tir_call(a, INTRIN_DOT_U8S8, MLC_I32, 2, args), 1, &rc, NULL, NULL);
+  }
   Expr *prod = tir_mul(a, te_read(c, k->data, 4, di), te_read(c, k->weight, 5, wi));
   return te_reduce(c, RED_SUM, prod, 1, &rc, NULL, NULL);
 }
@@ -311,7 +318,8 @@ static Expr *rows_unpack_body(TeCtx *c, Expr **idx, void *user) {
   PackedCtx *k = user;
   Arena *a = c->arena;
   Expr *ri[3] = {idx[0], idx[1], tir_add(a, tir_mul(a, idx[2], tir_idx(a, k->p.ow)), idx[3])};
-  return te_read(c, k->conv, 3, ri);
+  Expr *v = te_read(c, k->conv, 3, ri);
+  return k->offset ? tir_add(a, v, te_read(c, k->offset, 1, &idx[1])) : v;
 }
 
 static mlc_status packed_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **outs, Diag *d) {
@@ -325,8 +333,12 @@ static mlc_status packed_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **o
   mlc_dtype acc = p->int8 ? MLC_I32 : MLC_F32;
   if (rows_form(c->target, p)) {
     int64_t cs[3] = {p->n, p->occ * p->ocb, p->oh * p->ow}, os[4] = {p->n, p->occ * p->ocb, p->oh, p->ow};
-    k->conv = te_compute(c, "conv2d_packed", "conv2d_packed", MLC_F32, 3, cs, rows_body, k);
-    outs[0] = te_compute(c, "conv2d_nchw", "conv2d_packed_unpack", MLC_F32, 4, os, rows_unpack_body, k);
+    if (p->int8) {
+      int64_t ps[4] = {p->n, p->c, p->h, p->w};
+      k->pad = te_compute(c, "data_words", "conv2d_packed_pad", MLC_I32, 4, ps, pad_word_body, k);
+    }
+    k->conv = te_compute(c, "conv2d_packed", "conv2d_packed", acc, 3, cs, rows_body, k);
+    outs[0] = te_compute(c, "conv2d_nchw", "conv2d_packed_unpack", acc, 4, os, rows_unpack_body, k);
     return MLC_OK;
   }
   k->pad = ins[0];
@@ -604,13 +616,13 @@ static void schedule_rows(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, const
 
 void topi_conv2d_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, const TopiConfig *cfg) {
   TeStage *cs = te_stage(s, a->outputs[0]);
-  if (cs && rows_anchor_ok(a)) {
+  if (!cs || (!anchor_ok(a) && !rows_anchor_ok(a))) return;
+  for (int i = 0; i < s->nstages; i++)
+    if (s->stages[i]->op->tag && !strcmp(s->stages[i]->op->tag, "conv2d_packed_pad")) schedule_pad(s->stages[i]);
+  if (rows_anchor_ok(a)) {
     schedule_rows(c, s, a, out, cfg);
     return;
   }
-  if (!cs || !anchor_ok(a)) return;
-  for (int i = 0; i < s->nstages; i++)
-    if (s->stages[i]->op->tag && !strcmp(s->stages[i]->op->tag, "conv2d_packed_pad")) schedule_pad(s->stages[i]);
   int64_t ocb = a->axes[4]->extent;
   TeStage *os = out ? te_stage(s, out) : NULL;
   /* the group output tiles the conv: NCHW [N, OC, OH, OW] or NCHWc [N, OC/ocb, OH, OW, ocb] */

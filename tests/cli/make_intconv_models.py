@@ -91,6 +91,8 @@ model("convinteger_groups", TensorProto.UINT8, (1, 32, 10, 10), 48, 3, pad=1, gr
 # and a 7x7 stride-2 stem, a dilated conv, a weight zero point (w - wz still int8), output channels in no block
 model("qlinear_i8_stem_c3", TensorProto.INT8, (1, 3, 23, 21), 16, 7, stride=2, pad=3)
 model("qlinear_u8_dilated", TensorProto.UINT8, (1, 20, 12, 12), 40, 3, pad=2, dil=2)
+# a 1x1 conv over 8x8 (whole vectors of columns): the 8-bit rows form, data words by broadcast weight words
+model("qlinear_u8_1x1_rows", TensorProto.UINT8, (1, 36, 8, 8), 32, 1)
 model("convinteger_wzp", TensorProto.UINT8, (1, 9, 9, 9), 20, 3, pad=1, wmax=100, qlinear=False)
 
 
