@@ -126,10 +126,11 @@ def matmul_model(name, xt, ashape, n, wmax=127, qlinear=False, nchunks=1):
     np.savez(f"{out}/{name}_inputs.npz", **feeds)
     np.savez(f"{out}/{name}_ref.npz", y=ref)
     names.append(name)
-    chunks.append(f"{name}\t{nchunks}\t0")
+    chunks.append(f"{name}\t{nchunks}\t1")
 
 
 matmul_model("matmulinteger_runtime_zp", TensorProto.UINT8, (2, 5, 300), 40)
+matmul_model("matmulinteger_i8_runtime_zp", TensorProto.INT8, (3, 4, 100), 20)
 matmul_model("qlinearmatmul_chunked", TensorProto.INT8, (16, 2048), 24, qlinear=True, nchunks=0)
 with open(f"{out}/models.txt", "w") as f:
     f.write("\n".join(names) + "\n")

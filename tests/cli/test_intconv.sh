@@ -6,7 +6,8 @@
 #    convs (no Winograd) or packed dense products, one per input-channel (K) chunk: the count chunks.txt gives
 #    (0: more than one, where the sums pass 2^24), added in int32;
 #  - for AVX512-VNNI (znver4) and AVX-VNNI (alderlake), compiled only: the 8-bit packed convs chunks.txt's third
-#    column gives (nn.conv2d_packed on the 8-bit data, pad_byte the zero point), vpdpbusd on zmm / ymm;
+#    column gives (nn.conv2d_packed with int32 weight words; a matmul's is a 1x1 conv of its transposed data),
+#    vpdpbusd on zmm / ymm;
 #  - for the host as it is, run (the 8-bit form where the host has VNNI).
 # usage: test_intconv.sh MLC BUILD_DIR
 set -eu
@@ -38,7 +39,7 @@ while IFS="$tab" read -r m want int8; do
   for cpu in znver4:zmm alderlake:ymm; do
     ir="$dir/$m.${cpu%%:*}.ir"
     "$mlc" compile "$dir/$m.onnx" --target "llvm -mcpu=${cpu%%:*}" --output "$dir/$m.${cpu%%:*}.tar" --dump-ir "$ir"
-    n8=$(grep -c "nn.conv2d_packed(%[a-z]*, .*pad_byte=" "$ir/14_after_DeadCodeElim.txt" || true)
+    n8=$(grep -c "nn.conv2d_packed(.*ty=Tensor\[([0-9, ]*), int32\]" "$ir/14_after_DeadCodeElim.txt" || true)
     [ "$n8" = "$int8" ] || { echo "FAIL $m (${cpu%%:*}): $n8 8-bit packed convs, want $int8"; exit 1; }
     if [ "$int8" != 0 ] && ! grep -q "vpdpbusd.*%${cpu#*:}" "$ir/50_asm.s"; then
       echo "FAIL $m (${cpu%%:*}): no vpdpbusd on ${cpu#*:}"
