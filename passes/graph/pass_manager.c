@@ -11,6 +11,7 @@ static const GraphPass passes[] = {
     {"HoistRnnProjection",      1, pass_hoist_rnn_projection}, /* RNN input products: one GEMM over all steps */
     {"LowerEinsum",             1, pass_lower_einsum}, /* einsum products -> nn.batch_matmul */
     {"EliminateCommonSubexpr",  2, pass_eliminate_common_subexpr},
+    {"LowerQDQ",                2, pass_lower_qdq}, /* dequantize -> conv/matmul: integer ops (before FoldConstant) */
     {"FoldConstant",            2, pass_fold_constant},
     {"SimplifyExpr",            1, pass_simplify_expr}, /* pow(x, 2) -> x * x */
     {"LayerNormFusion",         1, pass_layer_norm_fusion}, /* decomposed layer norm -> nn.layer_norm */

@@ -159,6 +159,18 @@ def unit_models(out, rng, names):
         b.node("QLinearConcat", ins, "com.microsoft", axis=1)
         ref = quantize(np.concatenate([dequantize(xs3[i], *ps[i + 1]) for i in range(3)], axis=1), *ps[0], dt)
         save(b, f"qlinearconcat_{tag}", {f"x{i}": xs3[i] for i in range(3)}, ref, 1)
+        # QDQ MatMul (LowerQDQ: an integer matmul): dequantized data [2, 5, 40] by a per-column int8 [40, 24]
+        a = rand_q((2, 5, 40), dt)
+        as_, az = qp(dt)
+        wq = rng.integers(-127, 128, (40, 24)).astype(np.int8)
+        ws = rng.uniform(0.005, 0.02, 24).astype(F32)
+        b = Builder("QDQMatMul")
+        fa = b.node("DequantizeLinear", ["a", b.const(as_, "as"), b.const(az, "az")])
+        fw = b.node("DequantizeLinear", [b.const(wq, "w"), b.const(ws, "ws"), b.const(np.zeros(24, np.int8), "wz")],
+                    axis=1)
+        b.node("MatMul", [fa, fw])
+        ref = (dequantize(a, as_, az).astype(np.float64) @ (wq.astype(np.float64) * ws[None, :])).astype(F32)
+        save(b, f"qdq_matmul_{tag}", {"a": a}, ref, 1e-4)
         # QGemm: per-column int8 B (transposed), int32 bias; quantized and float outputs
         a = rand_q((4, 20), dt)
         as_, az = qp(dt)
@@ -181,7 +193,9 @@ def unit_models(out, rng, names):
 
 # ---------------------------------------------------------------- quantized torchvision ResNet
 
-def resnet_model(out, arch, size, names, with_ref):
+def resnet_model(out, arch, size, names, with_ref, qdq=False):
+    """qdq: the same quantized network in the QDQ format (float Conv / Add / GlobalAveragePool / Gemm between
+    DequantizeLinear and QuantizeLinear, ONNX Runtime's default), the same reference"""
     import torch
     import torchvision
     torch.manual_seed(0)
@@ -216,6 +230,18 @@ def resnet_model(out, arch, size, names, with_ref):
         wq = np.clip(np.rint(w / ws[:, None, None, None]), -127, 127).astype(np.int8)
         xs, xz = tq[1], tq[2]
         bq = np.rint(bias / (xs * ws)).astype(np.int32)
+        if qdq:
+            oc = len(ws)
+            fx = b.node("DequantizeLinear", [tq[0], b.const(xs, "xs"), b.const(xz, "xz")])
+            fw = b.node("DequantizeLinear", [b.const(wq, "w"), b.const(ws, "ws"), b.const(np.zeros(oc, np.int8), "wz")],
+                        axis=0)
+            fb = b.node("DequantizeLinear", [b.const(bq, "b"), b.const((xs * ws).astype(F32), "bs"),
+                                             b.const(np.zeros(oc, np.int32), "bz")], axis=0)
+            fc = b.node("Conv", [fx, fw, fb], strides=[stride, stride], pads=[pad] * 4, kernel_shape=list(w.shape[2:]))
+            name = b.node("QuantizeLinear", [fc, b.const(ys, "ys"), b.const(yz, "yz")])
+            if with_ref:
+                ref[name] = qlinear_conv_ref(ref[tq[0]], xs, xz, wq, ws, U8, ys, yz, bq, stride, pad)
+            return (name, ys, yz), y
         name = b.node("QLinearConv", [tq[0], b.const(xs, "xs"), b.const(xz, "xz"), b.const(wq, "w"),
                                       b.const(ws, "ws"), b.const(np.zeros(len(ws), np.int8), "wz"),
                                       b.const(ys, "ys"), b.const(yz, "yz"), b.const(bq, "b")],
@@ -227,6 +253,14 @@ def resnet_model(out, arch, size, names, with_ref):
     def add(pq, p, sq, sc):
         y = torch.relu(p + sc)
         cs, cz = qparams(0, y.max(), U8)
+        if qdq:
+            fa = b.node("DequantizeLinear", [pq[0], b.const(pq[1], "as"), b.const(pq[2], "az")])
+            fb = b.node("DequantizeLinear", [sq[0], b.const(sq[1], "bs"), b.const(sq[2], "bz")])
+            name = b.node("QuantizeLinear", [b.node("Add", [fa, fb]), b.const(cs, "cs"), b.const(cz, "cz")])
+            if with_ref:
+                ref[name] = quantize(dequantize(ref[pq[0]], pq[1], pq[2]) + dequantize(ref[sq[0]], sq[1], sq[2]), cs,
+                                     cz, U8)
+            return (name, cs, cz), y
         name = b.node("QLinearAdd", [pq[0], b.const(pq[1], "as"), b.const(pq[2], "az"), sq[0], b.const(sq[1], "bs"),
                                      b.const(sq[2], "bz"), b.const(cs, "cs"), b.const(cz, "cz")], "com.microsoft")
         if with_ref:
@@ -259,17 +293,29 @@ def resnet_model(out, arch, size, names, with_ref):
     with torch.no_grad():
         p = t.mean(dim=(2, 3), keepdim=True)
     ps, pz = qparams(0, p.max(), U8)
-    gp = b.node("QLinearGlobalAveragePool", [tq[0], b.const(tq[1], "xs"), b.const(tq[2], "xz"), b.const(ps, "ys"),
-                                             b.const(pz, "yz")], "com.microsoft")
+    if qdq:
+        fp = b.node("GlobalAveragePool", [b.node("DequantizeLinear", [tq[0], b.const(tq[1], "xs"), b.const(tq[2], "xz")])])
+        gp = b.node("QuantizeLinear", [fp, b.const(ps, "ys"), b.const(pz, "yz")])
+    else:
+        gp = b.node("QLinearGlobalAveragePool", [tq[0], b.const(tq[1], "xs"), b.const(tq[2], "xz"), b.const(ps, "ys"),
+                                                 b.const(pz, "yz")], "com.microsoft")
     fl = b.node("Flatten", [gp], axis=1)
     w = net.fc.weight.detach().numpy().astype(F32)
     ws = (np.abs(w).max(1) / 127).astype(F32)
     wq = np.clip(np.rint(w / ws[:, None]), -127, 127).astype(np.int8)
     cq = np.rint(net.fc.bias.detach().numpy() / (ps * ws)).astype(np.int32)
-    b.node("QGemm", [fl, b.const(ps, "as"), b.const(pz, "az"), b.const(wq, "w"), b.const(ws, "ws"),
-                     b.const(np.zeros(len(ws), np.int8), "wz"), b.const(cq, "c")], "com.microsoft", transB=1)
+    if qdq:
+        fx = b.node("DequantizeLinear", [fl, b.const(ps, "as"), b.const(pz, "az")])
+        fw = b.node("DequantizeLinear", [b.const(wq, "w"), b.const(ws, "ws"), b.const(np.zeros(len(ws), np.int8), "wz")],
+                    axis=0)
+        fc = b.node("DequantizeLinear", [b.const(cq, "c"), b.const((ps * ws).astype(F32), "cs"),
+                                         b.const(np.zeros(len(ws), np.int32), "cz")], axis=0)
+        b.node("Gemm", [fx, fw, fc], transB=1)
+    else:
+        b.node("QGemm", [fl, b.const(ps, "as"), b.const(pz, "az"), b.const(wq, "w"), b.const(ws, "ws"),
+                         b.const(np.zeros(len(ws), np.int8), "wz"), b.const(cq, "c")], "com.microsoft", transB=1)
     b.nodes[-1].output[0] = "logits"
-    name = f"q{arch}_{size}"
+    name = f"{'qdq' if qdq else 'q'}{arch}_{size}"
     b.save(f"{out}/{name}.onnx", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, size, size])],
            [helper.make_tensor_value_info("logits", TensorProto.FLOAT, None)])
     np.savez(f"{out}/{name}_inputs.npz", x=x.numpy())
@@ -288,15 +334,17 @@ def main():
     ap.add_argument("--resnet50", type=int, default=0)
     ap.add_argument("--units", action="store_true")
     ap.add_argument("--no-ref", action="store_true")
+    ap.add_argument("--qdq", action="store_true", help="also the ResNets in the QDQ format")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     names = []
     if a.units:
         unit_models(a.out, np.random.default_rng(5), names)
-    if a.resnet18:
-        resnet_model(a.out, "resnet18", a.resnet18, names, not a.no_ref)
-    if a.resnet50:
-        resnet_model(a.out, "resnet50", a.resnet50, names, not a.no_ref)
+    for qdq in (False, True) if a.qdq else (False,):
+        if a.resnet18:
+            resnet_model(a.out, "resnet18", a.resnet18, names, not a.no_ref, qdq)
+        if a.resnet50:
+            resnet_model(a.out, "resnet50", a.resnet50, names, not a.no_ref, qdq)
     with open(f"{a.out}/models.txt", "w") as f:
         f.write("".join(f"{n}\t{t:.6g}\n" for n, t in names))
 

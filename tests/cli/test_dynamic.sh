@@ -38,7 +38,7 @@ grep -q '"shape":\[3,0\]' "$dir/run.json" || { echo "FAIL: --json does not give 
 grep -q '"shape":\[0\]' "$dir/run2.json" || { echo "FAIL: --json does not give the derived trimmed shape"; cat "$dir/run2.json"; exit 1; }
 # the box head's convs on a data-dependent number of crops run as Winograd convs (the tiles of the valid crops lead)
 "$mlc" compile "$dir/crop_box_head.onnx" --output "$dir/crop_box_head.tar" --dump-ir "$dir/crop_box_head.ir" >/dev/null
-n=$(grep -c "nn.winograd_gemm(" "$dir/crop_box_head.ir/14_after_DeadCodeElim.txt" || true)
+n=$(grep -c "nn.winograd_gemm(" "$dir/crop_box_head.ir/15_after_DeadCodeElim.txt" || true)
 [ "$n" = 2 ] || { echo "FAIL crop_box_head: $n Winograd convs, want 2"; exit 1; }
 tab=$(printf '\t')
 while IFS="$tab" read -r m msg; do

@@ -20,7 +20,7 @@ for m in $(cat "$dir/models.txt"); do
   n=$(grep -c "vision.roi_align(%[0-9.]*, %[0-9.]*, %[0-9.]*, %[0-9.]*," "$dir/$m.d/00_graph.txt" || true)
   [ "$n" -ge 2 ] || { echo "FAIL $m: RoiAlign without its count of rois ($n)"; exit 1; }
   # and reads the FPN levels in their NCHWc layout (no transform back to NCHW before it)
-  n=$(grep -c "vision.roi_align(.*data_block=" "$dir/$m.d/14_after_DeadCodeElim.txt" || true)
+  n=$(grep -c "vision.roi_align(.*data_block=" "$dir/$m.d/15_after_DeadCodeElim.txt" || true)
   [ "$n" -ge 2 ] || { echo "FAIL $m: RoiAlign does not read NCHWc ($n)"; exit 1; }
   "$mlc" run "$dir/$m.tar" --inputs "$dir/fasterrcnn_inputs.npz" --outputs "$dir/${m}_out.npz"
   /usr/bin/python3 "$here/compare_detections.py" "$dir/${m}_out.npz" "$dir/${m}_ref.npz" --tol 1e-4

@@ -26,7 +26,7 @@ while IFS="$tab" read -r m want int8; do
   echo "== $m"
   "$mlc" compile "$dir/$m.onnx" --target "llvm -mattr=-avx512vnni,-avxvnni" --output "$dir/$m.float.tar" \
     --dump-ir "$dir/$m.float.ir"
-  g="$dir/$m.float.ir/14_after_DeadCodeElim.txt"
+  g="$dir/$m.float.ir/15_after_DeadCodeElim.txt"
   n=$(grep -c "nn.conv2d_packed(.*exact=1\|nn.dense_packed(" "$g" || true)
   if grep -q "winograd" "$g"; then echo "FAIL $m: a Winograd conv"; exit 1; fi
   if grep -q "pad_byte=" "$g"; then echo "FAIL $m: an 8-bit conv without VNNI"; exit 1; fi
@@ -39,7 +39,7 @@ while IFS="$tab" read -r m want int8; do
   for cpu in znver4:zmm alderlake:ymm; do
     ir="$dir/$m.${cpu%%:*}.ir"
     "$mlc" compile "$dir/$m.onnx" --target "llvm -mcpu=${cpu%%:*}" --output "$dir/$m.${cpu%%:*}.tar" --dump-ir "$ir"
-    n8=$(grep -c "nn.conv2d_packed(.*ty=Tensor\[([0-9, ]*), int32\]" "$ir/14_after_DeadCodeElim.txt" || true)
+    n8=$(grep -c "nn.conv2d_packed(.*ty=Tensor\[([0-9, ]*), int32\]" "$ir/15_after_DeadCodeElim.txt" || true)
     [ "$n8" = "$int8" ] || { echo "FAIL $m (${cpu%%:*}): $n8 8-bit packed convs, want $int8"; exit 1; }
     if [ "$int8" != 0 ] && ! grep -q "vpdpbusd.*%${cpu#*:}" "$ir/50_asm.s"; then
       echo "FAIL $m (${cpu%%:*}): no vpdpbusd on ${cpu#*:}"

@@ -1,17 +1,18 @@
 #!/bin/sh
 # ONNX Runtime's QOperator int8 format (QuantizeLinear, QLinearConv and the com.microsoft contrib ops QLinearAdd,
 # QLinearMul, QLinearSigmoid, QLinearLeakyRelu, QLinear(Global)AveragePool, QLinearConcat, QGemm): each model of
-# make_qoperator_models.py (one per contrib op, uint8 and int8, and a quantized ResNet-18 at 64x64) is compiled
+# make_qoperator_models.py (one per contrib op, uint8 and int8, and a quantized ResNet-18 at 64x64, also in the
+# QDQ format: float ops between DequantizeLinear and QuantizeLinear, which LowerQDQ makes integer) is compiled
 # and run, and its output must match the numpy reference of the quantized graph within the tolerance models.txt
 # gives (quantized outputs: steps). Compiled for an AVX512-VNNI CPU, all 20 of the ResNet's QLinearConvs must
 # become 8-bit packed convs, and each of its 8 QLinearAdds (both dequantizes, the add, the quantize) must run in
-# the kernel of the conv before it (FuseOps' prologue rule).
+# the kernel of the conv before it (FuseOps' prologue rule); likewise the QDQ ResNet's 20 Convs.
 # usage: test_qoperator.sh MLC BUILD_DIR
 set -eu
 mlc=$1 dir=$2/qoperator
 here=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$dir" && mkdir -p "$dir"
-/usr/bin/python3 "$here/make_qoperator_models.py" "$dir" --units --resnet18 64
+/usr/bin/python3 "$here/make_qoperator_models.py" "$dir" --units --resnet18 64 --qdq
 tab=$(printf '\t')
 while IFS="$tab" read -r m tol; do
   echo "== $m"
@@ -20,8 +21,12 @@ while IFS="$tab" read -r m tol; do
   /usr/bin/python3 "$here/compare_npz.py" "$dir/${m}_out.npz" "$dir/${m}_ref.npz" --abs --tol "$tol"
 done <"$dir/models.txt"
 "$mlc" compile "$dir/qresnet18_64.onnx" --target "llvm -mcpu=znver4" --output "$dir/vnni.tar" --dump-ir "$dir/vnni.ir"
-n=$(grep -c "nn.conv2d_packed(%[a-z_0-9]*, .*pad_byte=" "$dir/vnni.ir/14_after_DeadCodeElim.txt" || true)
+n=$(grep -c "nn.conv2d_packed(%[a-z_0-9]*, .*pad_byte=" "$dir/vnni.ir/15_after_DeadCodeElim.txt" || true)
 [ "$n" = 20 ] || { echo "FAIL: $n of the 20 QLinearConvs are 8-bit packed convs for znver4"; exit 1; }
 n=$(grep -c "^fused_nn_conv2d_packed_qnn_requantize_qnn_dequantize_qnn_dequantize_" "$dir/vnni.ir/10_fused_groups.txt" || true)
 [ "$n" = 8 ] || { echo "FAIL: $n of the 8 QLinearAdds fused into their conv's kernel"; exit 1; }
+"$mlc" compile "$dir/qdqresnet18_64.onnx" --target "llvm -mcpu=znver4" --output "$dir/vnni_qdq.tar" \
+  --dump-ir "$dir/vnni_qdq.ir"
+n=$(grep -c "nn.conv2d_packed(.*ty=Tensor\[([0-9, ]*), int32\]" "$dir/vnni_qdq.ir/15_after_DeadCodeElim.txt" || true)
+[ "$n" = 20 ] || { echo "FAIL: $n of the QDQ ResNet's 20 Convs are 8-bit packed convs for znver4"; exit 1; }
 echo "qoperator: all passed"

@@ -23,7 +23,7 @@ for m in wino_bias_relu wino_residual wino_block wino_nchwc16 wino_nchwc8; do
     if [ "$mode" = 2 ] && [ "$n" = 0 ]; then echo "FAIL $m: no nn.winograd_gemm in the fused groups"; exit 1; fi
     if [ "$mode" = 0 ] && [ "$n" != 0 ]; then echo "FAIL $m: nn.winograd_gemm with the rewrite off"; exit 1; fi
     case "$m.$mode" in wino_nchwc*.2) # between packed convs the Winograd conv reads and writes NCHWc
-      l="$out.d/14_after_DeadCodeElim.txt"
+      l="$out.d/15_after_DeadCodeElim.txt"
       if ! grep -q "nn.winograd_pad(.*data_block" "$l" || ! grep -q "nn.winograd_output(.*out_block" "$l" ||
         grep -q "to_nchw" "$l"; then echo "FAIL $m: the Winograd conv is not NCHWc in $l"; exit 1; fi
       if [ $m = wino_nchwc8 ] && ! grep -q "nn.global_avg_pool2d(.*data_block" "$l"; then
@@ -41,7 +41,7 @@ for limit in 400000.2 200000.0; do
   echo "== wino_block with FoldConstant.max_bytes=$bytes"
   "$mlc" compile "$dir/wino_block.onnx" --target llvm --pass-config AlterOpLayout.winograd=2 \
     --pass-config "FoldConstant.max_bytes=$bytes" --output "$out.tar" --dump-ir "$out.d" >/dev/null
-  l="$out.d/14_after_DeadCodeElim.txt"
+  l="$out.d/15_after_DeadCodeElim.txt"
   if grep -q "nn.winograd_weight_transform" "$l"; then echo "FAIL wino_block: a weight transform at run time"; exit 1; fi
   if [ "$want" = 2 ] && ! grep -q "nn.winograd_input(.*tile=2" "$l"; then echo "FAIL wino_block: not F(2x2)"; exit 1; fi
   if [ "$want" = 0 ] && grep -q "nn.winograd" "$l"; then echo "FAIL wino_block: Winograd without its folded weight"; exit 1; fi
