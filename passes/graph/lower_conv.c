@@ -1,6 +1,6 @@
-/* LowerConv: convolutions (and integer matmuls) that have no fast template become nn.conv2d (float32
- * matmuls), which AlterOpLayout then packs
- * (register-tiled NCHWc, Winograd, depthwise), as TVM's frontends and ONNX Runtime do:
+/* LowerConv and LowerQDQ. LowerConv: convolutions (and integer matmuls) that have no fast template become
+ * nn.conv2d (float32 matmuls), which AlterOpLayout then packs (register-tiled NCHWc, Winograd, depthwise), as
+ * TVM's frontends and ONNX Runtime do:
  *
  * 1. nn.conv1d(x [N, C, W], w [O, C/g, K]) is nn.conv2d over [N, C, 1, W] with a (1, K) kernel: two reshapes
  *    around it. wav2vec2's strided feature-extractor convs ran on the generic NCW loop nest at 3-5 GFLOP/s.
@@ -46,7 +46,22 @@
  *    the data's range below 2^24), which AlterOpLayout packs like any float32 matmul by a constant.
  *
  * Steps 1-4 are float32 only (the packed templates' dtype); other transposed convs (dilated, a weight
- * computed at run time) keep the generic op. */
+ * computed at run time) keep the generic op.
+ *
+ * LowerQDQ, a pass of its own in this file (it runs before FoldConstant): the QDQ form of quantized models
+ * (ONNX Runtime's default format: every Conv / MatMul reads DequantizeLinear outputs) as integer convs and
+ * matmuls, as ONNX Runtime fuses them:
+ *
+ *     nn.conv2d(qnn.dequantize(x8, xs, xz), qnn.dequantize(w8, ws, wz))                  (w8 a constant)
+ *  -> multiply(cast<float32>(nn.conv2d(qnn.subtract_zero_point(x8, xz), qnn.subtract_zero_point(w8, wz))),
+ *              reshape(xs * ws, [OC, 1, 1]))
+ *
+ * and likewise nn.matmul / nn.batch_matmul of a dequantized 8-bit tensor by a dequantized constant [K, N] matrix
+ * (scale per tensor or per column). The integer sum is exact, so this is the float conv of the dequantized
+ * values without its rounding; LowerConv then makes the integer op an 8-bit packed conv (vpdpbusd) on VNNI
+ * CPUs, else an exact float32 one. The data's scale and zero point must be per tensor; the weight's per tensor
+ * or per output channel (axis 0 of the conv weight, 1 of the matrix), not blocked. FoldConstant would otherwise
+ * have folded the weight's dequantize into a float constant. */
 #include <stdlib.h>
 #include <string.h>
 #include "codegen/llvm/codegen.h"
@@ -559,16 +574,25 @@ static bool int8_range(const int32_t *v, int64_t n) {
   return true;
 }
 
+/* The 8-bit tensor *x and its per-tensor zero point *zp (NULL: 0) that xi is the int32 difference of, or false */
+static bool eight_bit_data(const Value *xi, Value **x, Value **zp) {
+  const Node *p = xi->producer;
+  if (!p || strcmp(p->op->name, "qnn.subtract_zero_point") || p->ninputs < 1 || !p->inputs[0]) return false;
+  *x = p->inputs[0];
+  *zp = p->ninputs > 1 ? p->inputs[1] : NULL;
+  mlc_dtype t = (*x)->type.dtype;
+  return (t == MLC_U8 || t == MLC_I8) && !(*x)->dyn_extent &&
+         (!*zp || ((*zp)->type.dtype == t && tt_numel(&(*zp)->type) == 1));
+}
+
 /* step 5 on a target with u8 x s8 dot products of `lanes` int32 lanes: the 8-bit packed conv, or NULL */
 static Value *int_conv_dot(Lower *w, int lanes) {
   Node *n = w->n;
-  Value *xi = n->inputs[0], *k = n->inputs[1];
-  const Node *p = xi->producer;
-  if (!p || strcmp(p->op->name, "qnn.subtract_zero_point") || p->ninputs < 1 || !p->inputs[0]) return NULL;
-  Value *x = p->inputs[0], *zp = p->ninputs > 1 ? p->inputs[1] : NULL;
+  Value *k = n->inputs[1], *x, *zp;
+  if (!eight_bit_data(n->inputs[0], &x, &zp) || x->type.ndim != 4 || ir_attr_int(n, "groups", 1) != 1 ||
+      (zp && !zp->data))
+    return NULL;
   mlc_dtype t = x->type.dtype;
-  if ((t != MLC_U8 && t != MLC_I8) || x->type.ndim != 4 || x->dyn_extent || ir_attr_int(n, "groups", 1) != 1) return NULL;
-  if (zp && (zp->type.dtype != t || !zp->data || tt_numel(&zp->type) != 1)) return NULL;
   const TensorType *kt = &k->type;
   if (!k->data || kt->ndim != 4 || kt->dims[1] != x->type.dims[1]) return NULL;
   int64_t OC = kt->dims[0], C = kt->dims[1], KH = kt->dims[2], KW = kt->dims[3], taps = C * KH * KW;
@@ -636,13 +660,9 @@ static Value *binary(Lower *w, const char *op, Value *a, Value *b, const char *s
  * point computed at run time (DynamicQuantizeLinear's), computed from it. NULL when that does not apply. */
 static Value *int_matmul_dot(Lower *w, int lanes) {
   Node *n = w->n;
-  Value *xi = n->inputs[0], *k = n->inputs[1];
-  const Node *p = xi->producer;
-  if (!p || strcmp(p->op->name, "qnn.subtract_zero_point") || p->ninputs < 1 || !p->inputs[0]) return NULL;
-  Value *x = p->inputs[0], *zp = p->ninputs > 1 ? p->inputs[1] : NULL;
+  Value *k = n->inputs[1], *x, *zp;
+  if (!eight_bit_data(n->inputs[0], &x, &zp)) return NULL;
   mlc_dtype t = x->type.dtype;
-  if ((t != MLC_U8 && t != MLC_I8) || x->dyn_extent || (zp && (zp->type.dtype != t || tt_numel(&zp->type) != 1)))
-    return NULL;
   int r = x->type.ndim;
   int64_t K = k->type.dims[0], N = k->type.dims[1], M = tt_numel(&x->type) / K;
   if (K > 65000 || M < 1 || !int8_range(k->data, K * N)) return NULL;
@@ -745,3 +765,65 @@ static Value *rewrite(Graph *g, Node *n, const PassOptions *opt, Diag *d) {
 }
 
 mlc_status pass_lower_conv(Graph *g, const PassOptions *opt, Diag *d) { return pass_rewrite_outputs(g, opt, rewrite, d); }
+
+/* ---------------------------------------------------------------- LowerQDQ */
+
+/* the dequantize producing v when it reads 8-bit data with a float32 scale, per tensor (or along axis), or NULL */
+static const Node *dequant_of(const Value *v, bool need_const, int64_t axis) {
+  const Node *p = v ? v->producer : NULL;
+  if (!p || strcmp(p->op->name, "qnn.dequantize") || p->ninputs < 2 || !p->inputs[0] || !p->inputs[1]) return NULL;
+  mlc_dtype t = p->inputs[0]->type.dtype;
+  if ((t != MLC_U8 && t != MLC_I8) || p->inputs[1]->type.dtype != MLC_F32 || ir_attr_int(p, "block_size", 0) > 0 ||
+      v->type.dtype != MLC_F32 || (need_const && !p->inputs[0]->data))
+    return NULL;
+  int64_t ns = tt_numel(&p->inputs[1]->type);
+  if (ns != 1 && (axis < 0 || ir_attr_int(p, "axis", 0) != axis || p->inputs[1]->type.ndim != 1 ||
+                  ns != p->inputs[0]->type.dims[axis]))
+    return NULL;
+  const Value *zp = p->ninputs > 2 ? p->inputs[2] : NULL;
+  if (zp && (zp->type.dtype != t || tt_numel(&zp->type) != ns)) return NULL;
+  return p;
+}
+
+static Value *qdq_sub_zp(Lower *q, const Node *dq, int64_t axis, const char *suffix) {
+  Value *ins[2] = {dq->inputs[0], dq->ninputs > 2 ? dq->inputs[2] : NULL};
+  Node *s = add_node(q, "qnn.subtract_zero_point", suffix, ins, ins[1] ? 2 : 1);
+  ir_set_int(q->g, s, "axis", tt_numel(&dq->inputs[1]->type) > 1 ? axis : 0);
+  return finish(q, s);
+}
+
+static Value *rewrite_qdq(Graph *g, Node *n, const PassOptions *opt, Diag *d) {
+  Lower q = {.g = g, .n = n, .opt = opt, .d = d};
+  const char *op = n->op->name;
+  bool conv = !strcmp(op, "nn.conv2d");
+  if ((!conv && strcmp(op, "nn.matmul") && strcmp(op, "nn.batch_matmul")) || n->ninputs != 2 || !n->inputs[0] ||
+      !n->inputs[1] || n->inputs[0]->dyn_extent || n->outputs[0]->type.dtype != MLC_F32)
+    return NULL;
+  if (!conv && (n->inputs[1]->type.ndim != 2 || ir_attr_int(n, "transpose_a", 0) || ir_attr_int(n, "transpose_b", 0)))
+    return NULL;
+  int64_t waxis = conv ? 0 : 1;
+  const Node *dx = dequant_of(n->inputs[0], false, -1), *dw = dequant_of(n->inputs[1], true, waxis);
+  if (!dx || !dw) return NULL;
+  Value *ins[2] = {qdq_sub_zp(&q, dx, 0, "int_data"), qdq_sub_zp(&q, dw, waxis, "int_weight")};
+  if (!ins[0] || !ins[1]) return NULL;
+  Node *in = add_node(&q, op, "int", ins, 2);
+  in->attrs = n->nattrs ? arena_memdup(g->arena, n->attrs, sizeof(Attr) * (size_t)n->nattrs) : NULL;
+  in->nattrs = n->nattrs; /* the window, groups (conv) or transposes (matmul) */
+  Value *acc = finish(&q, in);
+  if (!acc) return NULL;
+  Node *c = add_node(&q, "cast", "float", &acc, 1);
+  ir_set_int(g, c, "dtype", MLC_F32);
+  Value *sc[2] = {dx->inputs[1], dw->inputs[1]};
+  Value *two[2] = {finish(&q, c), finish(&q, add_node(&q, "multiply", "scale", sc, 2))};
+  if (!two[0] || !two[1]) return NULL;
+  int64_t ns = tt_numel(&two[1]->type);
+  if (conv && ns > 1) { /* per output channel: along axis 1 of the NCHW result */
+    Node *r = add_node(&q, "reshape", "scale_axis", &two[1], 1);
+    int64_t shape[3] = {ns, 1, 1};
+    ir_set_ints(g, r, "newshape", shape, 3);
+    if (!(two[1] = finish(&q, r))) return NULL;
+  }
+  return finish(&q, add_node(&q, "multiply", "dequantized", two, 2));
+}
+
+mlc_status pass_lower_qdq(Graph *g, const PassOptions *opt, Diag *d) { return pass_rewrite_outputs(g, opt, rewrite_qdq, d); }

@@ -74,7 +74,7 @@ mlc_status pass_simplify_expr(Graph *g, const PassOptions *opt, Diag *d);       
 mlc_status pass_layer_norm_fusion(Graph *g, const PassOptions *opt, Diag *d);        /* layer_norm_fusion.c */
 mlc_status pass_hoist_rnn_projection(Graph *g, const PassOptions *opt, Diag *d);     /* rnn_projection.c */
 mlc_status pass_lower_einsum(Graph *g, const PassOptions *opt, Diag *d);            /* lower_einsum.c */
-mlc_status pass_lower_qdq(Graph *g, const PassOptions *opt, Diag *d);               /* lower_qdq.c */
+mlc_status pass_lower_qdq(Graph *g, const PassOptions *opt, Diag *d);               /* lower_conv.c */
 mlc_status pass_lower_conv(Graph *g, const PassOptions *opt, Diag *d);              /* lower_conv.c */
 mlc_status pass_alter_op_layout(Graph *g, const PassOptions *opt, Diag *d);          /* alter_op_layout.c */
 mlc_status pass_convert_layout_nchwc(Graph *g, const PassOptions *opt, Diag *d);     /* layout_nchwc.c */

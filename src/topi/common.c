@@ -115,3 +115,14 @@ mlc_status topi_conv2d_window(const Node *n, int64_t *strides, int64_t *dil, int
     if (pad[i] < 0) return diag_set(d, MLC_ERR_INVALID, "pads must be >= 0");
   return MLC_OK;
 }
+
+Expr *topi_pad_window(Arena *a, Expr *y, Expr *x, int64_t top, int64_t left, int64_t h, int64_t w, Expr **cy,
+                      Expr **cx) {
+  Expr *ih = tir_sub(a, y, tir_idx(a, top)), *iw = tir_sub(a, x, tir_idx(a, left));
+  Expr *ok = tir_bin(a, E_AND, tir_bin(a, E_GE, ih, tir_idx(a, 0)), tir_bin(a, E_LT, ih, tir_idx(a, h)));
+  ok = tir_bin(a, E_AND, ok, tir_bin(a, E_GE, iw, tir_idx(a, 0)));
+  ok = tir_bin(a, E_AND, ok, tir_bin(a, E_LT, iw, tir_idx(a, w)));
+  *cy = tir_bin(a, E_MIN, tir_bin(a, E_MAX, ih, tir_idx(a, 0)), tir_idx(a, h - 1));
+  *cx = tir_bin(a, E_MIN, tir_bin(a, E_MAX, iw, tir_idx(a, 0)), tir_idx(a, w - 1));
+  return ok;
+}

@@ -194,13 +194,7 @@ typedef struct PackedCtx {
 static Expr *pad_body(TeCtx *c, Expr **idx, void *user) {
   PackedCtx *k = user;
   Arena *a = c->arena;
-  Expr *ih = tir_sub(a, idx[2], tir_idx(a, k->p.pad[0])), *iw = tir_sub(a, idx[3], tir_idx(a, k->p.pad[1]));
-  Expr *ok = tir_bin(a, E_AND, tir_bin(a, E_GE, ih, tir_idx(a, 0)), tir_bin(a, E_LT, ih, tir_idx(a, k->p.h)));
-  ok = tir_bin(a, E_AND, ok, tir_bin(a, E_GE, iw, tir_idx(a, 0)));
-  ok = tir_bin(a, E_AND, ok, tir_bin(a, E_LT, iw, tir_idx(a, k->p.w)));
-  /* clamped indices keep the read in bounds; the select picks zero outside */
-  Expr *ch = tir_bin(a, E_MIN, tir_bin(a, E_MAX, ih, tir_idx(a, 0)), tir_idx(a, k->p.h - 1));
-  Expr *cw = tir_bin(a, E_MIN, tir_bin(a, E_MAX, iw, tir_idx(a, 0)), tir_idx(a, k->p.w - 1));
+  Expr *ch, *cw, *ok = topi_pad_window(a, idx[2], idx[3], k->p.pad[0], k->p.pad[1], k->p.h, k->p.w, &ch, &cw);
   Expr *ri[5] = {idx[0], idx[1], ch, cw, k->p.ib ? idx[4] : NULL};
   return tir_select(a, ok, te_read(c, k->data, k->p.ib ? 5 : 4, ri), tir_float(a, MLC_F32, 0));
 }
@@ -211,12 +205,7 @@ static Expr *pad_word_body(TeCtx *c, Expr **idx, void *user) {
   PackedCtx *k = user;
   const PackedConv *p = &k->p;
   Arena *a = c->arena;
-  Expr *ih = tir_sub(a, idx[2], tir_idx(a, p->pad[0])), *iw = tir_sub(a, idx[3], tir_idx(a, p->pad[1]));
-  Expr *ok = tir_bin(a, E_AND, tir_bin(a, E_GE, ih, tir_idx(a, 0)), tir_bin(a, E_LT, ih, tir_idx(a, p->h)));
-  ok = tir_bin(a, E_AND, ok, tir_bin(a, E_GE, iw, tir_idx(a, 0)));
-  ok = tir_bin(a, E_AND, ok, tir_bin(a, E_LT, iw, tir_idx(a, p->w)));
-  Expr *ch = tir_bin(a, E_MIN, tir_bin(a, E_MAX, ih, tir_idx(a, 0)), tir_idx(a, p->h - 1));
-  Expr *cw = tir_bin(a, E_MIN, tir_bin(a, E_MAX, iw, tir_idx(a, 0)), tir_idx(a, p->w - 1));
+  Expr *ch, *cw, *ok = topi_pad_window(a, idx[2], idx[3], p->pad[0], p->pad[1], p->h, p->w, &ch, &cw);
   bool is_i8 = k->data->dtype == MLC_I8;
   Expr *word = NULL;
   for (int t = 0; t < 4; t++) {

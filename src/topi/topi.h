@@ -53,6 +53,10 @@ void topi_knob_choice(TopiKnob *k, int64_t v);
 int topi_vector_lanes(const Target *t, mlc_dtype dt); /* elements of dt per vector register */
 int topi_num_cores(const Target *t);
 int64_t topi_largest_divisor(int64_t n, int64_t max);  /* the largest divisor of n that is <= max */
+/* Row y and column x of a padded image (top, left padding) in an h x w image: the condition that they fall
+ * inside it, and in *cy / *cx the indices clamped into it (a read that stays in bounds under the select) */
+Expr *topi_pad_window(Arena *a, Expr *y, Expr *x, int64_t top, int64_t left, int64_t h, int64_t w, Expr **cy,
+                      Expr **cx);
 IterVar *topi_fuse_range(TeStage *st, IterVar **ivs, int n);
 void topi_split(TeStage *st, IterVar *iv, int64_t factor, IterVar **outer, IterVar **inner); /* factor clamped */
 /* conv2d_x86.c: the template of nn.conv2d_packed (tag "conv2d_packed") */

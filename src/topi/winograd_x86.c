@@ -260,12 +260,7 @@ static mlc_status input_infer(Node *n, Diag *d) {
 static Expr *pad_body(TeCtx *c, Expr **idx, void *user) {
   WinoConv *p = user;
   Arena *a = c->arena;
-  Expr *ih = tir_sub(a, idx[1], tir_idx(a, p->pad[0])), *iw = tir_sub(a, idx[2], tir_idx(a, p->pad[1]));
-  Expr *ok = tir_bin(a, E_AND, tir_bin(a, E_GE, ih, tir_idx(a, 0)), tir_bin(a, E_LT, ih, tir_idx(a, p->h)));
-  ok = tir_bin(a, E_AND, ok, tir_bin(a, E_GE, iw, tir_idx(a, 0)));
-  ok = tir_bin(a, E_AND, ok, tir_bin(a, E_LT, iw, tir_idx(a, p->wd)));
-  Expr *ch = tir_bin(a, E_MIN, tir_bin(a, E_MAX, ih, tir_idx(a, 0)), tir_idx(a, p->h - 1));
-  Expr *cw = tir_bin(a, E_MIN, tir_bin(a, E_MAX, iw, tir_idx(a, 0)), tir_idx(a, p->wd - 1));
+  Expr *ch, *cw, *ok = topi_pad_window(a, idx[1], idx[2], p->pad[0], p->pad[1], p->h, p->wd, &ch, &cw);
   Expr *v;
   if (p->blk) {
     Expr *b = tir_idx(a, p->blk);
