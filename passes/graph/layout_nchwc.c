@@ -180,7 +180,8 @@ static bool is_blockable_depthwise(const Node *n) {
       ir_attr(n, "data_block"))
     return false;
   const TensorType *w = &n->inputs[1]->type; /* [C * M, 1, KH, KW]: M = 1 when C * M = groups */
-  return w->ndim == 4 && w->dtype == MLC_F32 && w->dims[0] == ir_attr_int(n, "groups", 0);
+  return w->ndim == 4 && w->dtype == MLC_F32 && n->inputs[0]->type.dtype == MLC_F32 && /* (not 8-bit data) */
+         w->dims[0] == ir_attr_int(n, "groups", 0);
 }
 
 /* a 2-D max or average pool of float32 (src/topi/nn.c, data_block): in NCHWc it pools each channel lane alike */

@@ -57,7 +57,8 @@
  *              reshape(xs * ws, [OC, 1, 1]))
  *
  * and likewise nn.matmul / nn.batch_matmul of a dequantized 8-bit tensor by a dequantized constant [K, N] matrix
- * (scale per tensor or per column). The integer sum is exact, so this is the float conv of the dequantized
+ * (scale per tensor or per column), and nn.dense (Gemm, QGemm: a constant [N, K] matrix, scale per tensor or
+ * per row) as the nn.matmul by its transpose. The integer sum is exact, so this is the float conv of the dequantized
  * values without its rounding; LowerConv then makes the integer op an 8-bit packed conv (vpdpbusd) on VNNI
  * CPUs, else an exact float32 one. The data's scale and zero point must be per tensor; the weight's per tensor
  * or per output channel (axis 0 of the conv weight, 1 of the matrix), not blocked. FoldConstant would otherwise
@@ -513,6 +514,46 @@ static Value *cast_to(Lower *w, Value *v, mlc_dtype t, const char *what) {
   return finish(w, c);
 }
 
+/* The 8-bit tensor *x and its per-tensor zero point *zp (NULL: 0) that xi is the int32 difference of, or false */
+static bool eight_bit_data(const Value *xi, Value **x, Value **zp) {
+  const Node *p = xi->producer;
+  if (!p || strcmp(p->op->name, "qnn.subtract_zero_point") || p->ninputs < 1 || !p->inputs[0]) return false;
+  *x = p->inputs[0];
+  *zp = p->ninputs > 1 ? p->inputs[1] : NULL;
+  mlc_dtype t = (*x)->type.dtype;
+  return (t == MLC_U8 || t == MLC_I8) && !(*x)->dyn_extent &&
+         (!*zp || ((*zp)->type.dtype == t && tt_numel(&(*zp)->type) == 1));
+}
+
+static bool cpu_target(const PassOptions *opt) {
+  Target t;
+  Diag td = {0};
+  return cg_target_parse(opt->target ? opt->target : "llvm", &t, &td) == MLC_OK && t.kind == TARGET_CPU;
+}
+
+/* step 5, a depthwise conv (groups = C, one channel per group) on a CPU: nn.depthwise_conv2d of the 8-bit data
+ * itself (its padding stage subtracts the constant zero point), with the float32 weight, cast to int32: the
+ * data stays bytes in memory, not a float32 copy; exact under the caller's bound on the sums */
+static Value *depthwise_bytes(Lower *w, Value *x8, const Value *zp) {
+  Node *n = w->n;
+  const Value *k = n->inputs[1];
+  int64_t numel = tt_numel(&k->type);
+  float *fw = arena_alloc(w->g->arena, sizeof(float) * (size_t)numel);
+  for (int64_t i = 0; i < numel; i++) fw[i] = (float)((const int32_t *)k->data)[i];
+  TensorType ft = k->type;
+  ft.dtype = MLC_F32;
+  int64_t z = !zp ? 0 : x8->type.dtype == MLC_U8 ? *(const uint8_t *)zp->data : *(const int8_t *)zp->data;
+  int64_t s[2] = {1, 1}, dil[2] = {1, 1}, pads[4] = {0, 0, 0, 0};
+  ir_attr_ints(n, "strides", s, 2);
+  ir_attr_ints(n, "dilation", dil, 2);
+  ir_attr_ints(n, "padding", pads, 4);
+  Value *ins[2] = {x8, ir_const_new(w->g, arena_printf(w->g->arena, "%s_float_weight", n->name), ft, fw)};
+  Node *conv = add_node(w, "nn.depthwise_conv2d", "bytes", ins, 2);
+  copy_window(w, conv, 2, s, dil, pads, ir_attr_int(n, "groups", 1));
+  ir_set_int(w->g, conv, "zero_point", z);
+  return cast_to(w, finish(w, conv), MLC_I32, "int_result");
+}
+
 static Value *int_conv_as_float(Lower *w) {
   Node *n = w->n;
   Value *x = n->inputs[0], *k = n->inputs[1];
@@ -529,6 +570,10 @@ static Value *int_conv_as_float(Lower *w) {
   ir_attr_ints(n, "strides", s, 2);
   ir_attr_ints(n, "dilation", dil, 2);
   ir_attr_ints(n, "padding", pads, 4);
+  Value *x8, *zp;
+  if (groups > 1 && groups == x->type.dims[1] && IC == 1 && eight_bit_data(x, &x8, &zp) && (!zp || zp->data) &&
+      cpu_target(w->opt))
+    return depthwise_bytes(w, x8, zp);
   Value *xf = cast_to(w, x, MLC_F32, "float_data"), *y = NULL;
   for (int j = 0; j < nchunk && xf; j++) {
     int64_t c0 = cut[j], c1 = cut[j + 1];
@@ -574,16 +619,6 @@ static bool int8_range(const int32_t *v, int64_t n) {
   return true;
 }
 
-/* The 8-bit tensor *x and its per-tensor zero point *zp (NULL: 0) that xi is the int32 difference of, or false */
-static bool eight_bit_data(const Value *xi, Value **x, Value **zp) {
-  const Node *p = xi->producer;
-  if (!p || strcmp(p->op->name, "qnn.subtract_zero_point") || p->ninputs < 1 || !p->inputs[0]) return false;
-  *x = p->inputs[0];
-  *zp = p->ninputs > 1 ? p->inputs[1] : NULL;
-  mlc_dtype t = (*x)->type.dtype;
-  return (t == MLC_U8 || t == MLC_I8) && !(*x)->dyn_extent &&
-         (!*zp || ((*zp)->type.dtype == t && tt_numel(&(*zp)->type) == 1));
-}
 
 /* step 5 on a target with u8 x s8 dot products of `lanes` int32 lanes: the 8-bit packed conv, or NULL */
 static Value *int_conv_dot(Lower *w, int lanes) {
@@ -795,20 +830,24 @@ static Value *qdq_sub_zp(Lower *q, const Node *dq, int64_t axis, const char *suf
 static Value *rewrite_qdq(Graph *g, Node *n, const PassOptions *opt, Diag *d) {
   Lower q = {.g = g, .n = n, .opt = opt, .d = d};
   const char *op = n->op->name;
-  bool conv = !strcmp(op, "nn.conv2d");
-  if ((!conv && strcmp(op, "nn.matmul") && strcmp(op, "nn.batch_matmul")) || n->ninputs != 2 || !n->inputs[0] ||
-      !n->inputs[1] || n->inputs[0]->dyn_extent || n->outputs[0]->type.dtype != MLC_F32)
+  bool conv = !strcmp(op, "nn.conv2d"), dense = !strcmp(op, "nn.dense");
+  if ((!conv && !dense && strcmp(op, "nn.matmul") && strcmp(op, "nn.batch_matmul")) || n->ninputs != 2 ||
+      !n->inputs[0] || !n->inputs[1] || n->inputs[0]->dyn_extent || n->outputs[0]->type.dtype != MLC_F32)
     return NULL;
   if (!conv && (n->inputs[1]->type.ndim != 2 || ir_attr_int(n, "transpose_a", 0) || ir_attr_int(n, "transpose_b", 0)))
     return NULL;
-  int64_t waxis = conv ? 0 : 1;
+  int64_t waxis = conv || dense ? 0 : 1; /* the output channel (conv), unit (dense) or column (matmul) */
   const Node *dx = dequant_of(n->inputs[0], false, -1), *dw = dequant_of(n->inputs[1], true, waxis);
   if (!dx || !dw) return NULL;
   Value *ins[2] = {qdq_sub_zp(&q, dx, 0, "int_data"), qdq_sub_zp(&q, dw, waxis, "int_weight")};
+  if (dense) /* x . W^T as the matmul by W^T [K, N] (FoldConstant folds the transpose) */
+    ins[1] = transpose2(&q, ins[1], "int_weight_t");
   if (!ins[0] || !ins[1]) return NULL;
-  Node *in = add_node(&q, op, "int", ins, 2);
-  in->attrs = n->nattrs ? arena_memdup(g->arena, n->attrs, sizeof(Attr) * (size_t)n->nattrs) : NULL;
-  in->nattrs = n->nattrs; /* the window, groups (conv) or transposes (matmul) */
+  Node *in = add_node(&q, dense ? "nn.matmul" : op, "int", ins, 2);
+  if (!dense) {
+    in->attrs = n->nattrs ? arena_memdup(g->arena, n->attrs, sizeof(Attr) * (size_t)n->nattrs) : NULL;
+    in->nattrs = n->nattrs; /* the window, groups (conv) or transposes (matmul) */
+  }
   Value *acc = finish(&q, in);
   if (!acc) return NULL;
   Node *c = add_node(&q, "cast", "float", &acc, 1);

@@ -283,7 +283,7 @@ static int64_t target_lanes(const Target *t) {
 }
 
 static bool rows_form(const Target *t, const PackedConv *p) {
-  return p->ib == 0 && p->out_block == 0 && p->groups == 1 && p->oc == p->occ * p->ocb && p->kh == 1 && p->kw == 1 && p->strides[0] == 1 &&
+  return p->ib == 0 && p->out_block == 0 && p->groups == 1 && p->kh == 1 && p->kw == 1 && p->strides[0] == 1 &&
          p->strides[1] == 1 && !p->pad[0] && !p->pad[1] && !p->pad[2] && !p->pad[3] &&
          (p->oh * p->ow) % target_lanes(t) == 0;
 }
@@ -321,7 +321,7 @@ static mlc_status packed_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **o
   k->offset = n->ninputs > 2 ? ins[2] : NULL;
   mlc_dtype acc = p->int8 ? MLC_I32 : MLC_F32;
   if (rows_form(c->target, p)) {
-    int64_t cs[3] = {p->n, p->occ * p->ocb, p->oh * p->ow}, os[4] = {p->n, p->occ * p->ocb, p->oh, p->ow};
+    int64_t cs[3] = {p->n, p->oc, p->oh * p->ow}, os[4] = {p->n, p->oc, p->oh, p->ow}; /* (oc: a partial last block) */
     if (p->int8) {
       int64_t ps[4] = {p->n, p->c, p->h, p->w};
       k->pad = te_compute(c, "data_words", "conv2d_packed_pad", MLC_I32, 4, ps, pad_word_body, k);

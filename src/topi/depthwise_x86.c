@@ -23,6 +23,11 @@
  * fallback picks tile_ow among the divisors of OW that fill the vectors best (whole vectors first, then the
  * wider) and tile_oh so the accumulators take half of the vector registers.
  *
+ * 8-bit data (uint8 / int8, NCHW only; attribute zero_point z, a float32 weight): the padding stage reads the
+ * bytes and holds float(x) - z (0 in the padding), so a quantized model's depthwise conv (LowerConv, step 5)
+ * reads its data as the bytes the conv before it wrote instead of a float32 copy four times their size; the
+ * sums are the integer ones while every output's 255 * sum |w| stays below 2^24, which LowerConv checks.
+ *
  * NCHWc form (attribute data_block b, set by ConvertLayoutNCHWc when the data comes from packed convs in
  * NCHWc; multiplier 1): data [N, C/b, H, W, b], weight [C/b, 1, KH, KW, b] -> [N, C/b, OH, OW, b]. Vectors
  * run along the channel block, so every tap is one contiguous vector load whatever the stride or width (7x7
@@ -42,6 +47,8 @@ typedef struct Depthwise {
   int64_t strides[2], dil[2], pad[4]; /* pad: top, left, bottom, right */
   int64_t ph, pw;                     /* rows and columns of the input the windows reach, pads included */
   int64_t b;                          /* data_block: 0 NCHW, else the channel block (c counts blocks) */
+  bool bytes;                         /* 8-bit data: the padding stage converts it, minus zero_point */
+  int64_t zp;
 } Depthwise;
 
 static mlc_status depthwise_of(const Node *n, Depthwise *p, Diag *d) {
@@ -58,8 +65,16 @@ static mlc_status depthwise_of(const Node *n, Depthwise *p, Diag *d) {
                     "nn.depthwise_conv2d with data_block %lld expects data [N, C/%lld, H, W, %lld] and weight "
                     "[C/%lld, 1, KH, KW, %lld]",
                     (long long)p->b, (long long)p->b, (long long)p->b, (long long)p->b, (long long)p->b);
-  if (x->dtype != MLC_F32 || k->dtype != MLC_F32)
-    return diag_set(d, MLC_ERR_UNSUPPORTED, "nn.depthwise_conv2d supports float32 only");
+  p->bytes = x->dtype == MLC_U8 || x->dtype == MLC_I8;
+  if ((x->dtype != MLC_F32 && !p->bytes) || k->dtype != MLC_F32 || (p->bytes && p->b))
+    return diag_set(d, MLC_ERR_UNSUPPORTED,
+                    "nn.depthwise_conv2d supports float32, or NCHW uint8 / int8 data, by a float32 weight; got %s "
+                    "by %s",
+                    mlc_dtype_name(x->dtype), mlc_dtype_name(k->dtype));
+  p->zp = ir_attr_int(n, "zero_point", 0);
+  if (p->bytes ? p->zp < (x->dtype == MLC_U8 ? 0 : -128) || p->zp > (x->dtype == MLC_U8 ? 255 : 127) : p->zp != 0)
+    return diag_set(d, MLC_ERR_INVALID, "nn.depthwise_conv2d: zero_point %lld does not fit %s data", (long long)p->zp,
+                    mlc_dtype_name(x->dtype));
   mlc_status st = topi_conv2d_window(n, p->strides, p->dil, p->pad, d);
   if (st) return st;
   p->n = x->dims[0];
@@ -130,6 +145,7 @@ static Expr *pad_body(TeCtx *c, Expr **idx, void *user) {
   Expr *cw = tir_bin(a, E_MIN, tir_bin(a, E_MAX, iw, tir_idx(a, 0)), tir_idx(a, p->w - 1));
   Expr *ri[4] = {idx[0], idx[1], ch, cw};
   Expr *v = te_read(c, k->data, 4, ri);
+  if (p->bytes) v = tir_sub(a, tir_cast(a, MLC_F32, v), tir_float(a, MLC_F32, (double)p->zp));
   return ok ? tir_select(a, ok, v, tir_float(a, MLC_F32, 0)) : v;
 }
 
@@ -214,7 +230,7 @@ static mlc_status depthwise_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor 
     return MLC_OK;
   }
   k->phase_split = p->strides[1] > 1;
-  if (padded || k->phase_split) {
+  if (padded || k->phase_split || p->bytes) {
     int64_t s = p->strides[1];
     int64_t ps[5] = {p->n, p->c, p->ph, p->pw, 0};
     if (k->phase_split) {

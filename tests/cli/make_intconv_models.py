@@ -4,7 +4,8 @@ MatMulInteger) that LowerConv runs as exact float32 ones, or as 8-bit packed con
 products (tests/cli/test_intconv.sh), each with a random input
 (NAME_inputs.npz) and its exact reference (NAME_ref.npz) computed in int64: acc = conv(x - x_zp, w - w_zp)
 (+ bias) or (a - a_zp) @ b; the QLinear ops' output is clip(round_half_even(acc * x_scale * w_scale / y_scale)
-+ y_zp), with power-of-two scales so the product is exact. The names are listed in DIR/models.txt;
++ y_zp), with power-of-two scales so the product is exact (the ties models: full-mantissa scales and sums at
+float32's rounding ties, the product in float64 as ONNX's reference does). The names are listed in DIR/models.txt;
 DIR/chunks.txt gives the number of float ops each must become (0: more than one, the input channels or K split
 so every partial sum stays below 2^24) and the number of 8-bit packed convs it must become with VNNI."""
 import os
@@ -94,6 +95,59 @@ model("qlinear_u8_dilated", TensorProto.UINT8, (1, 20, 12, 12), 40, 3, pad=2, di
 # a 1x1 conv over 8x8 (whole vectors of columns): the 8-bit rows form, data words by broadcast weight words
 model("qlinear_u8_1x1_rows", TensorProto.UINT8, (1, 36, 8, 8), 32, 1)
 model("convinteger_wzp", TensorProto.UINT8, (1, 9, 9, 9), 20, 3, pad=1, wmax=100, qlinear=False)
+# depthwise (group = channels): on a CPU nn.depthwise_conv2d of the bytes themselves (its padding stage subtracts
+# the zero point), counted with the float ops; a channel multiplier of 2 with stride 2, int8 data with batch 2
+model("qlinear_u8_depthwise_m2", TensorProto.UINT8, (1, 24, 15, 13), 48, 3, stride=2, pad=1, groups=24, int8=0)
+model("qlinear_i8_depthwise", TensorProto.INT8, (2, 32, 9, 9), 32, 3, pad=1, groups=32, int8=0)
+model("convinteger_depthwise", TensorProto.UINT8, (1, 16, 8, 8), 16, 3, pad=1, groups=16, qlinear=False, int8=0)
+
+
+def ties_model(name, depthwise):
+    """QLinearConv whose sums are the float32 ties of requantize's float32 form: m = x_scale * w_scale / y_scale
+    (float32, full mantissa) and sums a with float32(a * m) = k + 0.5 while a * m is not (above or below it);
+    pixel (0, 0) of channel o sums exactly target o (a 1x1 conv reading one
+    of its 16 input channels, or a depthwise 3x3 conv whose weight is its centre tap, plus the bias)"""
+    xs, ys = np.float32(0.0123), np.float32(0.917)
+    ws = np.float32(0.00731)
+    m = np.float32(xs * ws) / ys
+    acc = np.arange(-int(127 / m), int(127 / m), dtype=np.int64)
+    hi = acc.astype(np.float32) * m
+    lo = acc.astype(np.float64) * np.float64(m) - hi.astype(np.float64)
+    tie = np.abs(hi - np.rint(hi)) == 0.5
+    targets = np.concatenate([acc[tie & (lo > 0)][:8], acc[tie & (lo < 0)][:8]])  # 16 channels: a block
+    assert len(targets) == 16, "too few ties"
+    c = len(targets)
+    xz, yz = np.uint8(100), np.uint8(128)
+    x = rng.integers(0, 256, (1, 16 if not depthwise else c, 8, 8)).astype(np.uint8)
+    if depthwise:
+        w = np.zeros((c, 1, 3, 3), np.int8)
+        w[:, 0, 1, 1] = 1
+        b = (targets - (x[0, :, 0, 0].astype(np.int64) - int(xz))).astype(np.int32)
+    else:
+        w = np.zeros((c, 16, 1, 1), np.int8)
+        w[:, 0] = 1
+        b = (targets - (int(x[0, 0, 0, 0]) - int(xz))).astype(np.int32)
+    wsv = np.full(c, ws, np.float32)
+    a = conv_ref(x.astype(np.int64) - int(xz), w.astype(np.int64), 1, 1 if depthwise else 0, c if depthwise else 1)
+    a = a + b[None, :, None, None]
+    assert (a[0, :, 0, 0] == targets).all()
+    ref = np.clip(np.rint(a * (xs * wsv / ys).astype(np.float64)[None, :, None, None]) + int(yz), 0, 255)
+    inits = [numpy_helper.from_array(v, nm) for v, nm in
+             [(xs, "xs"), (np.array(xz), "xz"), (w, "w"), (wsv, "ws"), (np.zeros(c, np.int8), "wz"), (ys, "ys"),
+              (np.array(yz), "yz"), (b, "b")]]
+    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], ["y"],
+                            pads=[1 if depthwise else 0] * 4, group=c if depthwise else 1)
+    g = helper.make_graph([node], name, [helper.make_tensor_value_info("x", TensorProto.UINT8, list(x.shape))],
+                          [helper.make_tensor_value_info("y", TensorProto.UINT8, None)], initializer=inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), f"{out}/{name}.onnx")
+    np.savez(f"{out}/{name}_inputs.npz", x=x)
+    np.savez(f"{out}/{name}_ref.npz", y=ref.astype(np.uint8))
+    names.append(name)
+    chunks.append(f"{name}\t1\t{0 if depthwise else 1}")
+
+
+ties_model("qlinear_u8_requantize_ties", False)
+ties_model("qlinear_u8_depthwise_ties", True)
 
 
 def matmul_model(name, xt, ashape, n, wmax=127, qlinear=False, nchunks=1):

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""make_qoperator_models.py DIR [--resnet18 SIZE] [--resnet50 SIZE] [--no-ref]: int8 models in ONNX Runtime's
+"""make_qoperator_models.py DIR [--units] [--resnet18 SIZE] [--resnet50 SIZE] [--mobilenet-v2 SIZE] [--qdq]
+[--no-ref]: int8 models in ONNX Runtime's
 QOperator format (QLinearConv, QuantizeLinear and the com.microsoft contrib ops QLinearAdd, QLinearMul,
 QLinearSigmoid, QLinearLeakyRelu, QLinearGlobalAveragePool, QLinearAveragePool, QLinearConcat, QGemm), as ONNX
 Runtime's quantizer writes them (the ONNX Model Zoo's int8 models), each with an input (NAME_inputs.npz) and a
@@ -11,7 +12,11 @@ with the tolerance of each (largest absolute difference; rounding ties may diffe
 - qresnet18_SIZE / qresnet50_SIZE: torchvision's ResNet (random weights, batch-norm statistics calibrated on
   random data, folded into the convs) quantized per output channel (int8 weights) and per tensor (uint8
   activations, ranges from a float run), each ReLU fused as a zero point of 0, the residual adds QLinearAdd, the
-  head QLinearGlobalAveragePool, Flatten and a QGemm with float output."""
+  head QLinearGlobalAveragePool, Flatten and a QGemm with float output;
+- qmobilenet_v2_SIZE: torchvision's MobileNetV2 likewise, its depthwise 3x3 convs QLinearConvs with group =
+  channels, each ReLU6 fused as the output range [0, max], the linear bottlenecks' adds QLinearAdd;
+- with --qdq also each network in the QDQ format (qdq*: float ops between DequantizeLinear and QuantizeLinear,
+  ONNX Runtime's default), with the same reference."""
 import argparse
 import os
 
@@ -33,22 +38,23 @@ def dequantize(q, s, z):
     return ((q.astype(np.int32) - np.int32(z)).astype(F32) * F32(s)).astype(F32)
 
 
-def conv_int(x, w, stride, pad):
+def conv_int(x, w, stride, pad, groups=1):
     """sum over (x int) * (w int) of an NCHW conv, exact in float64 (sums far below 2^53)"""
     n, c, h, wd = x.shape
-    oc, _, kh, kw = w.shape
+    oc, cg, kh, kw = w.shape
     xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
     oh, ow = (h + 2 * pad - kh) // stride + 1, (wd + 2 * pad - kw) // stride + 1
     cols = np.empty((n, c, kh, kw, oh, ow))
     for i in range(kh):
         for j in range(kw):
             cols[:, :, i, j] = xp[:, :, i:i + stride * oh:stride, j:j + stride * ow:stride]
-    return np.einsum("nkhw,ok->nohw", cols.reshape(n, c * kh * kw, oh, ow),
-                     w.reshape(oc, c * kh * kw).astype(np.float64)).astype(np.int64)
+    return np.einsum("ngkhw,gok->ngohw", cols.reshape(n, groups, cg * kh * kw, oh, ow),
+                     w.reshape(groups, oc // groups, cg * kh * kw).astype(np.float64)).reshape(n, oc, oh, ow) \
+        .astype(np.int64)
 
 
-def qlinear_conv_ref(xq, xs, xz, wq, ws, yz_dt, ys, yz, b, stride, pad):
-    acc = conv_int(xq.astype(np.int64) - int(xz), wq.astype(np.int64), stride, pad) + b[None, :, None, None]
+def qlinear_conv_ref(xq, xs, xz, wq, ws, yz_dt, ys, yz, b, stride, pad, groups=1):
+    acc = conv_int(xq.astype(np.int64) - int(xz), wq.astype(np.int64), stride, pad, groups) + b[None, :, None, None]
     scale = (F32(xs) * ws.astype(F32) / F32(ys)).astype(np.float64)
     lo, hi = (0, 255) if yz_dt == np.uint8 else (-128, 127)
     return np.clip(np.rint(acc * scale[None, :, None, None]) + int(yz), lo, hi).astype(yz_dt)
@@ -191,140 +197,199 @@ def unit_models(out, rng, names):
                  1 if qout else 1e-4)
 
 
-# ---------------------------------------------------------------- quantized torchvision ResNet
+# ---------------------------------------------------------------- quantized torchvision networks
 
-def resnet_model(out, arch, size, names, with_ref, qdq=False):
-    """qdq: the same quantized network in the QDQ format (float Conv / Add / GlobalAveragePool / Gemm between
-    DequantizeLinear and QuantizeLinear, ONNX Runtime's default), the same reference"""
+def fold(conv, bn):
+    """a conv followed by batch norm as one conv: (w, bias, stride, pad, groups)"""
     import torch
-    import torchvision
-    torch.manual_seed(0)
-    net = getattr(torchvision.models, arch)(weights=None)
-    net.train()
-    with torch.no_grad():  # batch-norm statistics from random images
-        for _ in range(3):
-            net(torch.randn(8, 3, size, size))
-    net.eval()
-    x = torch.randn(1, 3, size, size)
+    w = conv.weight.detach().numpy().astype(F32)
+    g = (bn.weight / torch.sqrt(bn.running_var + bn.eps)).detach().numpy()
+    b = (bn.bias - bn.running_mean * bn.weight / torch.sqrt(bn.running_var + bn.eps)).detach().numpy()
+    return (w * g[:, None, None, None]).astype(F32), b.astype(F32), conv.stride[0], conv.padding[0], conv.groups
 
-    def fold(conv, bn):
-        w = conv.weight.detach().numpy().astype(F32)
-        g = (bn.weight / torch.sqrt(bn.running_var + bn.eps)).detach().numpy()
-        b = (bn.bias - bn.running_mean * bn.weight / torch.sqrt(bn.running_var + bn.eps)).detach().numpy()
-        return (w * g[:, None, None, None]).astype(F32), b.astype(F32), conv.stride[0], conv.padding[0]
 
-    b = Builder(f"q{arch}")
-    U8 = np.uint8
-    ref = {}
+class QNet:
+    """builds a quantized network layer by layer next to its float run (for the activation ranges) and the numpy
+    reference of the quantized graph; qdq: every quantized op as its float op between DequantizeLinear and
+    QuantizeLinear (ONNX Runtime's default format), the same reference"""
 
-    def conv(tq, t, layer, relu):
-        """QLinearConv of quantized tensor tq (float value t) with a folded conv+bn: (name, float out)"""
-        w, bias, stride, pad = layer
+    def __init__(self, name, qdq, with_ref):
+        self.b, self.qdq, self.with_ref, self.ref = Builder(name), qdq, with_ref, {}
+
+    def input(self, x):
+        xs, xz = qparams(x.min(), x.max(), np.uint8)
+        q0 = self.b.node("QuantizeLinear", ["x", self.b.const(xs, "xs"), self.b.const(xz, "xz")])
+        if self.with_ref:
+            self.ref[q0] = quantize(x.numpy(), xs, xz, np.uint8)
+        return (q0, xs, xz), x
+
+    def conv(self, tq, t, layer, act):
+        """quantized conv (folded with its batch norm; act None, 'relu' or 'relu6' fused into the output range)
+        of quantized tensor tq = (name, scale, zero point) with float value t: ((name, ys, yz), float out)"""
+        import torch
+        b = self.b
+        w, bias, stride, pad, groups = layer
         with torch.no_grad():
-            y = torch.nn.functional.conv2d(t, torch.from_numpy(w), torch.from_numpy(bias), stride, pad)
-            if relu:
+            y = torch.nn.functional.conv2d(t, torch.from_numpy(w), torch.from_numpy(bias), stride, pad, 1, groups)
+            if act == "relu":
                 y = torch.relu(y)
-        ys, yz = qparams(y.min(), y.max(), U8)
+            elif act == "relu6":
+                y = torch.clamp(y, 0, 6)
+        ys, yz = qparams(y.min(), y.max(), np.uint8)
         ws = (np.abs(w).reshape(w.shape[0], -1).max(1) / 127).astype(F32)
         ws[ws == 0] = 1
         wq = np.clip(np.rint(w / ws[:, None, None, None]), -127, 127).astype(np.int8)
         xs, xz = tq[1], tq[2]
         bq = np.rint(bias / (xs * ws)).astype(np.int32)
-        if qdq:
-            oc = len(ws)
+        oc = len(ws)
+        attrs = dict(strides=[stride, stride], pads=[pad] * 4, kernel_shape=list(w.shape[2:]))
+        if groups != 1:
+            attrs["group"] = groups
+        if self.qdq:
             fx = b.node("DequantizeLinear", [tq[0], b.const(xs, "xs"), b.const(xz, "xz")])
             fw = b.node("DequantizeLinear", [b.const(wq, "w"), b.const(ws, "ws"), b.const(np.zeros(oc, np.int8), "wz")],
                         axis=0)
             fb = b.node("DequantizeLinear", [b.const(bq, "b"), b.const((xs * ws).astype(F32), "bs"),
                                              b.const(np.zeros(oc, np.int32), "bz")], axis=0)
-            fc = b.node("Conv", [fx, fw, fb], strides=[stride, stride], pads=[pad] * 4, kernel_shape=list(w.shape[2:]))
+            fc = b.node("Conv", [fx, fw, fb], **attrs)
             name = b.node("QuantizeLinear", [fc, b.const(ys, "ys"), b.const(yz, "yz")])
-            if with_ref:
-                ref[name] = qlinear_conv_ref(ref[tq[0]], xs, xz, wq, ws, U8, ys, yz, bq, stride, pad)
-            return (name, ys, yz), y
-        name = b.node("QLinearConv", [tq[0], b.const(xs, "xs"), b.const(xz, "xz"), b.const(wq, "w"),
-                                      b.const(ws, "ws"), b.const(np.zeros(len(ws), np.int8), "wz"),
-                                      b.const(ys, "ys"), b.const(yz, "yz"), b.const(bq, "b")],
-                      strides=[stride, stride], pads=[pad] * 4, kernel_shape=list(w.shape[2:]))
-        if with_ref:
-            ref[name] = qlinear_conv_ref(ref[tq[0]], xs, xz, wq, ws, U8, ys, yz, bq, stride, pad)
+        else:
+            name = b.node("QLinearConv", [tq[0], b.const(xs, "xs"), b.const(xz, "xz"), b.const(wq, "w"),
+                                          b.const(ws, "ws"), b.const(np.zeros(oc, np.int8), "wz"),
+                                          b.const(ys, "ys"), b.const(yz, "yz"), b.const(bq, "b")], **attrs)
+        if self.with_ref:
+            self.ref[name] = qlinear_conv_ref(self.ref[tq[0]], xs, xz, wq, ws, np.uint8, ys, yz, bq, stride, pad,
+                                              groups)
         return (name, ys, yz), y
 
-    def add(pq, p, sq, sc):
-        y = torch.relu(p + sc)
-        cs, cz = qparams(0, y.max(), U8)
-        if qdq:
+    def add(self, pq, p, sq, sc, relu):
+        """quantized p + sc (then ReLU when relu)"""
+        import torch
+        b = self.b
+        y = p + sc
+        if relu:
+            y = torch.relu(y)
+        cs, cz = qparams(y.min(), y.max(), np.uint8)
+        if self.qdq:
             fa = b.node("DequantizeLinear", [pq[0], b.const(pq[1], "as"), b.const(pq[2], "az")])
             fb = b.node("DequantizeLinear", [sq[0], b.const(sq[1], "bs"), b.const(sq[2], "bz")])
             name = b.node("QuantizeLinear", [b.node("Add", [fa, fb]), b.const(cs, "cs"), b.const(cz, "cz")])
-            if with_ref:
-                ref[name] = quantize(dequantize(ref[pq[0]], pq[1], pq[2]) + dequantize(ref[sq[0]], sq[1], sq[2]), cs,
-                                     cz, U8)
-            return (name, cs, cz), y
-        name = b.node("QLinearAdd", [pq[0], b.const(pq[1], "as"), b.const(pq[2], "az"), sq[0], b.const(sq[1], "bs"),
-                                     b.const(sq[2], "bz"), b.const(cs, "cs"), b.const(cz, "cz")], "com.microsoft")
-        if with_ref:
-            ref[name] = quantize(dequantize(ref[pq[0]], pq[1], pq[2]) + dequantize(ref[sq[0]], sq[1], sq[2]), cs, cz, U8)
+        else:
+            name = b.node("QLinearAdd", [pq[0], b.const(pq[1], "as"), b.const(pq[2], "az"), sq[0],
+                                         b.const(sq[1], "bs"), b.const(sq[2], "bz"), b.const(cs, "cs"),
+                                         b.const(cz, "cz")], "com.microsoft")
+        if self.with_ref:
+            self.ref[name] = quantize(dequantize(self.ref[pq[0]], pq[1], pq[2]) +
+                                      dequantize(self.ref[sq[0]], sq[1], sq[2]), cs, cz, np.uint8)
         return (name, cs, cz), y
 
-    xs, xz = qparams(x.min(), x.max(), U8)
-    q0 = b.node("QuantizeLinear", ["x", b.const(xs, "xs"), b.const(xz, "xz")])
+    def head(self, tq, t, fc, out, name, size, x, names):
+        """global average pool, flatten and the quantized fully connected layer fc with float output logits"""
+        b = self.b
+        p = t.mean(dim=(2, 3), keepdim=True)
+        ps, pz = qparams(0, p.max(), np.uint8)
+        if self.qdq:
+            fp = b.node("GlobalAveragePool", [b.node("DequantizeLinear", [tq[0], b.const(tq[1], "xs"),
+                                                                          b.const(tq[2], "xz")])])
+            gp = b.node("QuantizeLinear", [fp, b.const(ps, "ys"), b.const(pz, "yz")])
+        else:
+            gp = b.node("QLinearGlobalAveragePool", [tq[0], b.const(tq[1], "xs"), b.const(tq[2], "xz"),
+                                                     b.const(ps, "ys"), b.const(pz, "yz")], "com.microsoft")
+        fl = b.node("Flatten", [gp], axis=1)
+        w = fc.weight.detach().numpy().astype(F32)
+        ws = (np.abs(w).max(1) / 127).astype(F32)
+        wq = np.clip(np.rint(w / ws[:, None]), -127, 127).astype(np.int8)
+        cq = np.rint(fc.bias.detach().numpy() / (ps * ws)).astype(np.int32)
+        if self.qdq:
+            fx = b.node("DequantizeLinear", [fl, b.const(ps, "as"), b.const(pz, "az")])
+            fw = b.node("DequantizeLinear", [b.const(wq, "w"), b.const(ws, "ws"),
+                                             b.const(np.zeros(len(ws), np.int8), "wz")], axis=0)
+            fcb = b.node("DequantizeLinear", [b.const(cq, "c"), b.const((ps * ws).astype(F32), "cs"),
+                                              b.const(np.zeros(len(ws), np.int32), "cz")], axis=0)
+            b.node("Gemm", [fx, fw, fcb], transB=1)
+        else:
+            b.node("QGemm", [fl, b.const(ps, "as"), b.const(pz, "az"), b.const(wq, "w"), b.const(ws, "ws"),
+                             b.const(np.zeros(len(ws), np.int8), "wz"), b.const(cq, "c")], "com.microsoft", transB=1)
+        b.nodes[-1].output[0] = "logits"
+        b.save(f"{out}/{name}.onnx", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, size, size])],
+               [helper.make_tensor_value_info("logits", TensorProto.FLOAT, None)])
+        np.savez(f"{out}/{name}_inputs.npz", x=x.numpy())
+        if self.with_ref:
+            pool = quantize(dequantize(self.ref[tq[0]], tq[1], tq[2]).mean(axis=(2, 3), keepdims=True).astype(F32),
+                            ps, pz, np.uint8)
+            logits = (dequantize(pool.reshape(1, -1), ps, pz) @ (wq.astype(F32) * ws[:, None]).T +
+                      cq.astype(F32) * (ps * ws))
+            np.savez(f"{out}/{name}_ref.npz", logits=logits.astype(F32))
+        # a step of the pooled features is ps * |w|: a few rounding ties upstream move logits by about that
+        names.append((name, float(4 * ps * np.abs(w).max())))
+
+
+def calibrated(arch, size):
+    """torchvision's arch with random weights and batch-norm statistics from random images, and an input"""
+    import torch
+    import torchvision
+    torch.manual_seed(0)
+    net = getattr(torchvision.models, arch)(weights=None)
+    net.train()
+    with torch.no_grad():
+        for _ in range(3):
+            net(torch.randn(8, 3, size, size))
+    net.eval()
+    return net, torch.randn(1, 3, size, size)
+
+
+def resnet_model(out, arch, size, names, with_ref, qdq=False):
+    """torchvision's ResNet: each ReLU fused as a zero point of 0, the residual adds QLinearAdd with ReLU"""
+    import torch
+    net, x = calibrated(arch, size)
+    q = QNet(f"q{arch}", qdq, with_ref)
+    tq, t = q.input(x)
+    tq, t = q.conv(tq, t, fold(net.conv1, net.bn1), "relu")
+    mp = q.b.node("MaxPool", [tq[0]], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
     if with_ref:
-        ref[q0] = quantize(x.numpy(), xs, xz, U8)
-    tq, t = conv((q0, xs, xz), x, fold(net.conv1, net.bn1), True)
-    mp = b.node("MaxPool", [tq[0]], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
-    if with_ref:
-        r = np.pad(ref[tq[0]], ((0, 0), (0, 0), (1, 1), (1, 1)))  # 0 pads below every value of a zp-0 relu output
+        r = np.pad(q.ref[tq[0]], ((0, 0), (0, 0), (1, 1), (1, 1)))  # 0 pads below every value of a zp-0 relu output
         oh = (r.shape[2] - 3) // 2 + 1
-        ref[mp] = np.max([r[:, :, i:i + 2 * oh:2, j:j + 2 * oh:2] for i in range(3) for j in range(3)], axis=0)
+        q.ref[mp] = np.max([r[:, :, i:i + 2 * oh:2, j:j + 2 * oh:2] for i in range(3) for j in range(3)], axis=0)
     with torch.no_grad():
         t = torch.nn.functional.max_pool2d(t, 3, 2, 1)
-    tq = (mp, tq[1], tq[2])
-    for layer in (net.layer1, net.layer2, net.layer3, net.layer4):
-        for blk in layer:
-            sq, sc = tq, t
-            if blk.downsample is not None:
-                sq, sc = conv(tq, t, fold(blk.downsample[0], blk.downsample[1]), False)
-            convs = [(blk.conv1, blk.bn1), (blk.conv2, blk.bn2)] + ([(blk.conv3, blk.bn3)] if hasattr(blk, "conv3") else [])
-            hq, h = tq, t
-            for i, (cv, bn) in enumerate(convs):
-                hq, h = conv(hq, h, fold(cv, bn), i < len(convs) - 1)
-            tq, t = add(hq, h, sq, sc)
+        tq = (mp, tq[1], tq[2])
+        for layer in (net.layer1, net.layer2, net.layer3, net.layer4):
+            for blk in layer:
+                sq, sc = tq, t
+                if blk.downsample is not None:
+                    sq, sc = q.conv(tq, t, fold(blk.downsample[0], blk.downsample[1]), None)
+                convs = [(blk.conv1, blk.bn1), (blk.conv2, blk.bn2)] + ([(blk.conv3, blk.bn3)] if hasattr(blk, "conv3")
+                                                                        else [])
+                hq, h = tq, t
+                for i, (cv, bn) in enumerate(convs):
+                    hq, h = q.conv(hq, h, fold(cv, bn), "relu" if i < len(convs) - 1 else None)
+                tq, t = q.add(hq, h, sq, sc, True)
+        q.head(tq, t, net.fc, out, f"{'qdq' if qdq else 'q'}{arch}_{size}", size, x, names)
+
+
+def mobilenet_v2_model(out, size, names, with_ref, qdq=False):
+    """torchvision's MobileNetV2: depthwise 3x3 convs (group = channels), each ReLU6 fused as the output range
+    [0, max], the linear bottlenecks' residual adds QLinearAdd without activation"""
+    import torch
+    net, x = calibrated("mobilenet_v2", size)
+    q = QNet("qmobilenet_v2", qdq, with_ref)
+    tq, t = q.input(x)
+
+    def conv_bn_act(tq, t, cba):  # torchvision's Conv2dNormActivation: conv, batch norm, ReLU6
+        return q.conv(tq, t, fold(cba[0], cba[1]), "relu6")
+
     with torch.no_grad():
-        p = t.mean(dim=(2, 3), keepdim=True)
-    ps, pz = qparams(0, p.max(), U8)
-    if qdq:
-        fp = b.node("GlobalAveragePool", [b.node("DequantizeLinear", [tq[0], b.const(tq[1], "xs"), b.const(tq[2], "xz")])])
-        gp = b.node("QuantizeLinear", [fp, b.const(ps, "ys"), b.const(pz, "yz")])
-    else:
-        gp = b.node("QLinearGlobalAveragePool", [tq[0], b.const(tq[1], "xs"), b.const(tq[2], "xz"), b.const(ps, "ys"),
-                                                 b.const(pz, "yz")], "com.microsoft")
-    fl = b.node("Flatten", [gp], axis=1)
-    w = net.fc.weight.detach().numpy().astype(F32)
-    ws = (np.abs(w).max(1) / 127).astype(F32)
-    wq = np.clip(np.rint(w / ws[:, None]), -127, 127).astype(np.int8)
-    cq = np.rint(net.fc.bias.detach().numpy() / (ps * ws)).astype(np.int32)
-    if qdq:
-        fx = b.node("DequantizeLinear", [fl, b.const(ps, "as"), b.const(pz, "az")])
-        fw = b.node("DequantizeLinear", [b.const(wq, "w"), b.const(ws, "ws"), b.const(np.zeros(len(ws), np.int8), "wz")],
-                    axis=0)
-        fc = b.node("DequantizeLinear", [b.const(cq, "c"), b.const((ps * ws).astype(F32), "cs"),
-                                         b.const(np.zeros(len(ws), np.int32), "cz")], axis=0)
-        b.node("Gemm", [fx, fw, fc], transB=1)
-    else:
-        b.node("QGemm", [fl, b.const(ps, "as"), b.const(pz, "az"), b.const(wq, "w"), b.const(ws, "ws"),
-                         b.const(np.zeros(len(ws), np.int8), "wz"), b.const(cq, "c")], "com.microsoft", transB=1)
-    b.nodes[-1].output[0] = "logits"
-    name = f"{'qdq' if qdq else 'q'}{arch}_{size}"
-    b.save(f"{out}/{name}.onnx", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, size, size])],
-           [helper.make_tensor_value_info("logits", TensorProto.FLOAT, None)])
-    np.savez(f"{out}/{name}_inputs.npz", x=x.numpy())
-    if with_ref:
-        pool = quantize(dequantize(ref[tq[0]], tq[1], tq[2]).mean(axis=(2, 3), keepdims=True).astype(F32), ps, pz, U8)
-        logits = dequantize(pool.reshape(1, -1), ps, pz) @ (wq.astype(F32) * ws[:, None]).T + cq.astype(F32) * (ps * ws)
-        np.savez(f"{out}/{name}_ref.npz", logits=logits.astype(F32))
-    # a step of the pooled features is ps * |w|: a few rounding ties upstream move logits by about that
-    names.append((name, float(4 * ps * np.abs(w).max())))
+        feats = list(net.features)
+        tq, t = conv_bn_act(tq, t, feats[0])
+        for blk in feats[1:-1]:
+            layers = list(blk.conv)  # [expand Conv2dNormActivation], depthwise one, project conv, batch norm
+            hq, h = tq, t
+            for cba in layers[:-2]:
+                hq, h = conv_bn_act(hq, h, cba)
+            hq, h = q.conv(hq, h, fold(layers[-2], layers[-1]), None)
+            tq, t = q.add(hq, h, tq, t, False) if blk.use_res_connect else (hq, h)
+        tq, t = conv_bn_act(tq, t, feats[-1])
+        q.head(tq, t, net.classifier[1], out, f"{'qdq' if qdq else 'q'}mobilenet_v2_{size}", size, x, names)
 
 
 def main():
@@ -332,6 +397,7 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--resnet18", type=int, default=0)
     ap.add_argument("--resnet50", type=int, default=0)
+    ap.add_argument("--mobilenet-v2", type=int, default=0)
     ap.add_argument("--units", action="store_true")
     ap.add_argument("--no-ref", action="store_true")
     ap.add_argument("--qdq", action="store_true", help="also the ResNets in the QDQ format")
@@ -345,6 +411,8 @@ def main():
             resnet_model(a.out, "resnet18", a.resnet18, names, not a.no_ref, qdq)
         if a.resnet50:
             resnet_model(a.out, "resnet50", a.resnet50, names, not a.no_ref, qdq)
+        if a.mobilenet_v2:
+            mobilenet_v2_model(a.out, a.mobilenet_v2, names, not a.no_ref, qdq)
     with open(f"{a.out}/models.txt", "w") as f:
         f.write("".join(f"{n}\t{t:.6g}\n" for n, t in names))
 

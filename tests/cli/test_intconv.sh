@@ -4,7 +4,8 @@
 # exactly wherever it runs:
 #  - for the host without its u8 x s8 dot products (-mattr=-avx512vnni,-avxvnni), run: exact float32 packed
 #    convs (no Winograd) or packed dense products, one per input-channel (K) chunk: the count chunks.txt gives
-#    (0: more than one, where the sums pass 2^24), added in int32;
+#    (0: more than one, where the sums pass 2^24), added in int32; a depthwise conv: nn.depthwise_conv2d of the
+#    8-bit data (zero_point=);
 #  - for AVX512-VNNI (znver4) and AVX-VNNI (alderlake), compiled only: the 8-bit packed convs chunks.txt's third
 #    column gives (nn.conv2d_packed with int32 weight words; a matmul's is a 1x1 conv of its transposed data),
 #    vpdpbusd on zmm / ymm;
@@ -27,7 +28,7 @@ while IFS="$tab" read -r m want int8; do
   "$mlc" compile "$dir/$m.onnx" --target "llvm -mattr=-avx512vnni,-avxvnni" --output "$dir/$m.float.tar" \
     --dump-ir "$dir/$m.float.ir"
   g="$dir/$m.float.ir/15_after_DeadCodeElim.txt"
-  n=$(grep -c "nn.conv2d_packed(.*exact=1\|nn.dense_packed(" "$g" || true)
+  n=$(grep -c "nn.conv2d_packed(.*exact=1\|nn.dense_packed(\|nn.depthwise_conv2d(.*zero_point=" "$g" || true)
   if grep -q "winograd" "$g"; then echo "FAIL $m: a Winograd conv"; exit 1; fi
   if grep -q "pad_byte=" "$g"; then echo "FAIL $m: an 8-bit conv without VNNI"; exit 1; fi
   if [ "$want" = 0 ]; then

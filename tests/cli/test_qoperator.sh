@@ -6,13 +6,16 @@
 # and run, and its output must match the numpy reference of the quantized graph within the tolerance models.txt
 # gives (quantized outputs: steps). Compiled for an AVX512-VNNI CPU, all 20 of the ResNet's QLinearConvs must
 # become 8-bit packed convs, and each of its 8 QLinearAdds (both dequantizes, the add, the quantize) must run in
-# the kernel of the conv before it (FuseOps' prologue rule); likewise the QDQ ResNet's 20 Convs.
+# the kernel of the conv before it (FuseOps' prologue rule); likewise the QDQ ResNet's 20 Convs and its Gemm (a
+# matmul by the transposed weight). The quantized MobileNetV2 (64x64; QDQ too): its 17 depthwise convs read
+# their uint8 data (nn.depthwise_conv2d with a zero_point), its 35 others and its QGemm / Gemm are 8-bit packed
+# convs.
 # usage: test_qoperator.sh MLC BUILD_DIR
 set -eu
 mlc=$1 dir=$2/qoperator
 here=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$dir" && mkdir -p "$dir"
-/usr/bin/python3 "$here/make_qoperator_models.py" "$dir" --units --resnet18 64 --qdq
+/usr/bin/python3 "$here/make_qoperator_models.py" "$dir" --units --resnet18 64 --mobilenet-v2 64 --qdq
 tab=$(printf '\t')
 while IFS="$tab" read -r m tol; do
   echo "== $m"
@@ -28,5 +31,13 @@ n=$(grep -c "^fused_nn_conv2d_packed_qnn_requantize_qnn_dequantize_qnn_dequantiz
 "$mlc" compile "$dir/qdqresnet18_64.onnx" --target "llvm -mcpu=znver4" --output "$dir/vnni_qdq.tar" \
   --dump-ir "$dir/vnni_qdq.ir"
 n=$(grep -c "nn.conv2d_packed(.*ty=Tensor\[([0-9, ]*), int32\]" "$dir/vnni_qdq.ir/15_after_DeadCodeElim.txt" || true)
-[ "$n" = 20 ] || { echo "FAIL: $n of the QDQ ResNet's 20 Convs are 8-bit packed convs for znver4"; exit 1; }
+[ "$n" = 21 ] || { echo "FAIL: $n of the QDQ ResNet's 20 Convs and Gemm are 8-bit packed convs for znver4"; exit 1; }
+for m in qmobilenet_v2_64 qdqmobilenet_v2_64; do
+  "$mlc" compile "$dir/$m.onnx" --target "llvm -mcpu=znver4" --output "$dir/$m.vnni.tar" --dump-ir "$dir/$m.ir"
+  g="$dir/$m.ir/15_after_DeadCodeElim.txt"
+  n=$(grep -c "nn.depthwise_conv2d(%[a-z_0-9A-Z]*, .*zero_point=" "$g" || true)
+  [ "$n" = 17 ] || { echo "FAIL $m: $n of the 17 depthwise convs read 8-bit data"; exit 1; }
+  n=$(grep -c "nn.conv2d_packed(.*ty=Tensor\[([0-9, ]*), int32\]" "$g" || true)
+  [ "$n" = 36 ] || { echo "FAIL $m: $n of the 35 other convs and the Gemm are 8-bit packed convs"; exit 1; }
+done
 echo "qoperator: all passed"
