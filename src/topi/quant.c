@@ -161,6 +161,8 @@ static mlc_status qparams_infer(Node *n, bool quant, Diag *d) {
 static mlc_status quantize_infer(Node *n, Diag *d) { return qparams_infer(n, true, d); }
 static mlc_status dequantize_infer(Node *n, Diag *d) { return qparams_infer(n, false, d); }
 
+static bool small_int(mlc_dtype t) { return t == MLC_U8 || t == MLC_I8 || t == MLC_U16 || t == MLC_I16; }
+
 typedef struct QCtx {
   TeTensor *x, *scale, *zp;
   int64_t axis, block;
@@ -179,16 +181,20 @@ static Expr *quantize_body(TeCtx *c, Expr **idx, void *user) {
     return topi_to_lowfloat(c, v, k->out, k->saturate);
   }
   v = round_he(c, to(c, k->div == MLC_F64 ? MLC_F64 : MLC_F32, v));
-  v = to(c, MLC_F64, v);
-  if (k->zp) v = tir_add(c->arena, v, to(c, MLC_F64, param_read(c, k->zp, idx, k->axis, k->block)));
+  /* + zp and the clamp in float64, but for 8- and 16-bit outputs in float32: exact while |v| < 2^24, and a
+   * larger |v| saturates alike */
+  mlc_dtype at = k->div != MLC_F64 && small_int(k->out) ? MLC_F32 : MLC_F64;
+  v = to(c, at, v);
+  if (k->zp) v = tir_add(c->arena, v, to(c, at, param_read(c, k->zp, idx, k->axis, k->block)));
   return clamp_cast(c, v, k->out);
 }
 
 static Expr *dequantize_body(TeCtx *c, Expr **idx, void *user) {
   QCtx *k = user;
   Arena *A = c->arena;
-  /* float8 / float4 inputs are decoded to float32 (exact), integers widened to int64 */
-  mlc_dtype xt = dtype_is_lowfloat(k->x->dtype) ? MLC_F32 : MLC_I64;
+  /* float8 / float4 inputs are decoded to float32 (exact), 8- and 16-bit integers widened to int32 (x - zp and
+   * its float32 are exact), others to int64 */
+  mlc_dtype xt = dtype_is_lowfloat(k->x->dtype) ? MLC_F32 : small_int(k->x->dtype) ? MLC_I32 : MLC_I64;
   Expr *x = to(c, xt, te_read(c, k->x, k->x->ndim, idx));
   if (k->zp) x = tir_sub(A, x, to(c, xt, param_read(c, k->zp, idx, k->axis, k->block)));
   Expr *s = param_read(c, k->scale, idx, k->axis, k->block);
@@ -483,7 +489,7 @@ static mlc_status requant_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **
   k->out = o->dtype;
   int64_t sum = int_sum_bound(n->inputs[0]), bias = bias_bound(k->bias ? n->inputs[5] : NULL);
   k->f32 = sum > 0 && bias >= 0 && sum + bias < ((int64_t)1 << 24) && k->s[0]->dtype == MLC_F32 &&
-           (k->out == MLC_U8 || k->out == MLC_I8 || k->out == MLC_U16 || k->out == MLC_I16);
+           small_int(k->out);
   outs[0] = te_compute(c, "requantize", "broadcast", o->dtype, o->ndim, o->dims, requant_body, k);
   return MLC_OK;
 }
