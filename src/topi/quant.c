@@ -447,16 +447,17 @@ static int64_t bias_bound(const Value *b) {
   return most;
 }
 
-/* round half to even of a * m, for float32 a (an integer below 2^24 in magnitude) and m, exactly */
+/* round half to even of a * m, for float32 a (an integer below 2^24 in magnitude) and m, exactly: r =
+ * round(hi) and t = hi - r; on a tie of hi (|t| = 0.5) that lo's sign contradicts (t * lo > 0: hi rounded
+ * down while a * m is above it, or up while it is below), the other neighbour r + 2t */
 static Expr *round_product_f32(TeCtx *c, Expr *a, Expr *m) {
   Arena *A = c->arena;
-  Expr *hi = tir_mul(A, a, m), *zero = tir_float(A, MLC_F32, 0), *half = tir_float(A, MLC_F32, 0.5);
+  Expr *hi = tir_mul(A, a, m), *zero = tir_float(A, MLC_F32, 0);
   Expr *fa[3] = {a, m, tir_sub(A, zero, hi)};
   Expr *lo = tir_call(A, INTRIN_FMA, MLC_F32, 3, fa), *r = round_he(c, hi), *t = tir_sub(A, hi, r);
-  Expr *tie = tir_bin(A, E_EQ, tir_call(A, INTRIN_FABS, MLC_F32, 1, &t), half);
-  Expr *up = tir_bin(A, E_AND, tie, tir_bin(A, E_GT, lo, zero));
-  Expr *down = tir_bin(A, E_AND, tie, tir_bin(A, E_LT, lo, zero));
-  return tir_select(A, up, tir_add(A, hi, half), tir_select(A, down, tir_sub(A, hi, half), r));
+  Expr *tie = tir_bin(A, E_EQ, tir_call(A, INTRIN_FABS, MLC_F32, 1, &t), tir_float(A, MLC_F32, 0.5));
+  Expr *wrong = tir_bin(A, E_AND, tie, tir_bin(A, E_GT, tir_mul(A, t, lo), zero));
+  return tir_select(A, wrong, tir_add(A, r, tir_add(A, t, t)), r);
 }
 
 static Expr *requant_body(TeCtx *c, Expr **idx, void *user) {
