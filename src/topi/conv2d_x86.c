@@ -283,7 +283,9 @@ static int64_t target_lanes(const Target *t) {
 }
 
 static bool rows_form(const Target *t, const PackedConv *p) {
-  return p->ib == 0 && p->out_block == 0 && p->groups == 1 && p->kh == 1 && p->kw == 1 && p->strides[0] == 1 &&
+  /* (8-bit: also with a partial last channel block, whose direct form scatters its output) */
+  return p->ib == 0 && p->out_block == 0 && p->groups == 1 && (p->oc == p->occ * p->ocb || p->int8) && p->kh == 1 &&
+         p->kw == 1 && p->strides[0] == 1 &&
          p->strides[1] == 1 && !p->pad[0] && !p->pad[1] && !p->pad[2] && !p->pad[3] &&
          (p->oh * p->ow) % target_lanes(t) == 0;
 }
