@@ -799,7 +799,16 @@ static Value *rewrite(Graph *g, Node *n, const PassOptions *opt, Diag *d) {
   return lower(&w);
 }
 
-mlc_status pass_lower_conv(Graph *g, const PassOptions *opt, Diag *d) { return pass_rewrite_outputs(g, opt, rewrite, d); }
+/* --pass-config LowerConv.requantize_float32=1: every qnn.requantize (QLinearConv's, QLinearMatMul's) rounds
+ * float32(acc) * float32 multiplier once, as ONNX Runtime's kernels do, instead of the float64 product of ONNX's
+ * reference (the outputs may differ by one step where the float32 product rounds onto a tie); about half the
+ * requantize's vector instructions (src/topi/quant.c) */
+mlc_status pass_lower_conv(Graph *g, const PassOptions *opt, Diag *d) {
+  if (pass_config_int(opt, "LowerConv.requantize_float32"))
+    for (int i = 0; i < g->nodes.n; i++)
+      if (!strcmp(g->nodes.v[i]->op->name, "qnn.requantize")) ir_set_int(g, g->nodes.v[i], "float32", 1);
+  return pass_rewrite_outputs(g, opt, rewrite, d);
+}
 
 /* ---------------------------------------------------------------- LowerQDQ */
 

@@ -28,7 +28,8 @@ typedef struct PassOptions {
   X("FoldConstant.max_bytes", 64ll << 20) /* larger results are computed at run time, not stored */          \
   X("AlterOpLayout.winograd", 1)          /* Winograd 3x3 convs: 0 off, 1 where faster, 2 all eligible */      \
   X("AlterOpLayout.winograd_tile", 0)     /* Winograd output tile: 0 by the rule, 4 or 2 (F(4x4)/F(2x2)) */    \
-  X("AlterOpLayout.merge_groups", 4)      /* most groups merged into one block-diagonal group (1: none) */
+  X("AlterOpLayout.merge_groups", 4)      /* most groups merged into one block-diagonal group (1: none) */    \
+  X("LowerConv.requantize_float32", 0)    /* 1: qnn.requantize rounds float32(acc) * scale, as ONNX Runtime */
 bool pass_config_known(const char *key);
 int64_t pass_config_int(const PassOptions *opt, const char *key);
 

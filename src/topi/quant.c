@@ -10,7 +10,8 @@
  *   qnn.requantize(acc, s1, s2, s3, zp?, bias?)
  *                                      y = saturate(round((acc + bias) * (s1 * s2 / s3)) + zp)
  *                                      attrs: axis1, axis2 (output axis a 1-D s1 / s2 runs along), bias_axis,
- *                                      out_dtype
+ *                                      out_dtype, float32 (1: float32(acc + bias) * the multiplier rounded
+ *                                      once, as ONNX Runtime does; set by LowerConv.requantize_float32)
  *
  * Granularity of a scale / zero point is read from its shape: one element is per-tensor; with block_size > 0
  * it has the rank of x and dim axis is ceil(x.dims[axis] / block_size) (blocked); otherwise it is 1-D along
@@ -381,7 +382,8 @@ typedef struct RequantCtx {
   TeTensor *acc, *s[3], *zp, *bias;
   int64_t axis[3], bias_axis;
   mlc_dtype out;
-  bool f32; /* |acc + bias| < 2^24: the exact float32 form */
+  bool f32;     /* |acc + bias| < 2^24: the exact float32 form */
+  bool onnxrt;  /* attribute float32: float32(acc + bias) * multiplier rounded once, as ONNX Runtime */
 } RequantCtx;
 
 static int64_t sum_abs_bytes(uint32_t word) {
@@ -469,9 +471,11 @@ static Expr *requant_body(TeCtx *c, Expr **idx, void *user) {
   for (int i = 0; i < 3; i++) s[i] = param_read(c, k->s[i], idx, k->axis[i], 0);
   mlc_dtype st = k->s[0]->dtype;
   Expr *mult = fop(c, E_DIV, st, fop(c, E_MUL, st, s[0], s[1]), s[2]);
-  mlc_dtype ft = k->f32 ? MLC_F32 : MLC_F64;
-  Expr *v = k->f32 ? round_product_f32(c, to(c, MLC_F32, acc), mult)
-                   : round_he(c, tir_mul(A, to(c, MLC_F64, acc), to(c, MLC_F64, mult)));
+  mlc_dtype ft = (k->f32 || k->onnxrt) && small_int(k->out) ? MLC_F32 : MLC_F64;
+  Expr *v = k->onnxrt ? round_he(c, tir_mul(A, to(c, MLC_F32, acc), to(c, MLC_F32, mult)))
+            : k->f32  ? round_product_f32(c, to(c, MLC_F32, acc), mult)
+                      : round_he(c, tir_mul(A, to(c, MLC_F64, acc), to(c, MLC_F64, mult)));
+  v = to(c, ft, v);
   if (k->zp) v = tir_add(A, v, to(c, ft, param_read(c, k->zp, idx, -1, 0)));
   return clamp_cast(c, v, k->out);
 }
@@ -491,6 +495,7 @@ static mlc_status requant_compute(TeCtx *c, Node *n, TeTensor **ins, TeTensor **
   int64_t sum = int_sum_bound(n->inputs[0]), bias = bias_bound(k->bias ? n->inputs[5] : NULL);
   k->f32 = sum > 0 && bias >= 0 && sum + bias < ((int64_t)1 << 24) && k->s[0]->dtype == MLC_F32 &&
            small_int(k->out);
+  k->onnxrt = ir_attr_int(n, "float32", 0) != 0;
   outs[0] = te_compute(c, "requantize", "broadcast", o->dtype, o->ndim, o->dims, requant_body, k);
   return MLC_OK;
 }

@@ -104,16 +104,18 @@ model("convinteger_depthwise", TensorProto.UINT8, (1, 16, 8, 8), 16, 3, pad=1, g
 
 def ties_model(name, depthwise):
     """QLinearConv whose sums are the float32 ties of requantize's float32 form: m = x_scale * w_scale / y_scale
-    (float32, full mantissa) and sums a with float32(a * m) = k + 0.5 while a * m is not (above or below it);
+    (float32, full mantissa) and sums a with float32(a * m) = k + 0.5 while a * m is not, on the side that
+    round half to even of the float32 product gets wrong;
     pixel (0, 0) of channel o sums exactly target o (a 1x1 conv reading one
     of its 16 input channels, or a depthwise 3x3 conv whose weight is its centre tap, plus the bias)"""
     xs, ys = np.float32(0.0123), np.float32(0.917)
-    ws = np.float32(0.00731)
+    ws = np.float32(0.00231)
     m = np.float32(xs * ws) / ys
     acc = np.arange(-int(127 / m), int(127 / m), dtype=np.int64)
     hi = acc.astype(np.float32) * m
     lo = acc.astype(np.float64) * np.float64(m) - hi.astype(np.float64)
-    tie = np.abs(hi - np.rint(hi)) == 0.5
+    # ties of hi that its round half to even gets wrong (a * m is on the other side)
+    tie = (np.abs(hi - np.rint(hi)) == 0.5) & (np.rint(hi) != np.rint(acc * np.float64(m)))
     targets = np.concatenate([acc[tie & (lo > 0)][:8], acc[tie & (lo < 0)][:8]])  # 16 channels: a block
     assert len(targets) == 16, "too few ties"
     c = len(targets)
@@ -142,6 +144,12 @@ def ties_model(name, depthwise):
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), f"{out}/{name}.onnx")
     np.savez(f"{out}/{name}_inputs.npz", x=x)
     np.savez(f"{out}/{name}_ref.npz", y=ref.astype(np.uint8))
+    # LowerConv.requantize_float32=1 (ONNX Runtime's rounding): float32(a) * multiplier rounded once, which the
+    # ties round the other way
+    mult = (xs * wsv / ys).astype(np.float32)[None, :, None, None]
+    ref32 = np.clip(np.rint(a.astype(np.float32) * mult) + int(yz), 0, 255)
+    assert (ref32[0, :, 0, 0] != ref[0, :, 0, 0]).all()
+    np.savez(f"{out}/{name}_ref_f32.npz", y=ref32.astype(np.uint8))
     names.append(name)
     chunks.append(f"{name}\t1\t{0 if depthwise else 1}")
 
