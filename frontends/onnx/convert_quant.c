@@ -244,7 +244,13 @@ static mlc_status conv_qlinear_conv(OnnxCtx *cx, const OnnxNode *n, Value **outs
  *   QLinearConcat (Ys, Yzp, then X, Xs, Xzp for each input; axis);
  *   QGemm (A, As, Azp, B, Bs, Bzp per column of op(B), C int32 bias at scale alpha * As * Bs, Ys, Yzp; alpha, transA,
  *     transB; without Ys the output is float);
- *   QuantizeLinear / DequantizeLinear (axis): the default domain's at opset 13.
+ *   QLinearSoftmax (X, Xs, Xzp, Ys, Yzp; axis, opset: Softmax's semantics of that opset), QLinearReduceMean
+ *     (axes, keepdims);
+ *   QuantizeLinear / DequantizeLinear (axis): the default domain's at opset 13;
+ *   MatMulIntegerToFloat (A, B, As, Bs, Azp, Bzp, bias): float (A - Azp) . (B - Bzp) * As * Bs + bias, the
+ *     integer product as MatMulInteger's (As and Azp per tensor, Bs and Bzp per tensor or per column of B);
+ *   DynamicQuantizeMatMul (A float, B, Bs, Bzp, bias): A by DynamicQuantizeLinear, then the same (the forms
+ *     ONNX Runtime's optimizer saves of a dynamically quantized transformer's MatMuls).
  * A zero point left out is 0 of the quantized input's type; the output takes the first quantized input's. */
 
 /* qnn.dequantize of x (scale s, zero point zp or none), per tensor or along axis */
@@ -379,6 +385,72 @@ static mlc_status ms_qgemm(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d
   return requant_out(cx, n, f, ys, opt_input(n, 8), in[0]->type.dtype, &outs[0], d);
 }
 
+static mlc_status ms_qlinear_softmax(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  int64_t opset = onnx_attr_int(n, "opset", 13); /* the Softmax whose semantics apply (axis default, 2-D view) */
+  if (opset < 1 || opset > 1000)
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: opset %lld", n->op_type, (long long)opset);
+  return ms_unary(cx, n, outs, d, "Softmax", (int)opset);
+}
+
+static mlc_status ms_qlinear_reduce_mean(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  return ms_unary(cx, n, outs, d, "ReduceMean", 13); /* axes as an attribute */
+}
+
+static bool float_type(mlc_dtype t) { return t == MLC_F16 || t == MLC_BF16 || t == MLC_F32 || t == MLC_F64; }
+
+/* float (a - azp) . (b - bzp) * as * bs (+ bias): the int32 product as MatMulInteger's, scaled in the scales'
+ * dtype */
+static mlc_status int_matmul_to_float(OnnxCtx *cx, const OnnxNode *n, Value *a, Value *b, Value *as, Value *bs,
+                                      Value *azp, Value *bzp, Value *bias, Value **out, Diag *d) {
+  if (tt_numel(&as->type) != 1 || (azp && tt_numel(&azp->type) != 1))
+    return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "%s: A's scale and zero point must be per tensor", n->op_type);
+  if (!float_type(as->type.dtype) || bs->type.dtype != as->type.dtype)
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: the scales must be float tensors of one type", n->op_type);
+  int64_t ncol = b->type.ndim ? b->type.dims[b->type.ndim - 1] : 0;
+  if (!ncol || (tt_numel(&bs->type) != 1 && (bs->type.ndim != 1 || bs->type.dims[0] != ncol)))
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: B's scale must be a scalar or one per column of B", n->op_type);
+  Value *acc = NULL;
+  mlc_status st = int_matmul(cx, n, a, azp, b, bzp, &acc, d);
+  if (st) return st;
+  Node *cn = onnx_emit(cx, n, "cast", 1, &acc, 1, d);
+  if (cn) ir_set_int(onnx_graph(cx), cn, "dtype", as->type.dtype);
+  Value *f = NULL;
+  if ((st = onnx_finish_one(cx, n, cn, &f, d))) return st;
+  Value *scale = onnx_binary(cx, n, "multiply", as, bs, d);
+  Value *y = scale ? onnx_binary(cx, n, "multiply", f, scale, d) : NULL;
+  if (y && bias) y = onnx_binary(cx, n, "add", y, bias, d);
+  if (!y) return d->status ? d->status : MLC_ERR_INTERNAL;
+  *out = y;
+  return MLC_OK;
+}
+
+static mlc_status ms_matmul_integer_to_float(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = onnx_need_inputs(cx, n, 4, d);
+  if (st) return st;
+  Value **in = n->inputs;
+  return int_matmul_to_float(cx, n, in[0], in[1], in[2], in[3], opt_input(n, 4), opt_input(n, 5), opt_input(n, 6),
+                             &outs[0], d);
+}
+
+static mlc_status ms_dynamic_quantize_matmul(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = onnx_need_inputs(cx, n, 3, d);
+  if (st) return st;
+  Value **in = n->inputs;
+  if (!float_type(in[0]->type.dtype))
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: A must be float", n->op_type);
+  Node *q = onnx_emit(cx, n, "qnn.dynamic_quantize", 1, &in[0], 3, d); /* -> uint8 A, scale, zero point */
+  if (!q) return d->status != MLC_OK ? d->status : MLC_ERR_INTERNAL;
+  if ((st = onnx_finish(cx, n, q, d))) return st;
+  Value *as = q->outputs[1];
+  if (as->type.dtype != in[2]->type.dtype) { /* the scales' product in B's scale type */
+    Node *cn = onnx_emit(cx, n, "cast", 1, &as, 1, d);
+    if (cn) ir_set_int(onnx_graph(cx), cn, "dtype", in[2]->type.dtype);
+    if ((st = onnx_finish_one(cx, n, cn, &as, d))) return st;
+  }
+  return int_matmul_to_float(cx, n, q->outputs[0], in[1], as, in[2], q->outputs[2], opt_input(n, 3), opt_input(n, 4),
+                             &outs[0], d);
+}
+
 /* com.microsoft QuantizeLinear / DequantizeLinear: the default domain's at opset 13 (axis) */
 static mlc_status ms_quantize(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
   OnnxNode m = *n;
@@ -409,6 +481,10 @@ const OnnxConverter onnx_ops_quant[] = {
     {"QLinearAveragePool", "com.microsoft", ms_qlinear_avgpool},
     {"QLinearConcat", "com.microsoft", ms_qlinear_concat},
     {"QGemm", "com.microsoft", ms_qgemm},
+    {"QLinearSoftmax", "com.microsoft", ms_qlinear_softmax},
+    {"QLinearReduceMean", "com.microsoft", ms_qlinear_reduce_mean},
+    {"MatMulIntegerToFloat", "com.microsoft", ms_matmul_integer_to_float},
+    {"DynamicQuantizeMatMul", "com.microsoft", ms_dynamic_quantize_matmul},
     {"QuantizeLinear", "com.microsoft", ms_quantize},
     {"DequantizeLinear", "com.microsoft", ms_dequantize},
     {0},

@@ -2,7 +2,8 @@
 """make_qoperator_models.py DIR [--units] [--resnet18 SIZE] [--resnet50 SIZE] [--mobilenet-v2 SIZE] [--qdq]
 [--no-ref]: int8 models in ONNX Runtime's
 QOperator format (QLinearConv, QuantizeLinear and the com.microsoft contrib ops QLinearAdd, QLinearMul,
-QLinearSigmoid, QLinearLeakyRelu, QLinearGlobalAveragePool, QLinearAveragePool, QLinearConcat, QGemm), as ONNX
+QLinearSigmoid, QLinearLeakyRelu, QLinearGlobalAveragePool, QLinearAveragePool, QLinearConcat, QGemm,
+QLinearSoftmax, QLinearReduceMean, MatMulIntegerToFloat, DynamicQuantizeMatMul), as ONNX
 Runtime's quantizer writes them (the ONNX Model Zoo's int8 models), each with an input (NAME_inputs.npz) and a
 numpy reference (NAME_ref.npz) of the quantized graph: every op is its float op between DequantizeLinear and
 QuantizeLinear, in float32 (QLinearConv: the exact int32 sum requantized in float64). Names go to DIR/models.txt
@@ -97,7 +98,7 @@ class Builder:
 # ---------------------------------------------------------------- one model per contrib op
 
 def unit_models(out, rng, names):
-    ONNX = {np.uint8: TensorProto.UINT8, np.int8: TensorProto.INT8}
+    ONNX = {np.uint8: TensorProto.UINT8, np.int8: TensorProto.INT8, np.float32: TensorProto.FLOAT}
 
     def rand_q(shape, dt):
         lo, hi = (0, 255) if dt == np.uint8 else (-128, 127)
@@ -177,6 +178,34 @@ def unit_models(out, rng, names):
         b.node("MatMul", [fa, fw])
         ref = (dequantize(a, as_, az).astype(np.float64) @ (wq.astype(np.float64) * ws[None, :])).astype(F32)
         save(b, f"qdq_matmul_{tag}", {"a": a}, ref, 1e-4)
+        # QLinearSoftmax (last axis, opset 13 semantics) and QLinearReduceMean (axes 2, 3)
+        x2 = rand_q((2, 3, 10), dt)
+        ys, yz = (F32(1 / 256), dt(0)) if dt == np.uint8 else (F32(1 / 256), dt(-128))
+        xf2 = dequantize(x2, xs, xz)
+        e = np.exp(xf2 - xf2.max(axis=-1, keepdims=True))
+        b = Builder("QLinearSoftmax")
+        b.node("QLinearSoftmax", ["x", b.const(xs, "xs"), b.const(xz, "xz"), b.const(ys, "ys"), b.const(yz, "yz")],
+               "com.microsoft", axis=-1, opset=13)
+        save(b, f"qlinearsoftmax_{tag}", {"x": x2}, quantize((e / e.sum(axis=-1, keepdims=True)).astype(F32), ys, yz, dt),
+             1)
+        (ys, yz) = qp(dt)
+        b = Builder("QLinearReduceMean")
+        b.node("QLinearReduceMean", ["x", b.const(xs, "xs"), b.const(xz, "xz"), b.const(ys, "ys"), b.const(yz, "yz")],
+               "com.microsoft", axes=[2, 3], keepdims=1)
+        save(b, f"qlinearreducemean_{tag}", {"x": x}, quantize(xf.mean(axis=(2, 3), keepdims=True).astype(F32), ys, yz, dt),
+             1)
+        # MatMulIntegerToFloat: per-tensor A, B per column with a zero point, a float bias
+        a = rand_q((2, 5, 40), dt)
+        as_, az = qp(dt)
+        wq = rng.integers(-120, 121, (40, 24)).astype(np.int8)
+        wz = rng.integers(-3, 4, 24).astype(np.int8)
+        ws = rng.uniform(0.005, 0.02, 24).astype(F32)
+        bias = rng.uniform(-1, 1, 24).astype(F32)
+        acc = (a.astype(np.int64) - int(az)) @ (wq.astype(np.int64) - wz.astype(np.int64))
+        b = Builder("MatMulIntegerToFloat")
+        b.node("MatMulIntegerToFloat", ["a", b.const(wq, "b"), b.const(as_, "as"), b.const(ws, "bs"), b.const(az, "az"),
+                                        b.const(wz, "bz"), b.const(bias, "bias")], "com.microsoft")
+        save(b, f"matmulintegertofloat_{tag}", {"a": a}, (acc.astype(F32) * (as_ * ws) + bias).astype(F32), 1e-3)
         # QGemm: per-column int8 B (transposed), int32 bias; quantized and float outputs
         a = rand_q((4, 20), dt)
         as_, az = qp(dt)
@@ -195,6 +224,22 @@ def unit_models(out, rng, names):
             b.node("QGemm", ins, "com.microsoft", transB=1, alpha=0.5)
             save(b, f"qgemm_{'q' if qout else 'f'}_{tag}", {"a": a}, quantize(yf, ys, yz, dt) if qout else yf,
                  1 if qout else 1e-4)
+
+
+    # DynamicQuantizeMatMul: float A quantized by DynamicQuantizeLinear (uint8), int8 B per column, a bias
+    a = rng.standard_normal((3, 40)).astype(F32)
+    lo, hi = min(0.0, float(a.min())), max(0.0, float(a.max()))
+    as_ = F32((hi - lo) / 255)
+    az = np.uint8(np.clip(np.rint(F32(0 - lo) / as_), 0, 255))
+    aq = np.clip(np.rint(a / as_) + int(az), 0, 255).astype(np.int64)
+    wq = rng.integers(-127, 128, (40, 16)).astype(np.int8)
+    ws = rng.uniform(0.005, 0.02, 16).astype(F32)
+    bias = rng.uniform(-1, 1, 16).astype(F32)
+    b = Builder("DynamicQuantizeMatMul")
+    b.node("DynamicQuantizeMatMul", ["a", b.const(wq, "b"), b.const(ws, "bs"), "", b.const(bias, "bias")],
+           "com.microsoft")
+    acc = (aq - int(az)) @ wq.astype(np.int64)
+    save(b, "dynamicquantizematmul", {"a": a}, (acc.astype(F32) * (as_ * ws) + bias).astype(F32), 1e-3)
 
 
 # ---------------------------------------------------------------- quantized torchvision networks
