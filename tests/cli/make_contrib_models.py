@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""make_contrib_models.py DIR: one model per float com.microsoft op of ONNX Runtime's transformer optimizer
+(frontends/onnx/convert_contrib.c), each with random inputs (NAME_inputs.npz) and a torch reference
+(NAME_ref.npz) of the op as ONNX Runtime's contrib schema defines it; names and tolerances (largest error
+relative to the largest reference value) go to DIR/models.txt."""
+import os
+import sys
+
+import numpy as np
+import onnx
+import torch
+from onnx import TensorProto, helper
+
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+rng = np.random.default_rng(7)
+F32 = np.float32
+lines = []
+
+
+def save(name, op, inputs, attrs, refs, domain="com.microsoft", consts=(), outputs=None, tol=1e-5, opset=17):
+    """inputs: name -> array (graph inputs); consts: name -> array (initializers); refs: output arrays"""
+    outputs = outputs or [f"y{i}" for i in range(len(refs))]
+    node = helper.make_node(op, list(inputs) if isinstance(inputs, list) else list(inputs.keys()), outputs,
+                            domain=domain or None, **attrs)
+    feeds = {k: v for k, v in (inputs.items() if isinstance(inputs, dict) else []) if k not in dict(consts)}
+    g = helper.make_graph([node], name,
+                          [helper.make_tensor_value_info(k, TensorProto.FLOAT, list(v.shape)) for k, v in feeds.items()],
+                          [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outputs if o],
+                          [onnx.numpy_helper.from_array(v, k) for k, v in consts])
+    opsets = [helper.make_opsetid("", opset), helper.make_opsetid("com.microsoft", 1)]
+    onnx.save(helper.make_model(g, opset_imports=opsets), f"{out}/{name}.onnx")
+    np.savez(f"{out}/{name}_inputs.npz", **feeds)
+    np.savez(f"{out}/{name}_ref.npz", **{o: r.astype(F32) for o, r in zip(outputs, refs) if o})
+    lines.append(f"{name}\t{tol}")
+
+
+def r(*shape):
+    return rng.standard_normal(shape).astype(F32)
+
+
+T = torch.from_numpy
+x, b = r(2, 5, 16), r(16)
+save("gelu", "Gelu", {"x": x}, {}, [torch.nn.functional.gelu(T(x)).numpy()])
+save("bias_gelu", "BiasGelu", {"x": x, "b": b}, {}, [torch.nn.functional.gelu(T(x + b)).numpy()])
+save("fast_gelu", "FastGelu", {"x": x, "b": b}, {}, [torch.nn.functional.gelu(T(x + b), approximate="tanh").numpy()])
+save("fast_gelu_nobias", "FastGelu", {"x": x}, {}, [torch.nn.functional.gelu(T(x), approximate="tanh").numpy()])
+save("quick_gelu", "QuickGelu", {"x": x}, {"alpha": 1.5}, [x * (1 / (1 + np.exp(-1.5 * x)))])
+skip = r(2, 5, 16)
+save("bias_add", "BiasAdd", {"x": x, "b": b, "skip": skip}, {}, [x + b + skip])
+a, w = r(3, 4, 6), r(3, 5, 6)
+save("fused_matmul", "FusedMatMul", {"a": a, "w": w}, {"alpha": 0.5, "transB": 1}, [0.5 * a @ w.transpose(0, 2, 1)])
+a2, w2 = r(6, 4), r(6, 3)
+save("fused_matmul_ta", "FusedMatMul", {"a": a2, "w": w2}, {"transA": 1}, [a2.T @ w2])
+g, be = (1 + 0.1 * r(16)), 0.1 * r(16)
+
+
+def ln(v):
+    return torch.nn.functional.layer_norm(T(v), (16,), T(g), T(be), 1e-5).numpy()
+
+
+def rms(v, eps=1e-6):
+    return v / np.sqrt((v.astype(np.float64) ** 2).mean(-1, keepdims=True) + eps).astype(F32) * g
+
+
+# ONNX Runtime's LayerNormalization of the default domain before opset 17 (where ONNX added its own)
+save("layer_norm_opset13", "LayerNormalization", {"x": x, "g": g, "be": be}, {"epsilon": 1e-5}, [ln(x)], domain="",
+     tol=1e-4, opset=13)
+save("simplified_layer_norm", "SimplifiedLayerNormalization", {"x": x, "g": g}, {"epsilon": 1e-6}, [rms(x)], tol=1e-4)
+save("simplified_layer_norm_onnx_domain", "SimplifiedLayerNormalization", {"x": x, "g": g}, {"epsilon": 1e-6},
+     [rms(x)], domain="", tol=1e-4)
+s = x + skip + b
+save("skip_layer_norm", "SkipLayerNormalization", {"x": x, "skip": skip, "g": g, "be": be, "b": b},
+     {"epsilon": 1e-5}, [ln(s), s], outputs=["y0", "", "", "y3"], tol=1e-4)
+save("skip_layer_norm_nobias", "SkipLayerNormalization", {"x": x, "skip": skip, "g": g}, {"epsilon": 1e-5},
+     [torch.nn.functional.layer_norm(T(x + skip), (16,), T(g), None, 1e-5).numpy()], tol=1e-4)
+save("skip_simplified_layer_norm", "SkipSimplifiedLayerNormalization", {"x": x, "skip": skip, "g": g, "b": b},
+     {"epsilon": 1e-6}, [rms(s), s], outputs=["y0", "", "", "y3"], tol=1e-4)
+with open(f"{out}/models.txt", "w") as f:
+    f.write("\n".join(lines) + "\n")

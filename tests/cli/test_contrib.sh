@@ -1,0 +1,19 @@
+#!/bin/sh
+# The float com.microsoft ops of ONNX Runtime's transformer optimizer (Gelu, BiasGelu, FastGelu, QuickGelu,
+# BiasAdd, FusedMatMul, SimplifiedLayerNormalization, SkipLayerNormalization, SkipSimplifiedLayerNormalization)
+# and its LayerNormalization before opset 17: each model of make_contrib_models.py is compiled, run and
+# compared with its torch reference (also the skip normalizations' sum output).
+# usage: test_contrib.sh MLC BUILD_DIR
+set -eu
+mlc=$1 dir=$2/contrib
+here=$(cd "$(dirname "$0")" && pwd)
+rm -rf "$dir" && mkdir -p "$dir"
+/usr/bin/python3 "$here/make_contrib_models.py" "$dir"
+tab=$(printf '\t')
+while IFS="$tab" read -r m tol; do
+  echo "== $m"
+  "$mlc" compile "$dir/$m.onnx" --output "$dir/$m.tar"
+  "$mlc" run "$dir/$m.tar" --inputs "$dir/${m}_inputs.npz" --outputs "$dir/${m}_out.npz"
+  /usr/bin/python3 "$here/compare_npz.py" "$dir/${m}_out.npz" "$dir/${m}_ref.npz" --tol "$tol"
+done <"$dir/models.txt"
+echo "contrib: all passed"
