@@ -11,7 +11,8 @@
  *     Runtime registers it) as RMSNormalization (its LayerNormalization before opset 17 is the default
  *     domain's converter, which takes any opset);
  *   SkipLayerNormalization(input, skip, gamma, beta?, bias?; epsilon) and SkipSimplifiedLayerNormalization(input,
- *     skip, gamma, bias?; epsilon): s = input + skip (+ bias) normalized over the last axis; output 3 is s.
+ *     skip, gamma, bias?; epsilon): s = input + skip (+ bias) normalized over the last axis; output 3 is s;
+ *   Attention (BERT's fused self-attention): the QKV projection, then nn.attention (see ms_attention).
  * The optional mean / inverse-deviation outputs of the normalizations (training) are not supported. */
 #include <string.h>
 #include "frontends/onnx/onnx.h"
@@ -129,6 +130,131 @@ static mlc_status ms_skip_layer_norm(OnnxCtx *cx, const OnnxNode *n, Value **out
   return MLC_OK;
 }
 
+/* ---------------------------------------------------------------- Attention */
+
+static Value *const_i64(OnnxCtx *cx, const OnnxNode *n, const char *what, int k, const int64_t *v) {
+  TensorType t = {.dtype = MLC_I64, .ndim = 1, .dims = {k}};
+  int64_t *data = arena_alloc(onnx_graph(cx)->arena, sizeof(int64_t) * (size_t)(k ? k : 1));
+  memcpy(data, v, sizeof(int64_t) * (size_t)k);
+  return onnx_const(cx, arena_printf(onnx_graph(cx)->arena, "%s_%s", n->name, what), t, data);
+}
+
+/* x[..., a:b] */
+static Value *slice_last(OnnxCtx *cx, const OnnxNode *n, Value *x, int64_t a, int64_t b, Diag *d) {
+  int64_t axis = x->type.ndim - 1;
+  Value *ins[4] = {x, const_i64(cx, n, "start", 1, &a), const_i64(cx, n, "end", 1, &b),
+                   const_i64(cx, n, "axis", 1, &axis)};
+  Value *y = NULL;
+  return onnx_convert_as(cx, n, "Slice", 13, false, 4, ins, &y, d) ? NULL : y;
+}
+
+static Value *reshape(OnnxCtx *cx, const OnnxNode *n, Value *x, int r, const int64_t *dims, Diag *d) {
+  if (!x) return NULL;
+  Value *ins[2] = {x, const_i64(cx, n, "shape", r, dims)}, *y = NULL;
+  return onnx_convert_as(cx, n, "Reshape", 14, false, 2, ins, &y, d) ? NULL : y;
+}
+
+static Value *cast(OnnxCtx *cx, const OnnxNode *n, Value *x, mlc_dtype t, Diag *d) {
+  if (!x) return NULL;
+  Node *nd = onnx_emit(cx, n, "cast", 1, &x, 1, d);
+  if (nd) ir_set_int(onnx_graph(cx), nd, "dtype", t);
+  Value *y = NULL;
+  return onnx_finish_one(cx, n, nd, &y, d) ? NULL : y;
+}
+
+/* filter (a float of dtype t) where the bool masked is true, else 0 */
+static Value *filter_where(OnnxCtx *cx, const OnnxNode *n, Value *masked, mlc_dtype t, double filter, Diag *d) {
+  Value *f = cast(cx, n, masked, t, d);
+  return f ? onnx_binary(cx, n, "multiply", f, onnx_scalar(cx, n, "mask_filter", t, filter), d) : NULL;
+}
+
+/* The additive float mask [B, 1, S or 1, T] of Attention's mask_index: raw 0/1 masks [B, T] and [B, S, T]
+ * (0 masked), right-padding lengths [B] (positions >= the length masked) and [2B] (ends, then starts) */
+static Value *attention_mask(OnnxCtx *cx, const OnnxNode *n, Value *m, int64_t B, int64_t S, int64_t T,
+                             mlc_dtype t, Diag *d) {
+  double filter = onnx_attr_float(n, "mask_filter_value", -10000.0);
+  const TensorType *mt = &m->type;
+  if (mt->dtype != MLC_I32) {
+    onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: mask_index must be int32, got %s", n->op_type,
+               mlc_dtype_name(mt->dtype));
+    return NULL;
+  }
+  if ((mt->ndim == 2 && mt->dims[0] == B && mt->dims[1] == T) ||
+      (mt->ndim == 3 && mt->dims[0] == B && mt->dims[1] == S && mt->dims[2] == T)) {
+    Value *masked = onnx_binary(cx, n, "equal", m, onnx_scalar(cx, n, "zero", MLC_I32, 0), d);
+    int64_t shape[4] = {B, 1, mt->ndim == 3 ? S : 1, T};
+    return reshape(cx, n, masked ? filter_where(cx, n, masked, t, filter, d) : NULL, 4, shape, d);
+  }
+  if (mt->ndim == 1 && (mt->dims[0] == B || mt->dims[0] == 2 * B)) {
+    TensorType pt = {.dtype = MLC_I32, .ndim = 2, .dims = {1, T}};
+    int32_t *pos = arena_alloc(onnx_graph(cx)->arena, sizeof(int32_t) * (size_t)T);
+    for (int64_t j = 0; j < T; j++) pos[j] = (int32_t)j;
+    Value *p = onnx_const(cx, arena_printf(onnx_graph(cx)->arena, "%s_positions", n->name), pt, pos);
+    int64_t col[2] = {B, 1};
+    Value *end = reshape(cx, n, mt->dims[0] == B ? m : slice_last(cx, n, m, 0, B, d), 2, col, d);
+    Value *masked = end ? onnx_binary(cx, n, "greater_equal", p, end, d) : NULL;
+    if (masked && mt->dims[0] == 2 * B) {
+      Value *start = reshape(cx, n, slice_last(cx, n, m, B, 2 * B, d), 2, col, d);
+      Value *before = start ? onnx_binary(cx, n, "less", p, start, d) : NULL;
+      masked = before ? onnx_binary(cx, n, "logical_or", masked, before, d) : NULL;
+    }
+    int64_t shape[4] = {B, 1, 1, T};
+    return reshape(cx, n, masked ? filter_where(cx, n, masked, t, filter, d) : NULL, 4, shape, d);
+  }
+  onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "%s: a rank-%d mask_index is not supported (int32 [B], [2B], [B, T] or "
+             "[B, S, T])", n->op_type, mt->ndim);
+  return NULL;
+}
+
+/* com.microsoft Attention (input [B, S, D], weights [D, Hq + Hk + Hv], bias, mask_index, past, attention_bias;
+ * num_heads, qkv_hidden_sizes, unidirectional, scale, mask_filter_value): the projection, then nn.attention of
+ * the 3-D Q, K, V with the mask and bias as one additive mask (unidirectional: is_causal). past / present,
+ * do_rotary and Megatron's 4-D mask are not supported. */
+static mlc_status ms_attention(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = onnx_need_inputs(cx, n, 2, d);
+  if (st) return st;
+  Value *x = n->inputs[0], *w = n->inputs[1], *bias = opt_in(n, 2), *mask = opt_in(n, 3), *ab = opt_in(n, 5);
+  if (opt_in(n, 4) || named(n, 1))
+    return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "%s with past / present (a KV cache) is not supported",
+                      n->op_type);
+  if (onnx_attr_int(n, "do_rotary", 0))
+    return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "%s with do_rotary is not supported", n->op_type);
+  int64_t heads = onnx_attr_int(n, "num_heads", 0);
+  if (x->type.ndim != 3 || w->type.ndim != 2 || heads < 1)
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s needs input [B, S, D], weights [D, 3H] and num_heads", n->op_type);
+  int64_t B = x->type.dims[0], S = x->type.dims[1], sizes[3];
+  int ns = onnx_attr_ints(n, "qkv_hidden_sizes", sizes, 3);
+  if (ns < 0) sizes[0] = sizes[1] = sizes[2] = w->type.dims[1] / 3;
+  else if (ns != 3) return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: qkv_hidden_sizes needs 3 sizes", n->op_type);
+  if (sizes[0] + sizes[1] + sizes[2] != w->type.dims[1] || sizes[0] != sizes[1] || sizes[0] % heads ||
+      sizes[2] % heads)
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: hidden sizes %lld, %lld, %lld do not fit weights [%lld, %lld] "
+                      "and %lld heads", n->op_type, (long long)sizes[0], (long long)sizes[1], (long long)sizes[2],
+                      (long long)w->type.dims[0], (long long)w->type.dims[1], (long long)heads);
+  Value *xw[2] = {x, w}, *qkv = NULL;
+  if ((st = onnx_convert_as(cx, n, "MatMul", 13, false, 2, xw, &qkv, d))) return st;
+  if (bias && !(qkv = onnx_binary(cx, n, "add", qkv, bias, d))) return d->status;
+  Value *ins[4] = {slice_last(cx, n, qkv, 0, sizes[0], d), slice_last(cx, n, qkv, sizes[0], 2 * sizes[0], d),
+                   slice_last(cx, n, qkv, 2 * sizes[0], w->type.dims[1], d), NULL};
+  if (!ins[0] || !ins[1] || !ins[2]) return d->status;
+  mlc_dtype t = x->type.dtype;
+  if (mask && !(ins[3] = attention_mask(cx, n, mask, B, S, S, t, d))) return d->status;
+  if (ab) ins[3] = ins[3] ? onnx_binary(cx, n, "add", ins[3], ab, d) : ab;
+  if (ab && !ins[3]) return d->status;
+  Node *nd = onnx_emit(cx, n, "nn.attention", ins[3] ? 4 : 3, ins, 4, d);
+  if (!nd) return d->status != MLC_OK ? d->status : MLC_ERR_INTERNAL;
+  Graph *g = onnx_graph(cx);
+  ir_set_int(g, nd, "q_num_heads", heads);
+  ir_set_int(g, nd, "kv_num_heads", heads);
+  ir_set_float(g, nd, "scale", onnx_attr_float(n, "scale", 0.0));
+  ir_set_float(g, nd, "softcap", 0.0);
+  ir_set_int(g, nd, "is_causal", onnx_attr_int(n, "unidirectional", 0) != 0);
+  ir_set_int(g, nd, "qk_mode", 0);
+  if ((st = onnx_finish(cx, n, nd, d))) return st;
+  outs[0] = nd->outputs[0];
+  return MLC_OK;
+}
+
 const OnnxConverter onnx_ops_contrib[] = {
     /* op_type                          domain           converter */
     {"Gelu", "com.microsoft", ms_gelu},
@@ -141,5 +267,6 @@ const OnnxConverter onnx_ops_contrib[] = {
     {"SimplifiedLayerNormalization", "", ms_simplified_layer_norm}, /* (ONNX Runtime: the default domain) */
     {"SkipLayerNormalization", "com.microsoft", ms_skip_layer_norm},
     {"SkipSimplifiedLayerNormalization", "com.microsoft", ms_skip_layer_norm},
+    {"Attention", "com.microsoft", ms_attention},
     {NULL, NULL, NULL},
 };

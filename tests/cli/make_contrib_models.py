@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import onnx
 import torch
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 out = sys.argv[1]
 os.makedirs(out, exist_ok=True)
@@ -18,16 +18,19 @@ F32 = np.float32
 lines = []
 
 
-def save(name, op, inputs, attrs, refs, domain="com.microsoft", consts=(), outputs=None, tol=1e-5, opset=17):
-    """inputs: name -> array (graph inputs); consts: name -> array (initializers); refs: output arrays"""
+def save(name, op, inputs, attrs, refs, domain="com.microsoft", consts=(), outputs=None, tol=1e-5, opset=17,
+         int_inputs=(), values=None):
+    """inputs: name -> array (graph inputs), or the node's input names with their arrays in values; consts:
+    (name, array) initializers; refs: output arrays; int_inputs: the int32 inputs"""
     outputs = outputs or [f"y{i}" for i in range(len(refs))]
-    node = helper.make_node(op, list(inputs) if isinstance(inputs, list) else list(inputs.keys()), outputs,
-                            domain=domain or None, **attrs)
-    feeds = {k: v for k, v in (inputs.items() if isinstance(inputs, dict) else []) if k not in dict(consts)}
+    node = helper.make_node(op, list(inputs), outputs, domain=domain or None, **attrs)
+    values = values if values is not None else inputs
+    feeds = {k: v for k, v in values.items() if k and k not in dict(consts)}
     g = helper.make_graph([node], name,
-                          [helper.make_tensor_value_info(k, TensorProto.FLOAT, list(v.shape)) for k, v in feeds.items()],
+                          [helper.make_tensor_value_info(k, TensorProto.INT32 if k in int_inputs else TensorProto.FLOAT,
+                                                         list(v.shape)) for k, v in feeds.items()],
                           [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outputs if o],
-                          [onnx.numpy_helper.from_array(v, k) for k, v in consts])
+                          [numpy_helper.from_array(v, k) for k, v in consts])
     opsets = [helper.make_opsetid("", opset), helper.make_opsetid("com.microsoft", 1)]
     onnx.save(helper.make_model(g, opset_imports=opsets), f"{out}/{name}.onnx")
     np.savez(f"{out}/{name}_inputs.npz", **feeds)
@@ -76,5 +79,56 @@ save("skip_layer_norm_nobias", "SkipLayerNormalization", {"x": x, "skip": skip, 
      [torch.nn.functional.layer_norm(T(x + skip), (16,), T(g), None, 1e-5).numpy()], tol=1e-4)
 save("skip_simplified_layer_norm", "SkipSimplifiedLayerNormalization", {"x": x, "skip": skip, "g": g, "b": b},
      {"epsilon": 1e-6}, [rms(s), s], outputs=["y0", "", "", "y3"], tol=1e-4)
+
+
+def attention_ref(x, w, b, heads, sizes, add=None, causal=False):
+    """ONNX Runtime's Attention: the projection, per head softmax(q k^T / sqrt(h) + add) v"""
+    qkv = x @ w + b
+    B, S, _ = x.shape
+    q, k, v = qkv[..., :sizes[0]], qkv[..., sizes[0]:2 * sizes[0]], qkv[..., 2 * sizes[0]:]
+
+    def heads_of(t):
+        return t.reshape(B, S, heads, -1).transpose(0, 2, 1, 3).astype(np.float64)
+
+    q, k, v = heads_of(q), heads_of(k), heads_of(v)
+    sc = q @ k.transpose(0, 1, 3, 2) / np.sqrt(q.shape[-1])
+    if add is not None:
+        sc = sc + add
+    if causal:
+        sc = sc + np.triu(np.full((S, S), -1e30), 1)
+    p = np.exp(sc - sc.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    return (p @ v).transpose(0, 2, 1, 3).reshape(B, S, -1)
+
+
+B, S, D, H = 2, 7, 32, 4
+xa, wa, ba = r(B, S, D), 0.2 * r(D, 3 * D), 0.1 * r(3 * D)
+consts = [("w", wa), ("b", ba)]
+raw = np.ones((B, S), np.int32)
+raw[0, 5:] = 0
+raw[1, 3:] = 0
+save("attention_raw_mask", "Attention", {"x": xa, "w": wa, "b": ba, "mask": raw}, {"num_heads": H},
+     [attention_ref(xa, wa, ba, H, (D, D, D), ((1 - raw) * -10000.0)[:, None, None, :])], consts=consts, tol=1e-4,
+     int_inputs={"mask"})
+lens = np.array([4, 7], np.int32)
+add = np.where(np.arange(S)[None, :] >= lens[:, None], -10000.0, 0.0)[:, None, None, :]
+save("attention_lengths", "Attention", {"x": xa, "w": wa, "b": ba, "mask": lens}, {"num_heads": H},
+     [attention_ref(xa, wa, ba, H, (D, D, D), add)], consts=consts, tol=1e-4, int_inputs={"mask"})
+se = np.array([6, 7, 1, 2], np.int32)  # ends, then starts
+j = np.arange(S)[None, :]
+add = np.where((j >= se[:2, None]) | (j < se[2:, None]), -10000.0, 0.0)[:, None, None, :]
+save("attention_start_end", "Attention", {"x": xa, "w": wa, "b": ba, "mask": se}, {"num_heads": H},
+     [attention_ref(xa, wa, ba, H, (D, D, D), add)], consts=consts, tol=1e-4, int_inputs={"mask"})
+save("attention_causal", "Attention", {"x": xa, "w": wa, "b": ba}, {"num_heads": H, "unidirectional": 1},
+     [attention_ref(xa, wa, ba, H, (D, D, D), causal=True)], consts=consts, tol=1e-4)
+# other value width (qkv_hidden_sizes), an attention bias, a 3-D raw mask
+wv, bv = 0.2 * r(D, 2 * D + 16), 0.1 * r(2 * D + 16)
+bias4 = 0.5 * r(1, H, S, S)
+raw3 = (rng.random((B, S, S)) > 0.2).astype(np.int32)
+raw3[:, :, 0] = 1
+add = ((1 - raw3) * -10000.0)[:, None] + bias4
+save("attention_sizes_bias", "Attention", ["x", "w", "b", "mask", "", "ab"],
+     {"num_heads": H, "qkv_hidden_sizes": [D, D, 16]}, [attention_ref(xa, wv, bv, H, (D, D, 16), add)],
+     consts=[("w", wv), ("b", bv)], tol=1e-4, int_inputs={"mask"}, values={"x": xa, "mask": raw3, "ab": bias4})
 with open(f"{out}/models.txt", "w") as f:
     f.write("\n".join(lines) + "\n")
