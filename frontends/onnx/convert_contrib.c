@@ -12,7 +12,8 @@
  *     domain's converter, which takes any opset);
  *   SkipLayerNormalization(input, skip, gamma, beta?, bias?; epsilon) and SkipSimplifiedLayerNormalization(input,
  *     skip, gamma, bias?; epsilon): s = input + skip (+ bias) normalized over the last axis; output 3 is s;
- *   Attention (BERT's fused self-attention): the QKV projection, then nn.attention (see ms_attention).
+ *   Attention (BERT's fused self-attention): the QKV projection, then nn.attention (see ms_attention);
+ *   EmbedLayerNormalization (BERT's embeddings and the mask lengths, see ms_embed_layer_norm).
  * The optional mean / inverse-deviation outputs of the normalizations (training) are not supported. */
 #include <string.h>
 #include "frontends/onnx/onnx.h"
@@ -255,6 +256,56 @@ static mlc_status ms_attention(OnnxCtx *cx, const OnnxNode *n, Value **outs, Dia
   return MLC_OK;
 }
 
+/* com.microsoft EmbedLayerNormalization (BERT's embeddings: input_ids, segment_ids?, word_embedding,
+ * position_embedding, segment_embedding?, gamma, beta, mask?, position_ids?; epsilon): LayerNormalization of
+ * word[input_ids] + position[position_ids, else 0..S-1] + segment[segment_ids]; output 1, mask_index, the count
+ * of ones in each row of mask (zeros without a mask), as Attention reads lengths; output 2 the sum */
+static mlc_status ms_embed_layer_norm(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = onnx_need_inputs(cx, n, 1, d);
+  if (st) return st;
+  Value *ids = n->inputs[0], *seg_ids = opt_in(n, 1), *word = opt_in(n, 2), *pos = opt_in(n, 3), *seg = opt_in(n, 4);
+  Value *gamma = opt_in(n, 5), *beta = opt_in(n, 6), *mask = opt_in(n, 7), *pos_ids = opt_in(n, 8);
+  if (!word || !pos || !gamma || !beta || ids->type.ndim != 2 || (seg_ids && !seg))
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s needs input_ids [B, S], word and position embeddings, gamma "
+                      "and beta (and the segment embedding with segment_ids)", n->op_type);
+  int64_t B = ids->type.dims[0], S = ids->type.dims[1];
+  if (!pos_ids) {
+    TensorType pt = {.dtype = MLC_I32, .ndim = 1, .dims = {S}};
+    int32_t *p = arena_alloc(onnx_graph(cx)->arena, sizeof(int32_t) * (size_t)(S ? S : 1));
+    for (int64_t i = 0; i < S; i++) p[i] = (int32_t)i;
+    pos_ids = onnx_const(cx, arena_printf(onnx_graph(cx)->arena, "%s_position_ids", n->name), pt, p);
+  }
+  Value *g[2][2] = {{word, ids}, {pos, pos_ids}}, *e[3] = {NULL, NULL, NULL};
+  for (int i = 0; i < 2; i++)
+    if ((st = onnx_convert_as(cx, n, "Gather", 13, false, 2, g[i], &e[i], d))) return st;
+  Value *sum = onnx_binary(cx, n, "add", e[0], e[1], d);
+  if (seg_ids) {
+    Value *gs[2] = {seg, seg_ids};
+    if ((st = onnx_convert_as(cx, n, "Gather", 13, false, 2, gs, &e[2], d))) return st;
+    sum = sum ? onnx_binary(cx, n, "add", sum, e[2], d) : NULL;
+  }
+  if (!sum) return d->status ? d->status : MLC_ERR_INTERNAL;
+  Value *ln[3] = {sum, gamma, beta};
+  if ((st = onnx_convert_as(cx, n, "LayerNormalization", 17, true, 3, ln, &outs[0], d))) return st;
+  if (named(n, 2)) outs[2] = sum;
+  if (!named(n, 1)) return MLC_OK;
+  Value *ones;
+  if (mask) {
+    Value *is_one = onnx_binary(cx, n, "equal", mask, onnx_scalar(cx, n, "one", mask->type.dtype, 1), d);
+    int64_t axis = 1;
+    Value *rs[2] = {cast(cx, n, is_one, MLC_I32, d), const_i64(cx, n, "axes", 1, &axis)};
+    if (!rs[0]) return d->status;
+    if ((st = onnx_convert_as(cx, n, "ReduceSum", 13, false, 2, rs, &ones, d))) return st;
+    outs[1] = reshape(cx, n, ones, 1, &B, d);
+  } else {
+    TensorType zt = {.dtype = MLC_I32, .ndim = 1, .dims = {B}};
+    int32_t *z = arena_alloc(onnx_graph(cx)->arena, sizeof(int32_t) * (size_t)(B ? B : 1));
+    memset(z, 0, sizeof(int32_t) * (size_t)(B ? B : 1));
+    outs[1] = onnx_const(cx, arena_printf(onnx_graph(cx)->arena, "%s_mask_index", n->name), zt, z);
+  }
+  return outs[1] ? MLC_OK : d->status ? d->status : MLC_ERR_INTERNAL;
+}
+
 const OnnxConverter onnx_ops_contrib[] = {
     /* op_type                          domain           converter */
     {"Gelu", "com.microsoft", ms_gelu},
@@ -268,5 +319,6 @@ const OnnxConverter onnx_ops_contrib[] = {
     {"SkipLayerNormalization", "com.microsoft", ms_skip_layer_norm},
     {"SkipSimplifiedLayerNormalization", "com.microsoft", ms_skip_layer_norm},
     {"Attention", "com.microsoft", ms_attention},
+    {"EmbedLayerNormalization", "com.microsoft", ms_embed_layer_norm},
     {NULL, NULL, NULL},
 };

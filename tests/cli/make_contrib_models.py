@@ -29,12 +29,14 @@ def save(name, op, inputs, attrs, refs, domain="com.microsoft", consts=(), outpu
     g = helper.make_graph([node], name,
                           [helper.make_tensor_value_info(k, TensorProto.INT32 if k in int_inputs else TensorProto.FLOAT,
                                                          list(v.shape)) for k, v in feeds.items()],
-                          [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outputs if o],
+                          [helper.make_tensor_value_info(o, TensorProto.INT32 if ref.dtype == np.int32 else
+                                                         TensorProto.FLOAT, None)
+                           for o, ref in zip(outputs, refs) if o],
                           [numpy_helper.from_array(v, k) for k, v in consts])
     opsets = [helper.make_opsetid("", opset), helper.make_opsetid("com.microsoft", 1)]
     onnx.save(helper.make_model(g, opset_imports=opsets), f"{out}/{name}.onnx")
     np.savez(f"{out}/{name}_inputs.npz", **feeds)
-    np.savez(f"{out}/{name}_ref.npz", **{o: r.astype(F32) for o, r in zip(outputs, refs) if o})
+    np.savez(f"{out}/{name}_ref.npz", **{o: v if v.dtype == np.int32 else v.astype(F32) for o, v in zip(outputs, refs) if o})
     lines.append(f"{name}\t{tol}")
 
 
@@ -130,5 +132,57 @@ add = ((1 - raw3) * -10000.0)[:, None] + bias4
 save("attention_sizes_bias", "Attention", ["x", "w", "b", "mask", "", "ab"],
      {"num_heads": H, "qkv_hidden_sizes": [D, D, 16]}, [attention_ref(xa, wv, bv, H, (D, D, 16), add)],
      consts=[("w", wv), ("b", bv)], tol=1e-4, int_inputs={"mask"}, values={"x": xa, "mask": raw3, "ab": bias4})
+# EmbedLayerNormalization: word + position (0..S-1) + segment embeddings, layer-normalized; the mask's lengths
+V, P, H2 = 30, 16, 32
+ids = rng.integers(0, V, (B, S)).astype(np.int32)
+segs = rng.integers(0, 2, (B, S)).astype(np.int32)
+we, pe, sge = r(V, H2), r(P, H2), r(2, H2)
+ge, bee = 1 + 0.1 * r(H2), 0.1 * r(H2)
+msk = np.ones((B, S), np.int32)
+msk[1, 4:] = 0
+emb = we[ids] + pe[:S][None] + sge[segs]
+y = torch.nn.functional.layer_norm(T(emb), (H2,), T(ge), T(bee), 1e-12).numpy()
+save("embed_layer_norm", "EmbedLayerNormalization", ["ids", "segs", "we", "pe", "sge", "ge", "bee", "mask"],
+     {"epsilon": 1e-12}, [y, msk.sum(1).astype(np.int32), emb], outputs=["y0", "y1", "y2"], tol=1e-4,
+     consts=[("we", we), ("pe", pe), ("sge", sge), ("ge", ge), ("bee", bee)], int_inputs={"ids", "segs", "mask"},
+     values={"ids": ids, "segs": segs, "mask": msk, "we": we})
+# one BERT layer as ONNX Runtime's optimizer saves it: EmbedLayerNormalization (its mask lengths) -> Attention ->
+# SkipLayerNormalization -> MatMul, BiasGelu, MatMul -> SkipLayerNormalization
+wq, bq = 0.2 * r(H2, 3 * H2), 0.1 * r(3 * H2)
+w1, b1, w2, b2 = 0.2 * r(H2, 64), 0.1 * r(64), 0.2 * r(64, H2), 0.1 * r(H2)
+g1, be1, g2, be2 = 1 + 0.1 * r(H2), 0.1 * r(H2), 1 + 0.1 * r(H2), 0.1 * r(H2)
+nodes = [
+    helper.make_node("EmbedLayerNormalization", ["ids", "segs", "we", "pe", "sge", "ge", "bee", "mask"], ["e", "mi"],
+                     domain="com.microsoft", epsilon=1e-12),
+    helper.make_node("Attention", ["e", "wq", "bq", "mi"], ["a"], domain="com.microsoft", num_heads=4),
+    helper.make_node("SkipLayerNormalization", ["a", "e", "g1", "be1", "b2"], ["h"], domain="com.microsoft",
+                     epsilon=1e-12),
+    helper.make_node("MatMul", ["h", "w1"], ["f1"]),
+    helper.make_node("BiasGelu", ["f1", "b1"], ["f2"], domain="com.microsoft"),
+    helper.make_node("MatMul", ["f2", "w2"], ["f3"]),
+    helper.make_node("SkipLayerNormalization", ["f3", "h", "g2", "be2", "b2"], ["y"], domain="com.microsoft",
+                     epsilon=1e-12),
+]
+inits = dict(we=we, pe=pe, sge=sge, ge=ge, bee=bee, wq=wq, bq=bq, g1=g1, be1=be1, w1=w1, b1=b1, w2=w2, b2=b2, g2=g2,
+             be2=be2)
+g = helper.make_graph(nodes, "bert_layer", [helper.make_tensor_value_info(k, TensorProto.INT32, [B, S])
+                                            for k in ("ids", "segs", "mask")],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                      [numpy_helper.from_array(v, k) for k, v in inits.items()])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("com.microsoft", 1)]),
+          f"{out}/bert_layer_optimized.onnx")
+np.savez(f"{out}/bert_layer_optimized_inputs.npz", ids=ids, segs=segs, mask=msk)
+lens = msk.sum(1)
+add = np.where(np.arange(S)[None, :] >= lens[:, None], -10000.0, 0.0)[:, None, None, :]
+
+
+def lnorm(v, gg, bb):
+    return torch.nn.functional.layer_norm(T(v.astype(F32)), (H2,), T(gg), T(bb), 1e-12).numpy()
+
+
+h = lnorm(attention_ref(y, wq, bq, 4, (H2, H2, H2), add) + y + b2, g1, be1)
+f2 = torch.nn.functional.gelu(T((h @ w1 + b1).astype(F32))).numpy()
+np.savez(f"{out}/bert_layer_optimized_ref.npz", y=lnorm(f2 @ w2 + h + b2, g2, be2))
+lines.append("bert_layer_optimized\t1e-4")
 with open(f"{out}/models.txt", "w") as f:
     f.write("\n".join(lines) + "\n")
