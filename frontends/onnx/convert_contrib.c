@@ -13,6 +13,7 @@
  *   SkipLayerNormalization(input, skip, gamma, beta?, bias?; epsilon) and SkipSimplifiedLayerNormalization(input,
  *     skip, gamma, bias?; epsilon): s = input + skip (+ bias) normalized over the last axis; output 3 is s;
  *   Attention (BERT's fused self-attention): the QKV projection, then nn.attention (see ms_attention);
+ *   MultiHeadAttention (separate query, key and value: ViT, CLIP, Whisper, UNet exports; ms_multi_head_attention);
  *   EmbedLayerNormalization (BERT's embeddings and the mask lengths, see ms_embed_layer_norm).
  * The optional mean / inverse-deviation outputs of the normalizations (training) are not supported. */
 #include <string.h>
@@ -207,6 +208,30 @@ static Value *attention_mask(OnnxCtx *cx, const OnnxNode *n, Value *m, int64_t B
   return NULL;
 }
 
+/* nn.attention of 3-D q [B, S, N*h], k [B, T, N*h], v [B, T, N*hv] (ins[0..2]) with Attention's mask_index (or
+ * MultiHeadAttention's key_padding_mask) and attention_bias as one additive mask; unidirectional: is_causal */
+static mlc_status heads_attention(OnnxCtx *cx, const OnnxNode *n, Value **ins, Value *mask, Value *ab, int64_t B,
+                                  int64_t S, int64_t T, int64_t heads, Value **out, Diag *d) {
+  mlc_dtype t = ins[0]->type.dtype;
+  ins[3] = NULL;
+  if (mask && !(ins[3] = attention_mask(cx, n, mask, B, S, T, t, d))) return d->status;
+  if (ab) ins[3] = ins[3] ? onnx_binary(cx, n, "add", ins[3], ab, d) : ab;
+  if (ab && !ins[3]) return d->status;
+  Node *nd = onnx_emit(cx, n, "nn.attention", ins[3] ? 4 : 3, ins, 4, d);
+  if (!nd) return d->status != MLC_OK ? d->status : MLC_ERR_INTERNAL;
+  Graph *g = onnx_graph(cx);
+  ir_set_int(g, nd, "q_num_heads", heads);
+  ir_set_int(g, nd, "kv_num_heads", heads);
+  ir_set_float(g, nd, "scale", onnx_attr_float(n, "scale", 0.0));
+  ir_set_float(g, nd, "softcap", 0.0);
+  ir_set_int(g, nd, "is_causal", onnx_attr_int(n, "unidirectional", 0) != 0);
+  ir_set_int(g, nd, "qk_mode", 0);
+  mlc_status st = onnx_finish(cx, n, nd, d);
+  if (st) return st;
+  *out = nd->outputs[0];
+  return MLC_OK;
+}
+
 /* com.microsoft Attention (input [B, S, D], weights [D, Hq + Hk + Hv], bias, mask_index, past, attention_bias;
  * num_heads, qkv_hidden_sizes, unidirectional, scale, mask_filter_value): the projection, then nn.attention of
  * the 3-D Q, K, V with the mask and bias as one additive mask (unidirectional: is_causal). past / present,
@@ -238,22 +263,41 @@ static mlc_status ms_attention(OnnxCtx *cx, const OnnxNode *n, Value **outs, Dia
   Value *ins[4] = {slice_last(cx, n, qkv, 0, sizes[0], d), slice_last(cx, n, qkv, sizes[0], 2 * sizes[0], d),
                    slice_last(cx, n, qkv, 2 * sizes[0], w->type.dims[1], d), NULL};
   if (!ins[0] || !ins[1] || !ins[2]) return d->status;
-  mlc_dtype t = x->type.dtype;
-  if (mask && !(ins[3] = attention_mask(cx, n, mask, B, S, S, t, d))) return d->status;
-  if (ab) ins[3] = ins[3] ? onnx_binary(cx, n, "add", ins[3], ab, d) : ab;
-  if (ab && !ins[3]) return d->status;
-  Node *nd = onnx_emit(cx, n, "nn.attention", ins[3] ? 4 : 3, ins, 4, d);
-  if (!nd) return d->status != MLC_OK ? d->status : MLC_ERR_INTERNAL;
-  Graph *g = onnx_graph(cx);
-  ir_set_int(g, nd, "q_num_heads", heads);
-  ir_set_int(g, nd, "kv_num_heads", heads);
-  ir_set_float(g, nd, "scale", onnx_attr_float(n, "scale", 0.0));
-  ir_set_float(g, nd, "softcap", 0.0);
-  ir_set_int(g, nd, "is_causal", onnx_attr_int(n, "unidirectional", 0) != 0);
-  ir_set_int(g, nd, "qk_mode", 0);
-  if ((st = onnx_finish(cx, n, nd, d))) return st;
-  outs[0] = nd->outputs[0];
-  return MLC_OK;
+  return heads_attention(cx, n, ins, mask, ab, B, S, S, heads, &outs[0], d);
+}
+
+/* com.microsoft MultiHeadAttention (query [B, S, D], key [B, T, D], value [B, T, Dv], bias [D + D + Dv]?,
+ * key_padding_mask?, attention_bias?; num_heads, scale, mask_filter_value, unidirectional): nn.attention of the
+ * three (plus their slices of the bias). The packed forms (query holding K and V, key [B, T, N, 2, h]), a
+ * cross-attention cache (4-D key / value) and past / present are not supported. */
+static mlc_status ms_multi_head_attention(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = onnx_need_inputs(cx, n, 1, d);
+  if (st) return st;
+  Value *ins[4] = {n->inputs[0], opt_in(n, 1), opt_in(n, 2), NULL}, *bias = opt_in(n, 3);
+  int64_t heads = onnx_attr_int(n, "num_heads", 0);
+  if (opt_in(n, 6) || opt_in(n, 7) || named(n, 1) || named(n, 2))
+    return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "%s with past / present (a KV cache) is not supported",
+                      n->op_type);
+  if (!ins[1] || !ins[2] || ins[0]->type.ndim != 3 || ins[1]->type.ndim != 3 || ins[2]->type.ndim != 3)
+    return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "%s supports separate 3-D query, key and value only "
+                      "(not the packed forms or a 4-D key / value cache)", n->op_type);
+  int64_t B = ins[0]->type.dims[0], S = ins[0]->type.dims[1], T = ins[1]->type.dims[1];
+  int64_t dq = ins[0]->type.dims[2], dk = ins[1]->type.dims[2], dv = ins[2]->type.dims[2];
+  if (heads < 1 || dq != dk || dq % heads || dv % heads || ins[2]->type.dims[1] != T)
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: query, key and value [%lld, %lld, %lld], [.., %lld, %lld], "
+                      "[.., %lld, %lld] do not fit %lld heads", n->op_type, (long long)B, (long long)S,
+                      (long long)dq, (long long)T, (long long)dk, (long long)ins[2]->type.dims[1], (long long)dv,
+                      (long long)heads);
+  if (bias) {
+    if (bias->type.ndim != 1 || bias->type.dims[0] != dq + dk + dv)
+      return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: bias must be [%lld]", n->op_type, (long long)(dq + dk + dv));
+    int64_t at[4] = {0, dq, dq + dk, dq + dk + dv};
+    for (int i = 0; i < 3; i++) {
+      Value *part = slice_last(cx, n, bias, at[i], at[i + 1], d);
+      if (!part || !(ins[i] = onnx_binary(cx, n, "add", ins[i], part, d))) return d->status;
+    }
+  }
+  return heads_attention(cx, n, ins, opt_in(n, 4), opt_in(n, 5), B, S, T, heads, &outs[0], d);
 }
 
 /* com.microsoft EmbedLayerNormalization (BERT's embeddings: input_ids, segment_ids?, word_embedding,
@@ -320,5 +364,6 @@ const OnnxConverter onnx_ops_contrib[] = {
     {"SkipSimplifiedLayerNormalization", "com.microsoft", ms_skip_layer_norm},
     {"Attention", "com.microsoft", ms_attention},
     {"EmbedLayerNormalization", "com.microsoft", ms_embed_layer_norm},
+    {"MultiHeadAttention", "com.microsoft", ms_multi_head_attention},
     {NULL, NULL, NULL},
 };

@@ -132,6 +132,39 @@ add = ((1 - raw3) * -10000.0)[:, None] + bias4
 save("attention_sizes_bias", "Attention", ["x", "w", "b", "mask", "", "ab"],
      {"num_heads": H, "qkv_hidden_sizes": [D, D, 16]}, [attention_ref(xa, wv, bv, H, (D, D, 16), add)],
      consts=[("w", wv), ("b", bv)], tol=1e-4, int_inputs={"mask"}, values={"x": xa, "mask": raw3, "ab": bias4})
+
+
+def mha_ref(q, k, v, heads, add=None):
+    B, S, _ = q.shape
+
+    def heads_of(t):
+        return t.reshape(B, t.shape[1], heads, -1).transpose(0, 2, 1, 3).astype(np.float64)
+
+    q, k, v = heads_of(q), heads_of(k), heads_of(v)
+    sc = q @ k.transpose(0, 1, 3, 2) / np.sqrt(q.shape[-1])
+    if add is not None:
+        sc = sc + add
+    p = np.exp(sc - sc.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    return (p @ v).transpose(0, 2, 1, 3).reshape(B, S, -1)
+
+
+# MultiHeadAttention: cross-attention (T != S, value width 16) with a bias, a raw key padding mask and an
+# attention bias; self-attention with lengths
+Tk = 5
+qm, km, vm, bm = r(B, S, D), r(B, Tk, D), r(B, Tk, 16), 0.1 * r(2 * D + 16)
+kpm = np.ones((B, Tk), np.int32)
+kpm[0, 3:] = 0
+abm = 0.5 * r(B, 1, S, Tk)
+add = ((1 - kpm) * -10000.0)[:, None, None, :] + abm
+save("multi_head_attention_cross", "MultiHeadAttention", ["q", "k", "v", "bias", "kpm", "ab"], {"num_heads": H},
+     [mha_ref(qm + bm[:D], km + bm[D:2 * D], vm + bm[2 * D:], H, add)], tol=1e-4, int_inputs={"kpm"},
+     values={"q": qm, "k": km, "v": vm, "bias": bm, "kpm": kpm, "ab": abm})
+km2, vm2 = r(B, S, D), r(B, S, D)
+lens2 = np.array([7, 2], np.int32)
+add = np.where(np.arange(S)[None, :] >= lens2[:, None], -10000.0, 0.0)[:, None, None, :]
+save("multi_head_attention_lengths", "MultiHeadAttention", ["q", "k", "v", "", "kpm"], {"num_heads": H},
+     [mha_ref(qm, km2, vm2, H, add)], tol=1e-4, int_inputs={"kpm"}, values={"q": qm, "k": km2, "v": vm2, "kpm": lens2})
 # EmbedLayerNormalization: word + position (0..S-1) + segment embeddings, layer-normalized; the mask's lengths
 V, P, H2 = 30, 16, 32
 ids = rng.integers(0, V, (B, S)).astype(np.int32)
