@@ -6,7 +6,8 @@
  *     = X * sigmoid(alpha X);
  *   BiasAdd(X, bias, skip) = X + bias + skip;
  *   FusedMatMul(A, B; alpha, transA, transB) = alpha * op(A) . op(B), op transposing the last two axes
- *     (transBatchA / transBatchB are not supported);
+ *     (transBatchA / transBatchB are not supported); FusedConv (Conv + Z + activation) and FusedGemm (Gemm +
+ *     activation), which ONNX Runtime saves of CNNs optimized for its CPU provider;
  *   SimplifiedLayerNormalization (axis, epsilon, stash_type; com.microsoft, or the default domain where ONNX
  *     Runtime registers it) as RMSNormalization (its LayerNormalization before opset 17 is the default
  *     domain's converter, which takes any opset);
@@ -130,6 +131,65 @@ static mlc_status ms_skip_layer_norm(OnnxCtx *cx, const OnnxNode *n, Value **out
     return st;
   if (named(n, 3)) outs[3] = s;
   return MLC_OK;
+}
+
+/* ---------------------------------------------------------------- FusedConv, FusedGemm */
+
+/* ONNX Runtime's fused activation of x: activation "Relu", "Tanh", "Sigmoid", "LeakyRelu" (alpha), "Clip"
+ * (min, max), "HardSigmoid" (alpha, beta), its parameters in the float list `params` (FusedConv's
+ * activation_params) or in the attributes activation_alpha / activation_beta (FusedGemm's) */
+static Value *fused_activation(OnnxCtx *cx, const OnnxNode *n, Value *x, const char *params, Diag *d) {
+  const char *act = onnx_attr_string(n, "activation", "");
+  double p[2] = {0, 0};
+  int np = params ? onnx_attr_floats(n, params, p, 2) : 0;
+  if (!params) {
+    np = onnx_has_attr(n, "activation_alpha") + onnx_has_attr(n, "activation_beta");
+    p[0] = onnx_attr_float(n, "activation_alpha", 0);
+    p[1] = onnx_attr_float(n, "activation_beta", 0);
+  }
+  Graph *g = onnx_graph(cx);
+  Node *nd = NULL;
+  if (!*act) return x;
+  if (!strcmp(act, "Relu") || !strcmp(act, "Tanh") || !strcmp(act, "Sigmoid")) {
+    nd = onnx_emit(cx, n, !strcmp(act, "Relu") ? "nn.relu" : !strcmp(act, "Tanh") ? "tanh" : "sigmoid", 1, &x, 1, d);
+  } else if (!strcmp(act, "LeakyRelu")) {
+    if ((nd = onnx_emit(cx, n, "nn.leaky_relu", 1, &x, 1, d))) ir_set_float(g, nd, "alpha", np > 0 ? p[0] : 0.01);
+  } else if (!strcmp(act, "HardSigmoid")) {
+    if ((nd = onnx_emit(cx, n, "nn.hard_sigmoid", 1, &x, 1, d))) {
+      ir_set_float(g, nd, "alpha", np > 0 ? p[0] : 0.2);
+      ir_set_float(g, nd, "beta", np > 1 ? p[1] : 0.5);
+    }
+  } else if (!strcmp(act, "Clip") && np == 2) {
+    if ((nd = onnx_emit(cx, n, "clip", 1, &x, 1, d))) {
+      ir_set_float(g, nd, "a_min", p[0]);
+      ir_set_float(g, nd, "a_max", p[1]);
+    }
+  } else {
+    onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "%s: activation '%s'%s is not supported", n->op_type, act,
+               !strcmp(act, "Clip") ? " without its min and max" : "");
+    return NULL;
+  }
+  Value *y = NULL;
+  return onnx_finish_one(cx, n, nd, &y, d) ? NULL : y;
+}
+
+/* FusedConv (X, W, B?, Z?): activation(Conv(X, W, B) + Z), Conv's attributes */
+static mlc_status ms_fused_conv(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = onnx_need_inputs(cx, n, 2, d);
+  if (st) return st;
+  Value *ins[3] = {n->inputs[0], n->inputs[1], opt_in(n, 2)}, *y = NULL, *z = opt_in(n, 3);
+  if ((st = onnx_convert_as(cx, n, "Conv", 11, true, ins[2] ? 3 : 2, ins, &y, d))) return st;
+  if (z && !(y = onnx_binary(cx, n, "add", y, z, d))) return d->status;
+  return done(fused_activation(cx, n, y, "activation_params", d), &outs[0], d);
+}
+
+/* FusedGemm (A, B, C?): activation(Gemm(A, B, C)), Gemm's attributes, activation_alpha / activation_beta */
+static mlc_status ms_fused_gemm(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = onnx_need_inputs(cx, n, 2, d);
+  if (st) return st;
+  Value *ins[3] = {n->inputs[0], n->inputs[1], opt_in(n, 2)}, *y = NULL;
+  if ((st = onnx_convert_as(cx, n, "Gemm", 13, true, ins[2] ? 3 : 2, ins, &y, d))) return st;
+  return done(fused_activation(cx, n, y, NULL, d), &outs[0], d);
 }
 
 /* ---------------------------------------------------------------- Attention */
@@ -365,5 +425,7 @@ const OnnxConverter onnx_ops_contrib[] = {
     {"Attention", "com.microsoft", ms_attention},
     {"EmbedLayerNormalization", "com.microsoft", ms_embed_layer_norm},
     {"MultiHeadAttention", "com.microsoft", ms_multi_head_attention},
+    {"FusedConv", "com.microsoft", ms_fused_conv},
+    {"FusedGemm", "com.microsoft", ms_fused_gemm},
     {NULL, NULL, NULL},
 };

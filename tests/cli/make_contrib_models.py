@@ -165,6 +165,23 @@ lens2 = np.array([7, 2], np.int32)
 add = np.where(np.arange(S)[None, :] >= lens2[:, None], -10000.0, 0.0)[:, None, None, :]
 save("multi_head_attention_lengths", "MultiHeadAttention", ["q", "k", "v", "", "kpm"], {"num_heads": H},
      [mha_ref(qm, km2, vm2, H, add)], tol=1e-4, int_inputs={"kpm"}, values={"q": qm, "k": km2, "v": vm2, "kpm": lens2})
+# FusedConv (+ Z, activations with their parameters) and FusedGemm
+xc, wc, bc, zc = r(1, 4, 9, 9), 0.3 * r(6, 4, 3, 3), 0.1 * r(6), r(1, 6, 9, 9)
+conv = torch.nn.functional.conv2d(T(xc), T(wc), T(bc), 1, 1).numpy()
+save("fused_conv_relu_z", "FusedConv", {"x": xc, "w": wc, "b": bc, "z": zc},
+     {"activation": "Relu", "pads": [1, 1, 1, 1], "kernel_shape": [3, 3]}, [np.maximum(conv + zc, 0)], tol=1e-5)
+save("fused_conv_clip", "FusedConv", {"x": xc, "w": wc, "b": bc},
+     {"activation": "Clip", "activation_params": [0.0, 0.5], "pads": [1, 1, 1, 1]}, [np.clip(conv, 0, 0.5)], tol=1e-5)
+conv2 = torch.nn.functional.conv2d(T(xc), T(wc), None, 2).numpy()
+save("fused_conv_leaky_s2", "FusedConv", {"x": xc, "w": wc},
+     {"activation": "LeakyRelu", "activation_params": [0.1], "strides": [2, 2]}, [np.where(conv2 > 0, conv2, 0.1 * conv2)])
+ag, bgm, cg = r(3, 8), r(5, 8), r(5)
+gm = ag @ bgm.T + cg
+save("fused_gemm_leaky", "FusedGemm", {"a": ag, "b": bgm, "c": cg},
+     {"transB": 1, "activation": "LeakyRelu", "activation_alpha": 0.2}, [np.where(gm > 0, gm, 0.2 * gm)])
+save("fused_gemm_hardsigmoid", "FusedGemm", {"a": ag, "b": bgm, "c": cg},
+     {"transB": 1, "activation": "HardSigmoid", "activation_alpha": 0.3, "activation_beta": 0.4},
+     [np.clip(0.3 * gm + 0.4, 0, 1)])
 # EmbedLayerNormalization: word + position (0..S-1) + segment embeddings, layer-normalized; the mask's lengths
 V, P, H2 = 30, 16, 32
 ids = rng.integers(0, V, (B, S)).astype(np.int32)

@@ -1,6 +1,6 @@
 #!/bin/sh
-# The float com.microsoft ops of ONNX Runtime's transformer optimizer (Gelu, BiasGelu, FastGelu, QuickGelu,
-# BiasAdd, FusedMatMul, SimplifiedLayerNormalization, SkipLayerNormalization, SkipSimplifiedLayerNormalization,
+# The float com.microsoft ops of ONNX Runtime's optimizers (FusedConv, FusedGemm, Gelu, BiasGelu, FastGelu,
+# QuickGelu, BiasAdd, FusedMatMul, SimplifiedLayerNormalization, SkipLayerNormalization, SkipSimplifiedLayerNormalization,
 # Attention with each mask form, causal, an attention bias and another value width, MultiHeadAttention (cross
 # and self), EmbedLayerNormalization), its LayerNormalization before opset 17, and one BERT layer of those ops
 # as its optimizer saves it: each model of make_contrib_models.py is compiled, run and compared with its
