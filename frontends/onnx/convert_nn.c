@@ -401,11 +401,13 @@ static mlc_status dropout_convert(OnnxCtx *cx, const OnnxNode *n, Value **outs, 
     /* the ratio only matters in training mode */
     double t;
     if (!const_scalar(n->inputs[2], &t))
-      return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "Dropout's training_mode must be known at compile time");
+      return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "input 'training_mode' of Dropout (value '%s') must be known "
+                        "at compile time", n->inputs[2]->name);
     training = t != 0;
     if (training && n->ninputs > 1 && n->inputs[1] && !const_scalar(n->inputs[1], &ratio))
       return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED,
-                        "Dropout in training mode needs its ratio known at compile time");
+                        "Dropout in training mode needs its input 'ratio' (value '%s') known at compile time",
+                        n->inputs[1]->name);
   }
   if (training && ratio != 0)
     return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED,

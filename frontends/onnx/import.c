@@ -748,7 +748,7 @@ static mlc_status import_model(Arena *a, const char *path, const Onnx__ModelProt
                     (long long)m->ir_version);
   if (!m->graph) return diag_set(d, MLC_ERR_INVALID, "%s: the model has no graph", path);
   /* The default domain's opset is required, except in a model whose nodes all come from other domains
-   * (ai.onnx.ml, ...): its ops are then reported as unsupported, which is what they are. */
+   * (ai.onnx.ml, ai.onnx.preview.training, ...). */
   bool has_default = false, uses_default = m->n_opset_import == 0;
   for (size_t i = 0; i < m->n_opset_import; i++) has_default |= default_domain(m->opset_import[i]->domain);
   for (size_t i = 0; i < m->graph->n_node; i++) uses_default |= default_domain(m->graph->node[i]->domain);
