@@ -126,3 +126,30 @@ Expr *topi_pad_window(Arena *a, Expr *y, Expr *x, int64_t top, int64_t left, int
   *cx = tir_bin(a, E_MIN, tir_bin(a, E_MAX, iw, tir_idx(a, 0)), tir_idx(a, w - 1));
   return ok;
 }
+
+double topi_int_lo(mlc_dtype t) {
+  switch (t) {
+    case MLC_I2: return -2;
+    case MLC_I4: return -8;
+    case MLC_I8: return -128;
+    case MLC_I16: return -32768;
+    case MLC_I32: return -2147483648.0;
+    default: return 0;
+  }
+}
+
+double topi_int_hi(mlc_dtype t) {
+  switch (t) {
+    case MLC_I2: return 1;
+    case MLC_U2: return 3;
+    case MLC_I4: return 7;
+    case MLC_U4: return 15;
+    case MLC_I8: return 127;
+    case MLC_U8: return 255;
+    case MLC_I16: return 32767;
+    case MLC_U16: return 65535;
+    case MLC_I32: return 2147483647.0;
+    case MLC_U32: return 4294967295.0;
+    default: return 0;
+  }
+}

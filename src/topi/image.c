@@ -163,6 +163,17 @@ static Expr *src_coord(TeCtx *c, const ResizeCtx *k, int d, Expr *i) {
 
 static Expr *call1(Arena *A, Intrin in, Expr *x) { return tir_call(A, in, x->dtype, 1, &x); }
 
+/* The float result v in an integer output type as ONNX's reference (astype) and ONNX Runtime give it:
+ * truncated toward zero; cubic's overshoot past the type's range saturates (a cast of it would be undefined) */
+static Expr *to_int_out(Arena *A, const ResizeCtx *k, Expr *v, mlc_dtype ot) {
+  v = call1(A, INTRIN_TRUNC, v);
+  if (k->method == M_CUBIC && topi_int_hi(ot) > 0) {
+    v = tir_bin(A, E_MAX, v, tir_const(A, v->dtype, topi_int_lo(ot)));
+    v = tir_bin(A, E_MIN, v, tir_const(A, v->dtype, topi_int_hi(ot)));
+  }
+  return tir_cast(A, ot, v);
+}
+
 static Expr *clampi(Arena *A, Expr *i, int64_t n) {
   return tir_bin(A, E_MIN, tir_bin(A, E_MAX, i, tir_idx(A, 0)), tir_idx(A, n - 1));
 }
@@ -268,10 +279,7 @@ static Expr *resize_body(TeCtx *c, Expr **idx, void *user) {
     acc = acc ? tir_add(A, acc, v) : v;
   }
   mlc_dtype ot = k->out_dtype;
-  if (k->acc != ot) {
-    if (dtype_is_int(ot)) acc = call1(A, INTRIN_ROUND, acc);
-    acc = tir_cast(A, ot, acc);
-  }
+  if (k->acc != ot) acc = dtype_is_int(ot) ? to_int_out(A, k, acc, ot) : tir_cast(A, ot, acc);
   if (k->coord == C_TF_CROP) {
     Expr *out = NULL;
     for (int d = 0; d < k->ndim; d++) {
@@ -369,8 +377,7 @@ static Expr *aa_cast_body(TeCtx *c, Expr **idx, void *user) {
   AaDim *a = user;
   mlc_dtype ot = a->k->out_dtype;
   Expr *v = te_read(c, a->result, a->result->ndim, idx);
-  if (dtype_is_int(ot)) v = call1(c->arena, INTRIN_ROUND, v);
-  return tir_cast(c->arena, ot, v);
+  return dtype_is_int(ot) ? to_int_out(c->arena, a->k, v, ot) : tir_cast(c->arena, ot, v);
 }
 
 /* one antialias pass over dim d of src (float64 unless last): returns the resized tensor */

@@ -38,32 +38,6 @@ static bool quant_dtype_ok(mlc_dtype t) {
          (dtype_is_lowbit(t) && t != MLC_F8E8M0);
 }
 
-static double dtype_lo(mlc_dtype t) {
-  switch (t) {
-    case MLC_I2: return -2;
-    case MLC_I4: return -8;
-    case MLC_I8: return -128;
-    case MLC_I16: return -32768;
-    case MLC_I32: return -2147483648.0;
-    default: return 0;
-  }
-}
-
-static double dtype_hi(mlc_dtype t) {
-  switch (t) {
-    case MLC_I2: return 1;
-    case MLC_U2: return 3;
-    case MLC_I4: return 7;
-    case MLC_U4: return 15;
-    case MLC_I8: return 127;
-    case MLC_U8: return 255;
-    case MLC_I16: return 32767;
-    case MLC_U16: return 65535;
-    case MLC_I32: return 2147483647.0;
-    default: return 0;
-  }
-}
-
 /* Checks a scale / zero-point operand p against x (see the granularity rule above). */
 static mlc_status check_param(const TensorType *x, const TensorType *p, int64_t axis, int64_t block, const char *what,
                               Diag *d) {
@@ -115,8 +89,8 @@ static Expr *fop(TeCtx *c, ExprKind k, mlc_dtype t, Expr *a, Expr *b) {
 
 static Expr *clamp_cast(TeCtx *c, Expr *v, mlc_dtype out) {
   Arena *A = c->arena;
-  v = tir_bin(A, E_MAX, v, tir_const(A, v->dtype, dtype_lo(out)));
-  v = tir_bin(A, E_MIN, v, tir_const(A, v->dtype, dtype_hi(out)));
+  v = tir_bin(A, E_MAX, v, tir_const(A, v->dtype, topi_int_lo(out)));
+  v = tir_bin(A, E_MIN, v, tir_const(A, v->dtype, topi_int_hi(out)));
   return tir_cast(A, out, v);
 }
 

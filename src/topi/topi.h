@@ -53,6 +53,9 @@ void topi_knob_choice(TopiKnob *k, int64_t v);
 int topi_vector_lanes(const Target *t, mlc_dtype dt); /* elements of dt per vector register */
 int topi_num_cores(const Target *t);
 int64_t topi_largest_divisor(int64_t n, int64_t max);  /* the largest divisor of n that is <= max */
+/* the range of an integer dtype of at most 32 bits (int2 .. uint32; 0 for others) */
+double topi_int_lo(mlc_dtype t);
+double topi_int_hi(mlc_dtype t);
 /* Row y and column x of a padded image (top, left padding) in an h x w image: the condition that they fall
  * inside it, and in *cy / *cx the indices clamped into it (a read that stays in bounds under the select) */
 Expr *topi_pad_window(Arena *a, Expr *y, Expr *x, int64_t top, int64_t left, int64_t h, int64_t w, Expr **cy,

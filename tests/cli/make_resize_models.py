@@ -90,8 +90,12 @@ def interp_nd(data, out_shape, scales, rois, p):
 
 
 def model(name, shape, method, scales=None, sizes=None, axes=None, exclude=0, a=-0.75, coord="half_pixel",
-          roi=None, extrapolation=0.0, antialias=1):
+          roi=None, extrapolation=0.0, antialias=1, dtype=np.float32):
+    """dtype uint8: the data in 0..255, the reference truncated toward zero as ONNX's reference (astype) and
+    ONNX Runtime do (cubic's overshoot saturated)"""
     x = rng.standard_normal(shape).astype(np.float32)
+    if dtype == np.uint8:
+        x = rng.integers(0, 256, shape).astype(np.uint8)
     r = len(shape)
     ax = list(axes) if axes is not None else list(range(r))
     full_scale, full_size, full_roi = [1.0] * r, list(shape), [(0.0, 1.0)] * r
@@ -119,11 +123,14 @@ def model(name, shape, method, scales=None, sizes=None, axes=None, exclude=0, a=
     if axes is not None:
         attrs["axes"] = list(axes)
     node = helper.make_node("Resize", ins, ["y"], **attrs)
-    g = helper.make_graph([node], name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializer=inits)
+    et = TensorProto.UINT8 if dtype == np.uint8 else TensorProto.FLOAT
+    g = helper.make_graph([node], name, [helper.make_tensor_value_info("x", et, list(shape))],
+                          [helper.make_tensor_value_info("y", et, None)], initializer=inits)
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]), f"{out}/{name}.onnx")
     np.savez(f"{out}/{name}_inputs.npz", x=x)
-    np.savez(f"{out}/{name}_ref.npz", y=ref.astype(np.float32))
+    if dtype == np.uint8:
+        ref = np.clip(np.trunc(ref), 0, 255)
+    np.savez(f"{out}/{name}_ref.npz", y=ref.astype(dtype))
     names.append(name)
 
 
@@ -138,5 +145,8 @@ model("linear_down_up", (2, 2, 16, 7), "linear", sizes=[1, 2, 11, 20], antialias
 model("cubic_up_exclude", (1, 2, 6, 9), "cubic", scales=[1, 1, 1.5, 2.0], exclude=1, antialias=0)
 model("nearest_up_2d", (1, 4, 5, 7), "nearest", scales=[1, 1, 3.0, 2.0], antialias=0)
 model("linear_up_3d", (1, 2, 4, 5, 6), "linear", scales=[1, 1, 2.0, 1.5, 2.0], antialias=0)
+model("linear_up_uint8", (1, 3, 5, 6), "linear", scales=[1, 1, 2.0, 2.0], antialias=0, dtype=np.uint8)
+model("cubic_up_uint8", (1, 2, 6, 7), "cubic", scales=[1, 1, 2.0, 1.5], antialias=0, dtype=np.uint8)
+model("aa_linear_down_uint8", (1, 2, 9, 10), "linear", scales=[1, 1, 0.6, 0.5], dtype=np.uint8)
 with open(f"{out}/models.txt", "w") as f:
     f.write("\n".join(names) + "\n")
