@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""make_ml_models.py DIR: ai.onnx.ml TreeEnsemble models (random trees: every node mode, set membership,
+missing values tracked true, several targets, each aggregate function, post transforms) with inputs holding
+NaNs, and a reference from walking each tree in Python as ONNX's reference implementation does; names and
+tolerances go to DIR/models.txt."""
+import math
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+rng = np.random.default_rng(11)
+lines = []
+
+
+def random_ensemble(ntrees, nfeat, ntargets, depth, modes, dtype):
+    nodes = dict(feat=[], split=[], mode=[], tid=[], fid=[], tleaf=[], fleaf=[], mtt=[], members=[])
+    leaves = dict(target=[], weight=[])
+    roots = []
+
+    def leaf():
+        leaves["target"].append(int(rng.integers(0, ntargets)))
+        leaves["weight"].append(float(dtype(rng.standard_normal())))
+        return len(leaves["target"]) - 1
+
+    def node(d):
+        i = len(nodes["feat"])
+        m = int(rng.choice(modes))
+        nodes["feat"].append(int(rng.integers(0, nfeat)))
+        nodes["mode"].append(m)
+        nodes["mtt"].append(int(rng.integers(0, 2)))
+        if m == 6:
+            mem = sorted(set(int(v) for v in rng.integers(-3, 4, 3)))
+            nodes["members"].append(mem)
+            nodes["split"].append(0.0)
+        else:
+            nodes["members"].append(None)
+            v = float(np.round(rng.standard_normal(), 1)) if m not in (4, 5) else float(rng.integers(-2, 3))
+            nodes["split"].append(float(dtype(v)))  # as the model stores it
+        for side in ("t", "f"):
+            nodes[side + "id"].append(0)
+            nodes[side + "leaf"].append(0)
+        for side in ("t", "f"):
+            if d + 1 >= depth or rng.random() < 0.25:
+                nodes[side + "id"][i], nodes[side + "leaf"][i] = leaf(), 1
+            else:
+                nodes[side + "id"][i], nodes[side + "leaf"][i] = node(d + 1), 0
+        return i
+
+    for _ in range(ntrees):
+        roots.append(node(0))
+    return nodes, leaves, roots
+
+
+def walk(nodes, leaves, root, x):
+    i, is_leaf = root, False
+    while not is_leaf:
+        v, m, s = x[nodes["feat"][i]], nodes["mode"][i], nodes["split"][i]
+        # IEEE comparisons (a NaN is unequal to everything), or true for a NaN where missing values track true
+        c = [v <= s, v < s, v >= s, v > s, v == s, v != s, v in (nodes["members"][i] or ())][m]
+        c = c or (math.isnan(v) and bool(nodes["mtt"][i]))
+        i, is_leaf = (nodes["tid"][i], nodes["tleaf"][i]) if c else (nodes["fid"][i], nodes["fleaf"][i])
+    return leaves["weight"][i], leaves["target"][i]
+
+
+def model(name, ntrees, ntargets, depth, modes, agg, post=0, dtype=np.float32):
+    nfeat = 5
+    nodes, leaves, roots = random_ensemble(ntrees, nfeat, ntargets, depth, modes, dtype)
+    x = np.round(rng.standard_normal((16, nfeat)) * 2, 1).astype(dtype)
+    x[rng.random(x.shape) < 0.1] = np.nan
+    x[:, 0] = rng.integers(-3, 4, 16)  # integers for the set membership and equality nodes
+    init = {0: 0.0, 1: 0.0, 2: np.finfo(dtype).max, 3: np.finfo(dtype).min}[agg]
+    ref = np.full((len(x), ntargets), init, np.float64)
+    for s in range(len(x)):
+        for r in roots:
+            w, t = walk(nodes, leaves, r, x[s])
+            ref[s, t] = {0: ref[s, t] + w / ntrees, 1: ref[s, t] + w, 2: min(ref[s, t], w), 3: max(ref[s, t], w)}[agg]
+    if post == 2:
+        ref = 1 / (1 + np.exp(-np.maximum(ref, -700)))
+    elif post == 1:
+        e = np.exp(ref - ref.max(1, keepdims=True))
+        ref = e / e.sum(1, keepdims=True)
+    members = []
+    for m in nodes["members"]:
+        if m is not None:
+            members += [float(v) for v in m] + [float("nan")]
+    attrs = dict(nodes_featureids=nodes["feat"], nodes_truenodeids=nodes["tid"], nodes_falsenodeids=nodes["fid"],
+                 nodes_trueleafs=nodes["tleaf"], nodes_falseleafs=nodes["fleaf"],
+                 nodes_missing_value_tracks_true=nodes["mtt"], leaf_targetids=leaves["target"], tree_roots=roots,
+                 n_targets=ntargets, aggregate_function=agg, post_transform=post,
+                 nodes_splits=numpy_helper.from_array(np.array(nodes["split"], dtype)),
+                 nodes_modes=numpy_helper.from_array(np.array(nodes["mode"], np.uint8)),
+                 leaf_weights=numpy_helper.from_array(np.array(leaves["weight"], dtype)))
+    if members:
+        attrs["membership_values"] = numpy_helper.from_array(np.array(members, dtype))
+    et = TensorProto.FLOAT if dtype == np.float32 else TensorProto.DOUBLE
+    node = helper.make_node("TreeEnsemble", ["x"], ["y"], domain="ai.onnx.ml", **attrs)
+    g = helper.make_graph([node], name, [helper.make_tensor_value_info("x", et, list(x.shape))],
+                          [helper.make_tensor_value_info("y", et, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("ai.onnx.ml", 5)])
+    onnx.save(m, f"{out}/{name}.onnx")
+    np.savez(f"{out}/{name}_inputs.npz", x=x)
+    np.savez(f"{out}/{name}_ref.npz", y=ref.astype(dtype))
+    lines.append(f"{name}\t1e-5")
+
+
+model("tree_ensemble_leq_sum", 6, 1, 5, [0], 1)
+model("tree_ensemble_all_modes_avg", 8, 3, 6, [0, 1, 2, 3, 4, 5, 6], 0)
+model("tree_ensemble_min_double", 5, 2, 4, [1, 3, 6], 2, dtype=np.float64)
+model("tree_ensemble_max_logistic", 5, 2, 4, [0, 2], 3, post=2)
+model("tree_ensemble_softmax", 7, 4, 5, [0, 5, 6], 1, post=1)
+with open(f"{out}/models.txt", "w") as f:
+    f.write("\n".join(lines) + "\n")
