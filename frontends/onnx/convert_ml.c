@@ -3,9 +3,8 @@
  *   Binarizer(X; threshold) = X > threshold ? 1 : 0, in X's type;
  *   ArrayFeatureExtractor(X, Y) = X's elements at the int64 indices Y along the last axis (a 1-D X gives
  *     [1, len(Y)], as ONNX Runtime does).
- *   TreeEnsemble (opset 5) as tensor ops, see tree_ensemble.
- * The string ops (LabelEncoder's string keys, ...) and the older TreeEnsembleRegressor / Classifier are not
- * supported. */
+ *   TreeEnsemble (opset 5) and TreeEnsembleRegressor (1, 3) as tensor ops, see forest_eval.
+ * The string ops (LabelEncoder's string keys, ...) and TreeEnsembleClassifier are not supported. */
 #include <math.h>
 #include <string.h>
 #include "frontends/onnx/onnx.h"
@@ -120,20 +119,189 @@ static int64_t ints(Trees *k, const char *name, int64_t **out) {
   return cnt;
 }
 
-/* TreeEnsemble(X [N, F]) -> [N, n_targets]: every tree walked level by level as tensor ops, all trees at
- * once: the position C [N, trees] indexes the internal nodes, then (after them) the leaves, which point at
- * themselves; each of the depth steps reads X[n, feature[C]] (GatherElements), compares it with split[C]
- * by mode[C] (a missing value goes true where missing_value_tracks_true), and moves to the true or the false
- * child. The leaves' weights go to their targets (one-hot), aggregated over the trees (SUM, AVERAGE, MIN,
- * MAX), then post_transform (NONE, LOGISTIC, SOFTMAX). */
-static mlc_status tree_ensemble(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+/* A tree ensemble as the lowering takes it: positions 0..nn-1 are the internal nodes, nn.. the leaves; per
+ * position the feature, split, mode, missing-goes-true flag and the next position on true / false (a leaf
+ * points at itself); per leaf its value for each target (fill where it gives none); the trees' start
+ * positions; the aggregation (0 AVERAGE, 1 SUM, 2 MIN, 3 MAX), post transform (0 NONE, 1 SOFTMAX, 2 LOGISTIC)
+ * and base values added before it (or NULL). */
+typedef struct Forest {
+  int64_t nn, nl, ntrees, targets, kmax;
+  double *feat, *split, *mode, *miss, *tnext, *fnext; /* [nn + nl] */
+  double *members;                                    /* [nn + nl, kmax] NaN-padded, or NULL */
+  double *leaf;                                       /* [nl, targets] */
+  int64_t *roots;                                     /* start positions [ntrees] */
+  bool used[NMODES], any_miss, none_is_zero;          /* none_is_zero: a MIN / MAX no tree fed is 0 */
+  int64_t agg, post;
+  double *base;
+} Forest;
+
+static double agg_fill(const Forest *f, mlc_dtype t) {
+  double big = t == MLC_F32 ? 3.4028234663852886e38 : 1.7976931348623157e308;
+  return f->agg == 2 ? big : f->agg == 3 ? -big : 0.0;
+}
+
+static Forest *forest_new(Trees *k, int64_t nn, int64_t nl, int64_t ntrees, int64_t targets) {
+  Forest *f = arena_alloc(k->a, sizeof *f);
+  memset(f, 0, sizeof *f);
+  int64_t total = nn + nl;
+  f->nn = nn, f->nl = nl, f->ntrees = ntrees, f->targets = targets;
+  double *p = arena_alloc(k->a, sizeof(double) * (size_t)total * 6);
+  memset(p, 0, sizeof(double) * (size_t)total * 6);
+  f->feat = p, f->split = p + total, f->mode = p + 2 * total, f->miss = p + 3 * total;
+  f->tnext = p + 4 * total, f->fnext = p + 5 * total;
+  for (int64_t i = nn; i < total; i++) f->tnext[i] = f->fnext[i] = (double)i;
+  f->leaf = arena_alloc(k->a, sizeof(double) * (size_t)(nl * targets));
+  f->roots = arena_alloc(k->a, sizeof(int64_t) * (size_t)ntrees);
+  return f;
+}
+
+/* the longest path of internal nodes from any root (a cycle is an error), or -1 */
+static int64_t forest_depth(Trees *k, const Forest *f) {
+  int64_t depth = 0, cap = 2 * (f->nn + 1), *stack = arena_alloc(k->a, sizeof(int64_t) * (size_t)cap);
+  for (int64_t t = 0; t < f->ntrees; t++) {
+    if (f->roots[t] >= f->nn) continue; /* a tree that is one leaf */
+    int64_t sp = 0;
+    stack[sp++] = f->roots[t];
+    stack[sp++] = 1;
+    while (sp) {
+      int64_t dep = stack[--sp], i = stack[--sp];
+      if (dep > f->nn) {
+        onnx_error(k->cx, k->n, k->d, MLC_ERR_INVALID, "%s: the nodes of tree %lld form a cycle", k->n->op_type,
+                   (long long)t);
+        return -1;
+      }
+      if (dep > depth) depth = dep;
+      int64_t kids[2] = {(int64_t)f->tnext[i], (int64_t)f->fnext[i]};
+      for (int c = 0; c < 2; c++)
+        if (kids[c] < f->nn && sp + 2 <= cap) {
+          stack[sp++] = kids[c];
+          stack[sp++] = dep + 1;
+        }
+    }
+  }
+  return depth;
+}
+
+/* [N, 1..] reshape of v */
+static Value *tr_reshape(Trees *k, Value *v, int r, const int64_t *dims) {
+  if (!v) return NULL;
+  Node *nd = onnx_emit(k->cx, k->n, "reshape", 1, &v, 1, k->d);
+  if (nd) ir_set_ints(onnx_graph(k->cx), nd, "newshape", dims, r);
+  Value *y = NULL;
+  return onnx_finish_one(k->cx, k->n, nd, &y, k->d) ? NULL : y;
+}
+
+/* The lowering: the position C [N, trees] starts at the roots; each of the depth steps reads X[n, feature[C]]
+ * (GatherElements), compares it with split[C] by mode[C] (set membership: any of members[C]; a NaN also goes
+ * true where missing_value_tracks_true) and moves C to the true or the false child; then the leaves' target
+ * values [N, trees, targets] are aggregated over the trees, the base values added and the post transform
+ * applied. */
+static Value *forest_eval(Trees *k, const Forest *f, Value *x) {
+  OnnxCtx *cx = k->cx;
+  const OnnxNode *n = k->n;
+  int64_t total = f->nn + f->nl, depth = forest_depth(k, f);
+  if (depth < 0) return NULL;
+  double *start = arena_alloc(k->a, sizeof(double) * (size_t)(k->N * f->ntrees));
+  for (int64_t s = 0; s < k->N; s++)
+    for (int64_t t = 0; t < f->ntrees; t++) start[s * f->ntrees + t] = (double)f->roots[t];
+  Value *feats = tr_const(k, "features", MLC_I64, 0, total, f->feat);
+  Value *spl = tr_const(k, "splits", k->t, 0, total, f->split);
+  Value *mode = tr_const(k, "modes", MLC_I32, 0, total, f->mode);
+  Value *tnext = tr_const(k, "true_next", MLC_I64, 0, total, f->tnext);
+  Value *fnext = tr_const(k, "false_next", MLC_I64, 0, total, f->fnext);
+  Value *miss = f->any_miss ? tr_const(k, "missing_true", MLC_BOOL, 0, total, f->miss) : NULL;
+  Value *mem = f->members ? tr_const(k, "members", k->t, total, total * f->kmax, f->members) : NULL;
+  Value *pos = tr_const(k, "start", MLC_I64, k->N, k->N * f->ntrees, start);
+  static const char *const cmp[NMODES] = {"less_equal", "less", "greater_equal", "greater", "equal", "equal", ""};
+  int64_t s3[3] = {k->N, k->T, 1}, s2[2] = {k->N, k->T};
+  for (int64_t step = 0; step < depth && pos; step++) {
+    Value *ti[2] = {feats, pos}, *fe = tr_op(k, "take", 2, ti, "axis", 0);
+    Value *gi[2] = {x, fe}, *xv = tr_op(k, "gather", 2, gi, "axis", 1);
+    Value *si[2] = {spl, pos}, *sv = tr_op(k, "take", 2, si, "axis", 0);
+    Value *mi[2] = {mode, pos}, *mv = tr_op(k, "take", 2, mi, "axis", 0), *cond = NULL;
+    for (int m = 0; m < NMODES; m++) {
+      if (!f->used[m]) continue;
+      Value *c;
+      if (m == MODE_MEMBER) { /* any(members[C] == x) */
+        Value *mr[2] = {mem, pos}, *rows = tr_op(k, "take", 2, mr, "axis", 0);
+        Value *hit = tr_bin(k, "equal", rows, tr_reshape(k, xv, 3, s3)), *ci[1] = {hit};
+        Value *cnt = tr_op(k, "cast", 1, ci, "dtype", MLC_I32), *ri[1] = {cnt};
+        Value *any = tr_reshape(k, tr_op(k, "max", 1, ri, "axis_list", 2), 2, s2);
+        c = tr_bin(k, "greater", any, onnx_scalar(cx, n, "zero", MLC_I32, 0));
+      } else {
+        c = tr_bin(k, cmp[m], xv, sv);
+        if (m == MODE_NEQ) { /* a NaN is unequal to everything, as in ONNX's reference */
+          Value *ci[1] = {c};
+          c = tr_op(k, "logical_not", 1, ci, NULL, 0);
+        }
+      }
+      if (!cond) { /* the first mode used; each later one where the position has it */
+        cond = c;
+        continue;
+      }
+      Value *is = tr_bin(k, "equal", mv, onnx_scalar(cx, n, "mode", MLC_I32, m)), *wi[3] = {is, c, cond};
+      cond = tr_op(k, "where", 3, wi, NULL, 0);
+    }
+    if (miss) {
+      Value *ni[1] = {xv}, *nan = tr_op(k, "isnan", 1, ni, NULL, 0);
+      Value *mm[2] = {miss, pos}, *mt = tr_op(k, "take", 2, mm, "axis", 0);
+      cond = tr_bin(k, "logical_or", cond, tr_bin(k, "logical_and", nan, mt));
+    }
+    Value *a1[2] = {tnext, pos}, *a2[2] = {fnext, pos};
+    Value *wi[3] = {cond, tr_op(k, "take", 2, a1, "axis", 0), tr_op(k, "take", 2, a2, "axis", 0)};
+    pos = tr_op(k, "where", 3, wi, NULL, 0);
+  }
+  /* the leaves' rows [N, trees, targets] (positions are leaves now) aggregated over the trees */
+  double fill = agg_fill(f, k->t);
+  double *rows = arena_alloc(k->a, sizeof(double) * (size_t)(total * f->targets));
+  for (int64_t i = 0; i < total * f->targets; i++)
+    rows[i] = i < f->nn * f->targets ? fill : f->leaf[i - f->nn * f->targets];
+  Value *li[2] = {tr_const(k, "leaf_values", k->t, total, total * f->targets, rows), pos};
+  Value *vals = tr_op(k, "take", 2, li, "axis", 0);
+  Node *red = vals ? onnx_emit(cx, n, f->agg == 2 ? "min" : f->agg == 3 ? "max" : "sum", 1, &vals, 1, k->d) : NULL;
+  int64_t ax = 1;
+  if (red) {
+    ir_set_ints(onnx_graph(cx), red, "axis", &ax, 1);
+    ir_set_int(onnx_graph(cx), red, "keepdims", 0);
+  }
+  Value *y = NULL;
+  if (!red || onnx_finish_one(cx, n, red, &y, k->d)) return NULL;
+  if (f->agg == 0) y = tr_bin(k, "divide", y, onnx_scalar(cx, n, "trees", k->t, (double)f->ntrees));
+  if (f->none_is_zero && (f->agg == 2 || f->agg == 3)) { /* no tree gave the target a value: 0 */
+    Value *none = tr_bin(k, "equal", y, onnx_scalar(cx, n, "fill", k->t, fill));
+    Value *wi[3] = {none, onnx_scalar(cx, n, "zero", k->t, 0), y};
+    y = tr_op(k, "where", 3, wi, NULL, 0);
+  }
+  if (f->base) y = tr_bin(k, "add", y, tr_const(k, "base_values", k->t, 0, f->targets, f->base));
+  if (y && f->post == 2) {
+    Value *yi[1] = {y};
+    y = tr_op(k, "sigmoid", 1, yi, NULL, 0);
+  } else if (y && f->post == 1) {
+    Value *yi[1] = {y}, *sm = NULL;
+    if (onnx_convert_as(cx, n, "Softmax", 13, false, 1, yi, &sm, k->d)) return NULL;
+    y = sm;
+  }
+  return y;
+}
+
+static mlc_status forest_input(OnnxCtx *cx, const OnnxNode *n, Diag *d, Trees *k) {
   mlc_status st = onnx_need_inputs(cx, n, 1, d);
   if (st) return st;
   Value *x = n->inputs[0];
-  Trees k = {cx, n, d, onnx_graph(cx)->arena, x->type.dtype, 0, 0};
-  if ((k.t != MLC_F32 && k.t != MLC_F64) || x->type.ndim != 2)
+  *k = (Trees){cx, n, d, onnx_graph(cx)->arena, x->type.dtype, x->type.ndim == 2 ? x->type.dims[0] : 0, 0};
+  if ((k->t != MLC_F32 && k->t != MLC_F64) || x->type.ndim != 2)
     return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "%s needs float or double X [N, F], got rank %d %s", n->op_type,
-                      x->type.ndim, mlc_dtype_name(k.t));
+                      x->type.ndim, mlc_dtype_name(k->t));
+  return MLC_OK;
+}
+
+/* TreeEnsemble (ai.onnx.ml 5) -> [N, n_targets]: nodes and leaves in their own arrays, one target per leaf,
+ * tree_roots; missing targets of MIN / MAX keep the type's extreme, as ONNX's reference has them */
+static mlc_status tree_ensemble(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  Trees k;
+  mlc_status st = forest_input(cx, n, d, &k);
+  if (st) return st;
+  Value *x = n->inputs[0];
   int64_t *feat = NULL, *tid = NULL, *fid = NULL, *tleaf = NULL, *fleaf = NULL, *ltarget = NULL, *roots = NULL;
   int64_t *mtt = NULL;
   double *splits = NULL, *modes = NULL, *weights = NULL, *members = NULL;
@@ -158,172 +326,191 @@ static mlc_status tree_ensemble(OnnxCtx *cx, const OnnxNode *n, Value **outs, Di
   if (post != 0 && post != 1 && post != 2)
     return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "%s: post_transform %lld (SOFTMAX_ZERO, PROBIT) is not supported",
                       n->op_type, (long long)post);
-  int64_t total = nn + nl, kmax = 0;
-  /* per position: feature, split, mode, missing goes true, the next positions; leaves loop on themselves */
-  double *pf = arena_alloc(k.a, sizeof(double) * (size_t)total * 6);
-  double *ps = pf + total, *pm = ps + total, *pt = pm + total, *pn = pt + total, *pmt = pn + total;
-  bool used[NMODES] = {false};
-  for (int64_t i = 0; i < total; i++) {
-    bool leaf = i >= nn;
-    int64_t m = leaf ? 0 : (int64_t)modes[i];
-    if (!leaf && (m < 0 || m >= NMODES || feat[i] < 0 || feat[i] >= x->type.dims[1] || tid[i] < 0 || fid[i] < 0 ||
-                  tid[i] >= (tleaf[i] ? nl : nn) || fid[i] >= (fleaf[i] ? nl : nn)))
+  k.T = ntrees;
+  Forest *f = forest_new(&k, nn, nl, ntrees, targets);
+  f->agg = agg, f->post = post;
+  for (int64_t i = 0; i < nn; i++) {
+    int64_t m = (int64_t)modes[i];
+    if (m < 0 || m >= NMODES || feat[i] < 0 || feat[i] >= x->type.dims[1] || tid[i] < 0 || fid[i] < 0 ||
+        tid[i] >= (tleaf[i] ? nl : nn) || fid[i] >= (fleaf[i] ? nl : nn))
       return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: node %lld: a mode, feature or child out of range", n->op_type,
                         (long long)i);
-    if (leaf && (ltarget[i - nn] < 0 || ltarget[i - nn] >= targets))
-      return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: leaf %lld targets %lld of %lld", n->op_type,
-                        (long long)(i - nn), (long long)ltarget[i - nn], (long long)targets);
-    if (!leaf) used[m] = true;
-    pf[i] = leaf ? 0 : (double)feat[i];
-    ps[i] = leaf ? 0 : splits[i];
-    pm[i] = (double)m;
-    pt[i] = leaf ? (double)i : (double)(tleaf[i] ? nn + tid[i] : tid[i]);
-    pn[i] = leaf ? (double)i : (double)(fleaf[i] ? nn + fid[i] : fid[i]);
-    pmt[i] = !leaf && mtt && mtt[i];
+    f->used[m] = true;
+    f->feat[i] = (double)feat[i];
+    f->split[i] = splits[i];
+    f->mode[i] = (double)m;
+    f->tnext[i] = (double)(tleaf[i] ? nn + tid[i] : tid[i]);
+    f->fnext[i] = (double)(fleaf[i] ? nn + fid[i] : fid[i]);
+    f->miss[i] = mtt && mtt[i];
+    f->any_miss |= mtt && mtt[i];
   }
-  /* set membership: member node j's values, NaN-separated in membership_values, as a row of [total, kmax] */
-  double *mrows = NULL;
-  if (used[MODE_MEMBER]) {
-    if (nmem < 1) return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: set membership nodes without membership_values",
-                                    n->op_type);
-    int64_t run = 0;
-    for (int64_t i = 0; i < nmem; i++) {
+  double fill = agg_fill(f, k.t);
+  for (int64_t l = 0; l < nl; l++) {
+    if (ltarget[l] < 0 || ltarget[l] >= targets)
+      return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: leaf %lld targets %lld of %lld", n->op_type, (long long)l,
+                        (long long)ltarget[l], (long long)targets);
+    for (int64_t t = 0; t < targets; t++) f->leaf[l * targets + t] = t == ltarget[l] ? weights[l] : fill;
+  }
+  if (f->used[MODE_MEMBER]) { /* member node j's values, NaN-separated in membership_values, as its row */
+    if (nmem < 1)
+      return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: set membership nodes without membership_values", n->op_type);
+    for (int64_t i = 0, run = 0; i < nmem; i++) {
       run = isnan(members[i]) ? 0 : run + 1;
-      if (run > kmax) kmax = run;
+      if (run > f->kmax) f->kmax = run;
     }
-    if (kmax < 1) kmax = 1;
-    mrows = arena_alloc(k.a, sizeof(double) * (size_t)(total * kmax));
-    for (int64_t i = 0; i < total * kmax; i++) mrows[i] = NAN;
+    if (f->kmax < 1) f->kmax = 1;
+    f->members = arena_alloc(k.a, sizeof(double) * (size_t)((nn + nl) * f->kmax));
+    for (int64_t i = 0; i < (nn + nl) * f->kmax; i++) f->members[i] = NAN;
     int64_t at = 0;
     for (int64_t i = 0; i < nn; i++) {
       if ((int64_t)modes[i] != MODE_MEMBER) continue;
-      for (int64_t j = 0; at < nmem && !isnan(members[at]); at++, j++) mrows[i * kmax + j] = members[at];
+      for (int64_t j = 0; at < nmem && !isnan(members[at]); at++, j++) f->members[i * f->kmax + j] = members[at];
       if (at++ >= nmem) return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: too few membership_values", n->op_type);
     }
   }
-  /* the start positions and the depth (the longest path of internal nodes; a cycle is an error) */
-  k.N = x->type.dims[0];
-  k.T = ntrees;
-  double *start = arena_alloc(k.a, sizeof(double) * (size_t)(k.N * ntrees));
-  int64_t depth = 0, *stack = arena_alloc(k.a, sizeof(int64_t) * (size_t)(2 * (nn + 1)));
   for (int64_t t = 0; t < ntrees; t++) {
     int64_t r = roots[t];
     if (r < 0 || r >= nn) return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: tree root %lld", n->op_type, (long long)r);
-    bool leaf_root = tleaf[r] && fleaf[r] && tid[r] == fid[r];
-    for (int64_t s = 0; s < k.N; s++) start[s * ntrees + t] = leaf_root ? (double)(nn + tid[r]) : (double)r;
-    if (leaf_root) continue;
-    int64_t sp = 0;
-    stack[sp++] = r;
-    stack[sp++] = 1;
-    while (sp) {
-      int64_t dep = stack[--sp], i = stack[--sp];
-      if (dep > nn) return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: the nodes of tree %lld form a cycle", n->op_type,
-                                      (long long)t);
-      if (dep > depth) depth = dep;
-      int64_t kids[2] = {tleaf[i] ? -1 : tid[i], fleaf[i] ? -1 : fid[i]};
-      for (int c = 0; c < 2; c++)
-        if (kids[c] >= 0) {
-          if (sp + 2 > 2 * (nn + 1)) return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "%s: trees too deep", n->op_type);
-          stack[sp++] = kids[c];
-          stack[sp++] = dep + 1;
-        }
-    }
+    f->roots[t] = tleaf[r] && fleaf[r] && tid[r] == fid[r] ? nn + tid[r] : r; /* a tree that is one leaf */
   }
-  Value *feats = tr_const(&k, "features", MLC_I64, 0, total, pf), *spl = tr_const(&k, "splits", k.t, 0, total, ps);
-  Value *mode = tr_const(&k, "modes", MLC_I32, 0, total, pm), *tnext = tr_const(&k, "true_next", MLC_I64, 0, total, pt);
-  Value *fnext = tr_const(&k, "false_next", MLC_I64, 0, total, pn);
-  Value *miss = mtt ? tr_const(&k, "missing_true", MLC_BOOL, 0, total, pmt) : NULL;
-  Value *mem = mrows ? tr_const(&k, "members", k.t, total, total * kmax, mrows) : NULL;
-  Value *pos = tr_const(&k, "start", MLC_I64, k.N, k.N * ntrees, start);
-  static const char *const cmp[NMODES] = {"less_equal", "less", "greater_equal", "greater", "equal", "equal", ""};
-  for (int64_t step = 0; step < depth && pos; step++) {
-    Value *ti[2] = {feats, pos}, *f = tr_op(&k, "take", 2, ti, "axis", 0);
-    Value *gi[2] = {x, f}, *xv = tr_op(&k, "gather", 2, gi, "axis", 1);
-    Value *si[2] = {spl, pos}, *sv = tr_op(&k, "take", 2, si, "axis", 0);
-    Value *mi[2] = {mode, pos}, *mv = tr_op(&k, "take", 2, mi, "axis", 0), *cond = NULL;
-    for (int m = 0; m < NMODES; m++) {
-      if (!used[m]) continue;
-      Value *c;
-      if (m == MODE_MEMBER) { /* any(members[C] == x) */
-        Value *mr[2] = {mem, pos}, *rows = tr_op(&k, "take", 2, mr, "axis", 0);
-        int64_t shape[3] = {k.N, k.T, 1};
-        Node *rs = xv ? onnx_emit(cx, n, "reshape", 1, &xv, 1, d) : NULL;
-        if (rs) ir_set_ints(onnx_graph(cx), rs, "newshape", shape, 3);
-        Value *x3 = NULL;
-        if (!rs || onnx_finish_one(cx, n, rs, &x3, d)) return d->status ? d->status : MLC_ERR_INTERNAL;
-        Value *hit = tr_bin(&k, "equal", rows, x3), *ci[1] = {hit};
-        Value *cnt = tr_op(&k, "cast", 1, ci, "dtype", MLC_I32), *ri[1] = {cnt};
-        Value *any = tr_op(&k, "max", 1, ri, "axis_list", 2);
-        c = tr_bin(&k, "greater", any, onnx_scalar(cx, n, "zero", MLC_I32, 0));
-        /* (max keeps dims by default: [N, T, 1] -> [N, T]) */
-        int64_t shape2[2] = {k.N, k.T};
-        Node *r2 = c ? onnx_emit(cx, n, "reshape", 1, &c, 1, d) : NULL;
-        if (r2) ir_set_ints(onnx_graph(cx), r2, "newshape", shape2, 2);
-        if (!r2 || onnx_finish_one(cx, n, r2, &c, d)) return d->status ? d->status : MLC_ERR_INTERNAL;
-      } else {
-        c = tr_bin(&k, cmp[m], xv, sv);
-        if (m == MODE_NEQ) { /* not equal; NaN compares unequal as in the reference, but goes by missing below */
-          Value *ci[1] = {c};
-          c = tr_op(&k, "logical_not", 1, ci, NULL, 0);
-        }
-      }
-      if (!cond) { /* the first mode used: where the ensemble has one mode, the comparison alone */
-        cond = c;
-        continue;
-      }
-      Value *is = tr_bin(&k, "equal", mv, onnx_scalar(cx, n, "mode", MLC_I32, m)), *wi[3] = {is, c, cond};
-      cond = tr_op(&k, "where", 3, wi, NULL, 0);
-    }
-    if (miss) { /* NaN goes true where missing_value_tracks_true */
-      Value *ni[1] = {xv}, *nan = tr_op(&k, "isnan", 1, ni, NULL, 0);
-      Value *mm[2] = {miss, pos}, *mt = tr_op(&k, "take", 2, mm, "axis", 0);
-      cond = tr_bin(&k, "logical_or", cond, tr_bin(&k, "logical_and", nan, mt));
-    }
-    Value *a1[2] = {tnext, pos}, *a2[2] = {fnext, pos};
-    Value *wi[3] = {cond, tr_op(&k, "take", 2, a1, "axis", 0), tr_op(&k, "take", 2, a2, "axis", 0)};
-    pos = tr_op(&k, "where", 3, wi, NULL, 0);
+  Value *y = forest_eval(&k, f, x);
+  if (!y) return d->status ? d->status : MLC_ERR_INTERNAL;
+  outs[0] = y;
+  return MLC_OK;
+}
+
+/* the float list attribute `name`, or its _as_tensor form (opset 3), or NULL with *len -1 */
+static double *floats_or_tensor(Trees *k, const char *name, int64_t *len) {
+  double *v = NULL;
+  int cnt = onnx_attr_floats(k->n, name, NULL, 0);
+  if (cnt >= 0) {
+    v = arena_alloc(k->a, sizeof(double) * (size_t)(cnt ? cnt : 1));
+    onnx_attr_floats(k->n, name, v, cnt);
+    *len = cnt;
+    return v;
   }
-  if (!pos) return d->status ? d->status : MLC_ERR_INTERNAL;
-  /* leaves: weight and target of each (sample, tree), one-hot over the targets, aggregated over the trees */
-  double *lw = arena_alloc(k.a, sizeof(double) * (size_t)total), *lt = arena_alloc(k.a, sizeof(double) * (size_t)total);
-  for (int64_t i = 0; i < total; i++) {
-    lw[i] = i < nn ? 0 : weights[i - nn];
-    lt[i] = i < nn ? -1 : (double)ltarget[i - nn];
+  *len = tensor_doubles(k, arena_printf(k->a, "%s_as_tensor", name), &v);
+  return *len >= 0 ? v : NULL;
+}
+
+static int64_t name_index(const char *s, const char *const *names, int n) {
+  for (int i = 0; i < n; i++)
+    if (!strcmp(s, names[i])) return i;
+  return -1;
+}
+
+/* TreeEnsembleRegressor (ai.onnx.ml 1, 3) -> [N, n_targets]: nodes named by (tree id, node id), LEAF nodes
+ * holding any number of (target, weight) entries (summed per leaf), aggregate_function and post_transform as
+ * strings, base_values added after the aggregation; as ONNX Runtime, a MIN / MAX target no tree gives a
+ * value is 0 */
+static mlc_status tree_ensemble_regressor(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  Trees k;
+  mlc_status st = forest_input(cx, n, d, &k);
+  if (st) return st;
+  Value *x = n->inputs[0];
+  static const char *const modes[] = {"BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "BRANCH_GT", "BRANCH_EQ",
+                                      "BRANCH_NEQ", "BRANCH_MEMBER", "LEAF"};
+  static const char *const aggs[] = {"AVERAGE", "SUM", "MIN", "MAX"};
+  static const char *const posts[] = {"NONE", "SOFTMAX", "LOGISTIC"};
+  int64_t *tree = NULL, *node = NULL, *feat = NULL, *tid = NULL, *fid = NULL, *mtt = NULL;
+  int64_t *ttree = NULL, *tnode = NULL, *tgt = NULL, nv = 0, nw = 0, nb = 0;
+  int64_t nn = ints(&k, "nodes_treeids", &tree), ne = ints(&k, "target_ids", &tgt);
+  const char **ms = arena_alloc(k.a, sizeof(char *) * (size_t)(nn > 0 ? nn : 1));
+  double *vals = floats_or_tensor(&k, "nodes_values", &nv), *w = floats_or_tensor(&k, "target_weights", &nw);
+  double *base = floats_or_tensor(&k, "base_values", &nb);
+  if (d->status) return d->status;
+  if (nn < 1 || ne < 0 || ints(&k, "nodes_nodeids", &node) != nn || ints(&k, "nodes_featureids", &feat) != nn ||
+      ints(&k, "nodes_truenodeids", &tid) != nn || ints(&k, "nodes_falsenodeids", &fid) != nn ||
+      onnx_attr_strings(n, "nodes_modes", ms, (int)nn) != nn || nv != nn || ints(&k, "target_treeids", &ttree) != ne ||
+      ints(&k, "target_nodeids", &tnode) != ne || nw != ne ||
+      (onnx_has_attr(n, "nodes_missing_value_tracks_true") &&
+       ints(&k, "nodes_missing_value_tracks_true", &mtt) != nn))
+    return d->status ? d->status
+                     : onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: the node and target attributes disagree in length",
+                                  n->op_type);
+  int64_t targets = onnx_attr_int(n, "n_targets", 1);
+  int64_t agg = name_index(onnx_attr_string(n, "aggregate_function", "SUM"), aggs, 4);
+  int64_t post = name_index(onnx_attr_string(n, "post_transform", "NONE"), posts, 3);
+  if (targets < 1 || agg < 0 || post < 0 || (base && nb != targets))
+    return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "%s: n_targets %lld, aggregate_function '%s', post_transform "
+                      "'%s' or %lld base values are not supported", n->op_type, (long long)targets,
+                      onnx_attr_string(n, "aggregate_function", "SUM"), onnx_attr_string(n, "post_transform", "NONE"),
+                      (long long)nb);
+  /* positions: internal nodes first, then leaves, in attribute order; pos_of[i] for attribute entry i */
+  int64_t *pos_of = arena_alloc(k.a, sizeof(int64_t) * (size_t)nn), ni = 0, nl = 0, ntrees = 0;
+  for (int64_t i = 0; i < nn; i++) {
+    int64_t m = name_index(ms[i], modes, 8);
+    if (m < 0 || m == MODE_MEMBER)
+      return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "%s: node mode '%s' is not supported", n->op_type, ms[i]);
+    pos_of[i] = m == 7 ? -1 - nl++ : ni++;
   }
-  Value *wv[2] = {tr_const(&k, "leaf_weights", k.t, 0, total, lw), pos};
-  Value *tv[2] = {tr_const(&k, "leaf_targets", MLC_I64, 0, total, lt), pos};
-  Value *w = tr_op(&k, "take", 2, wv, "axis", 0), *tg = tr_op(&k, "take", 2, tv, "axis", 0);
-  double *ar = arena_alloc(k.a, sizeof(double) * (size_t)targets);
-  for (int64_t i = 0; i < targets; i++) ar[i] = (double)i;
-  int64_t s3[3] = {k.N, k.T, 1};
-  Node *r1 = tg ? onnx_emit(cx, n, "reshape", 1, &tg, 1, d) : NULL;
-  Node *r2 = w ? onnx_emit(cx, n, "reshape", 1, &w, 1, d) : NULL;
-  if (r1) ir_set_ints(onnx_graph(cx), r1, "newshape", s3, 3);
-  if (r2) ir_set_ints(onnx_graph(cx), r2, "newshape", s3, 3);
-  Value *tg3 = NULL, *w3 = NULL;
-  if (!r1 || !r2 || onnx_finish_one(cx, n, r1, &tg3, d) || onnx_finish_one(cx, n, r2, &w3, d))
-    return d->status ? d->status : MLC_ERR_INTERNAL;
-  Value *hot = tr_bin(&k, "equal", tg3, tr_const(&k, "target_ids", MLC_I64, 0, targets, ar));
-  double fill = agg == 2 ? (k.t == MLC_F32 ? 3.4028234663852886e38 : 1.7976931348623157e308)
-                : agg == 3 ? (k.t == MLC_F32 ? -3.4028234663852886e38 : -1.7976931348623157e308) : 0.0;
-  Value *wh[3] = {hot, w3, onnx_scalar(cx, n, "fill", k.t, fill)}, *spread = tr_op(&k, "where", 3, wh, NULL, 0);
-  Node *red = spread ? onnx_emit(cx, n, agg == 2 ? "min" : agg == 3 ? "max" : "sum", 1, &spread, 1, d) : NULL;
-  int64_t ax = 1;
-  if (red) {
-    ir_set_ints(onnx_graph(cx), red, "axis", &ax, 1);
-    ir_set_int(onnx_graph(cx), red, "keepdims", 0);
+  for (int64_t i = 0; i < nn; i++) {
+    if (pos_of[i] < 0) pos_of[i] = ni + (-1 - pos_of[i]);
+    bool seen = false;
+    for (int64_t j = 0; j < i && !seen; j++) seen = tree[j] == tree[i];
+    ntrees += !seen;
   }
-  Value *y = NULL;
-  if (!red || onnx_finish_one(cx, n, red, &y, d)) return d->status ? d->status : MLC_ERR_INTERNAL;
-  if (agg == 0) y = tr_bin(&k, "divide", y, onnx_scalar(cx, n, "trees", k.t, (double)ntrees));
-  if (y && post == 2) {
-    Value *yi[1] = {y};
-    y = tr_op(&k, "sigmoid", 1, yi, NULL, 0);
-  } else if (y && post == 1) {
-    Value *yi[1] = {y}, *sm = NULL;
-    if ((st = onnx_convert_as(cx, n, "Softmax", 13, false, 1, yi, &sm, d))) return st;
-    y = sm;
+  if (nl < 1) return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s has no LEAF node", n->op_type);
+  k.T = ntrees;
+  Forest *f = forest_new(&k, ni, nl, ntrees, targets);
+  f->agg = agg, f->post = post, f->base = base, f->none_is_zero = true;
+  /* (tree, node id) -> attribute entry: a linear search per reference, fine for the sizes trees come in */
+#define FIND(t, id, out)                                        \
+  do {                                                          \
+    out = -1;                                                   \
+    for (int64_t find_ = 0; find_ < nn && out < 0; find_++)     \
+      if (tree[find_] == (t) && node[find_] == (id)) out = find_; \
+  } while (0)
+  bool *is_child = arena_alloc(k.a, (size_t)nn);
+  memset(is_child, 0, (size_t)nn);
+  for (int64_t i = 0; i < nn; i++) {
+    int64_t m = name_index(ms[i], modes, 8), p = pos_of[i], te, fe;
+    if (m == 7) continue;
+    FIND(tree[i], tid[i], te);
+    FIND(tree[i], fid[i], fe);
+    if (te < 0 || fe < 0 || feat[i] < 0 || feat[i] >= x->type.dims[1])
+      return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: node %lld of tree %lld: a child or feature out of range",
+                        n->op_type, (long long)node[i], (long long)tree[i]);
+    is_child[te] = is_child[fe] = true;
+    f->used[m] = true;
+    f->feat[p] = (double)feat[i];
+    f->split[p] = vals[i];
+    f->mode[p] = (double)m;
+    f->tnext[p] = (double)pos_of[te];
+    f->fnext[p] = (double)pos_of[fe];
+    f->miss[p] = mtt && mtt[i];
+    f->any_miss |= mtt && mtt[i];
   }
+  double fill = agg_fill(f, k.t);
+  bool *has = arena_alloc(k.a, (size_t)(nl * targets));
+  memset(has, 0, (size_t)(nl * targets));
+  memset(f->leaf, 0, sizeof(double) * (size_t)(nl * targets));
+  for (int64_t e = 0; e < ne; e++) {
+    int64_t q;
+    FIND(ttree[e], tnode[e], q);
+    if (q < 0 || pos_of[q] < ni || tgt[e] < 0 || tgt[e] >= targets)
+      return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: target entry %lld names no leaf or target", n->op_type,
+                        (long long)e);
+    int64_t at = (pos_of[q] - ni) * targets + tgt[e];
+    f->leaf[at] += w[e];
+    has[at] = true;
+  }
+#undef FIND
+  for (int64_t i = 0; i < nl * targets; i++)
+    if (!has[i]) f->leaf[i] = fill;
+  /* each tree's root: its entry that is no other's child */
+  for (int64_t i = 0, t = 0; i < nn && t < ntrees; i++) {
+    bool first = true;
+    for (int64_t j = 0; j < i && first; j++) first = tree[j] != tree[i];
+    if (!first) continue;
+    int64_t r = -1;
+    for (int64_t j = 0; j < nn && r < 0; j++)
+      if (tree[j] == tree[i] && !is_child[j]) r = j;
+    if (r < 0)
+      return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: tree %lld has no root", n->op_type, (long long)tree[i]);
+    f->roots[t++] = pos_of[r];
+  }
+  Value *y = forest_eval(&k, f, x);
   if (!y) return d->status ? d->status : MLC_ERR_INTERNAL;
   outs[0] = y;
   return MLC_OK;
@@ -334,5 +521,6 @@ const OnnxConverter onnx_ops_ml[] = {
     {"Binarizer", "ai.onnx.ml", binarizer},
     {"ArrayFeatureExtractor", "ai.onnx.ml", array_feature_extractor},
     {"TreeEnsemble", "ai.onnx.ml", tree_ensemble},
+    {"TreeEnsembleRegressor", "ai.onnx.ml", tree_ensemble_regressor},
     {NULL, NULL, NULL},
 };

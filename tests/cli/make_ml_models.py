@@ -108,10 +108,101 @@ def model(name, ntrees, ntargets, depth, modes, agg, post=0, dtype=np.float32):
     lines.append(f"{name}\t1e-5")
 
 
+def legacy_model(name, ntrees, ntargets, depth, modes, agg, post="NONE", base=True):
+    """the same random trees as a TreeEnsembleRegressor (ai.onnx.ml 3): nodes named by (tree, node id), leaves
+    LEAF nodes with one target entry (a second one to the next target on some), base values; a MIN / MAX target
+    no tree feeds is 0, as ONNX Runtime has it"""
+    nfeat = 5
+    nodes, leaves, roots = random_ensemble(ntrees, nfeat, ntargets, depth, modes, np.float32)
+    names = ["BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "BRANCH_GT", "BRANCH_EQ", "BRANCH_NEQ"]
+    a = {k: [] for k in ("treeids", "nodeids", "featureids", "modes", "values", "truenodeids", "falsenodeids",
+                         "mtt", "t_tree", "t_node", "t_id", "t_w")}
+    leaf_entries = {}
+
+    def emit(t, i, is_leaf, counter):
+        my = counter[0]
+        counter[0] += 1
+        a["treeids"].append(t)
+        a["nodeids"].append(my)
+        if is_leaf:
+            for k in ("featureids", "truenodeids", "falsenodeids", "mtt"):
+                a[k].append(0)
+            a["modes"].append("LEAF")
+            a["values"].append(0.0)
+            ents = [(leaves["target"][i], leaves["weight"][i])]
+            if ntargets > 1 and i % 3 == 0:
+                ents.append(((leaves["target"][i] + 1) % ntargets, 0.5 * leaves["weight"][i]))
+            for tg, w in ents:
+                a["t_tree"].append(t)
+                a["t_node"].append(my)
+                a["t_id"].append(tg)
+                a["t_w"].append(w)
+            leaf_entries[(t, my)] = ents
+            return my
+        at = len(a["treeids"]) - 1
+        a["featureids"].append(nodes["feat"][i])
+        a["modes"].append(names[nodes["mode"][i]])
+        a["values"].append(nodes["split"][i])
+        a["mtt"].append(nodes["mtt"][i])
+        a["truenodeids"].append(0)
+        a["falsenodeids"].append(0)
+        a["truenodeids"][at] = emit(t, nodes["tid"][i], nodes["tleaf"][i], counter)
+        a["falsenodeids"][at] = emit(t, nodes["fid"][i], nodes["fleaf"][i], counter)
+        return my
+
+    for t, r in enumerate(roots):
+        emit(t, r, False, [0])
+    x = np.round(rng.standard_normal((16, nfeat)) * 2, 1).astype(np.float32)
+    x[rng.random(x.shape) < 0.1] = np.nan
+    x[:, 0] = rng.integers(-3, 4, 16)
+    bv = rng.standard_normal(ntargets).astype(np.float32) if base else np.zeros(ntargets, np.float32)
+    aggi = ["AVERAGE", "SUM", "MIN", "MAX"].index(agg)
+    ref = np.zeros((len(x), ntargets))
+    for s in range(len(x)):
+        got = [[] for _ in range(ntargets)]
+        for t, r in enumerate(roots):
+            # walk the original structure to the leaf; its entries in the legacy numbering follow emit's order
+            i, is_leaf = r, False
+            while not is_leaf:
+                v, m, sp = x[s][nodes["feat"][i]], nodes["mode"][i], nodes["split"][i]
+                c = [v <= sp, v < sp, v >= sp, v > sp, v == sp, v != sp][m] or (math.isnan(v) and bool(nodes["mtt"][i]))
+                i, is_leaf = (nodes["tid"][i], nodes["tleaf"][i]) if c else (nodes["fid"][i], nodes["fleaf"][i])
+            per = {}
+            per[leaves["target"][i]] = per.get(leaves["target"][i], 0) + leaves["weight"][i]
+            if ntargets > 1 and i % 3 == 0:
+                tg = (leaves["target"][i] + 1) % ntargets
+                per[tg] = per.get(tg, 0) + 0.5 * leaves["weight"][i]
+            for tg, w in per.items():
+                got[tg].append(w)
+        for tg in range(ntargets):
+            g = got[tg]
+            ref[s, tg] = [sum(g) / ntrees, sum(g), min(g) if g else 0.0, max(g) if g else 0.0][aggi] + bv[tg]
+    if post == "LOGISTIC":
+        ref = 1 / (1 + np.exp(-ref))
+    node = helper.make_node("TreeEnsembleRegressor", ["x"], ["y"], domain="ai.onnx.ml", n_targets=ntargets,
+                            nodes_treeids=a["treeids"], nodes_nodeids=a["nodeids"], nodes_featureids=a["featureids"],
+                            nodes_modes=a["modes"], nodes_values=[float(v) for v in a["values"]],
+                            nodes_truenodeids=a["truenodeids"], nodes_falsenodeids=a["falsenodeids"],
+                            nodes_missing_value_tracks_true=a["mtt"], target_treeids=a["t_tree"],
+                            target_nodeids=a["t_node"], target_ids=a["t_id"], target_weights=[float(w) for w in a["t_w"]],
+                            aggregate_function=agg, post_transform=post, base_values=[float(v) for v in bv])
+    g = helper.make_graph([node], name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)])
+    onnx.save(m, f"{out}/{name}.onnx")
+    np.savez(f"{out}/{name}_inputs.npz", x=x)
+    np.savez(f"{out}/{name}_ref.npz", y=ref.astype(np.float32))
+    lines.append(f"{name}\t1e-5")
+
+
 model("tree_ensemble_leq_sum", 6, 1, 5, [0], 1)
 model("tree_ensemble_all_modes_avg", 8, 3, 6, [0, 1, 2, 3, 4, 5, 6], 0)
 model("tree_ensemble_min_double", 5, 2, 4, [1, 3, 6], 2, dtype=np.float64)
 model("tree_ensemble_max_logistic", 5, 2, 4, [0, 2], 3, post=2)
 model("tree_ensemble_softmax", 7, 4, 5, [0, 5, 6], 1, post=1)
+legacy_model("tree_regressor_sum", 6, 1, 5, [0], "SUM")
+legacy_model("tree_regressor_modes_avg", 8, 3, 5, [0, 1, 2, 3, 4, 5], "AVERAGE")
+legacy_model("tree_regressor_min", 5, 3, 4, [1, 3], "MIN", base=False)
+legacy_model("tree_regressor_max_logistic", 5, 2, 4, [0, 2], "MAX", post="LOGISTIC")
 with open(f"{out}/models.txt", "w") as f:
     f.write("\n".join(lines) + "\n")
