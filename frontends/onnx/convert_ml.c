@@ -3,8 +3,9 @@
  *   Binarizer(X; threshold) = X > threshold ? 1 : 0, in X's type;
  *   ArrayFeatureExtractor(X, Y) = X's elements at the int64 indices Y along the last axis (a 1-D X gives
  *     [1, len(Y)], as ONNX Runtime does).
- *   TreeEnsemble (opset 5) and TreeEnsembleRegressor (1, 3) as tensor ops, see forest_eval.
- * The string ops (LabelEncoder's string keys, ...) and TreeEnsembleClassifier are not supported. */
+ *   TreeEnsemble (opset 5), TreeEnsembleRegressor and TreeEnsembleClassifier (1, 3) as tensor ops, see
+ *     forest_eval.
+ * The string ops (LabelEncoder's string keys, string class labels, ...) are not supported. */
 #include <math.h>
 #include <string.h>
 #include "frontends/onnx/onnx.h"
@@ -399,49 +400,43 @@ static int64_t name_index(const char *s, const char *const *names, int n) {
   return -1;
 }
 
-/* TreeEnsembleRegressor (ai.onnx.ml 1, 3) -> [N, n_targets]: nodes named by (tree id, node id), LEAF nodes
- * holding any number of (target, weight) entries (summed per leaf), aggregate_function and post_transform as
- * strings, base_values added after the aggregation; as ONNX Runtime, a MIN / MAX target no tree gives a
- * value is 0 */
-static mlc_status tree_ensemble_regressor(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
-  Trees k;
-  mlc_status st = forest_input(cx, n, d, &k);
-  if (st) return st;
+/* The trees of TreeEnsembleRegressor / TreeEnsembleClassifier (ai.onnx.ml 1, 3): nodes named by (tree id,
+ * node id), LEAF nodes holding any number of (target, weight) entries in the attributes PREFIX_treeids,
+ * PREFIX_nodeids, PREFIX_ids, PREFIX_weights (summed per leaf and target) for `targets` targets; a target a
+ * leaf gives nothing has the aggregation's fill. */
+static Forest *legacy_forest(Trees *k, const char *prefix, int64_t targets) {
+  OnnxCtx *cx = k->cx;
+  const OnnxNode *n = k->n;
+  Diag *d = k->d;
   Value *x = n->inputs[0];
   static const char *const modes[] = {"BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "BRANCH_GT", "BRANCH_EQ",
                                       "BRANCH_NEQ", "BRANCH_MEMBER", "LEAF"};
-  static const char *const aggs[] = {"AVERAGE", "SUM", "MIN", "MAX"};
-  static const char *const posts[] = {"NONE", "SOFTMAX", "LOGISTIC"};
   int64_t *tree = NULL, *node = NULL, *feat = NULL, *tid = NULL, *fid = NULL, *mtt = NULL;
-  int64_t *ttree = NULL, *tnode = NULL, *tgt = NULL, nv = 0, nw = 0, nb = 0;
-  int64_t nn = ints(&k, "nodes_treeids", &tree), ne = ints(&k, "target_ids", &tgt);
-  const char **ms = arena_alloc(k.a, sizeof(char *) * (size_t)(nn > 0 ? nn : 1));
-  double *vals = floats_or_tensor(&k, "nodes_values", &nv), *w = floats_or_tensor(&k, "target_weights", &nw);
-  double *base = floats_or_tensor(&k, "base_values", &nb);
-  if (d->status) return d->status;
-  if (nn < 1 || ne < 0 || ints(&k, "nodes_nodeids", &node) != nn || ints(&k, "nodes_featureids", &feat) != nn ||
-      ints(&k, "nodes_truenodeids", &tid) != nn || ints(&k, "nodes_falsenodeids", &fid) != nn ||
-      onnx_attr_strings(n, "nodes_modes", ms, (int)nn) != nn || nv != nn || ints(&k, "target_treeids", &ttree) != ne ||
-      ints(&k, "target_nodeids", &tnode) != ne || nw != ne ||
+  int64_t *ttree = NULL, *tnode = NULL, *tgt = NULL, nv = 0, nw = 0;
+  int64_t nn = ints(k, "nodes_treeids", &tree), ne = ints(k, arena_printf(k->a, "%s_ids", prefix), &tgt);
+  const char **ms = arena_alloc(k->a, sizeof(char *) * (size_t)(nn > 0 ? nn : 1));
+  double *vals = floats_or_tensor(k, "nodes_values", &nv);
+  double *w = floats_or_tensor(k, arena_printf(k->a, "%s_weights", prefix), &nw);
+  if (d->status) return NULL;
+  if (nn < 1 || ne < 0 || ints(k, "nodes_nodeids", &node) != nn || ints(k, "nodes_featureids", &feat) != nn ||
+      ints(k, "nodes_truenodeids", &tid) != nn || ints(k, "nodes_falsenodeids", &fid) != nn ||
+      onnx_attr_strings(n, "nodes_modes", ms, (int)nn) != nn || nv != nn ||
+      ints(k, arena_printf(k->a, "%s_treeids", prefix), &ttree) != ne ||
+      ints(k, arena_printf(k->a, "%s_nodeids", prefix), &tnode) != ne || nw != ne ||
       (onnx_has_attr(n, "nodes_missing_value_tracks_true") &&
-       ints(&k, "nodes_missing_value_tracks_true", &mtt) != nn))
-    return d->status ? d->status
-                     : onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: the node and target attributes disagree in length",
-                                  n->op_type);
-  int64_t targets = onnx_attr_int(n, "n_targets", 1);
-  int64_t agg = name_index(onnx_attr_string(n, "aggregate_function", "SUM"), aggs, 4);
-  int64_t post = name_index(onnx_attr_string(n, "post_transform", "NONE"), posts, 3);
-  if (targets < 1 || agg < 0 || post < 0 || (base && nb != targets))
-    return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "%s: n_targets %lld, aggregate_function '%s', post_transform "
-                      "'%s' or %lld base values are not supported", n->op_type, (long long)targets,
-                      onnx_attr_string(n, "aggregate_function", "SUM"), onnx_attr_string(n, "post_transform", "NONE"),
-                      (long long)nb);
+       ints(k, "nodes_missing_value_tracks_true", &mtt) != nn)) {
+    if (!d->status)
+      onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: the node and %s attributes disagree in length", n->op_type, prefix);
+    return NULL;
+  }
   /* positions: internal nodes first, then leaves, in attribute order; pos_of[i] for attribute entry i */
-  int64_t *pos_of = arena_alloc(k.a, sizeof(int64_t) * (size_t)nn), ni = 0, nl = 0, ntrees = 0;
+  int64_t *pos_of = arena_alloc(k->a, sizeof(int64_t) * (size_t)nn), ni = 0, nl = 0, ntrees = 0;
   for (int64_t i = 0; i < nn; i++) {
     int64_t m = name_index(ms[i], modes, 8);
-    if (m < 0 || m == MODE_MEMBER)
-      return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "%s: node mode '%s' is not supported", n->op_type, ms[i]);
+    if (m < 0 || m == MODE_MEMBER) {
+      onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "%s: node mode '%s' is not supported", n->op_type, ms[i]);
+      return NULL;
+    }
     pos_of[i] = m == 7 ? -1 - nl++ : ni++;
   }
   for (int64_t i = 0; i < nn; i++) {
@@ -450,27 +445,31 @@ static mlc_status tree_ensemble_regressor(OnnxCtx *cx, const OnnxNode *n, Value 
     for (int64_t j = 0; j < i && !seen; j++) seen = tree[j] == tree[i];
     ntrees += !seen;
   }
-  if (nl < 1) return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s has no LEAF node", n->op_type);
-  k.T = ntrees;
-  Forest *f = forest_new(&k, ni, nl, ntrees, targets);
-  f->agg = agg, f->post = post, f->base = base, f->none_is_zero = true;
+  if (nl < 1) {
+    onnx_error(cx, n, d, MLC_ERR_INVALID, "%s has no LEAF node", n->op_type);
+    return NULL;
+  }
+  k->T = ntrees;
+  Forest *f = forest_new(k, ni, nl, ntrees, targets);
   /* (tree, node id) -> attribute entry: a linear search per reference, fine for the sizes trees come in */
-#define FIND(t, id, out)                                        \
-  do {                                                          \
-    out = -1;                                                   \
-    for (int64_t find_ = 0; find_ < nn && out < 0; find_++)     \
+#define FIND(t, id, out)                                          \
+  do {                                                            \
+    out = -1;                                                     \
+    for (int64_t find_ = 0; find_ < nn && out < 0; find_++)       \
       if (tree[find_] == (t) && node[find_] == (id)) out = find_; \
   } while (0)
-  bool *is_child = arena_alloc(k.a, (size_t)nn);
+  bool *is_child = arena_alloc(k->a, (size_t)nn);
   memset(is_child, 0, (size_t)nn);
   for (int64_t i = 0; i < nn; i++) {
     int64_t m = name_index(ms[i], modes, 8), p = pos_of[i], te, fe;
     if (m == 7) continue;
     FIND(tree[i], tid[i], te);
     FIND(tree[i], fid[i], fe);
-    if (te < 0 || fe < 0 || feat[i] < 0 || feat[i] >= x->type.dims[1])
-      return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: node %lld of tree %lld: a child or feature out of range",
-                        n->op_type, (long long)node[i], (long long)tree[i]);
+    if (te < 0 || fe < 0 || feat[i] < 0 || feat[i] >= x->type.dims[1]) {
+      onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: node %lld of tree %lld: a child or feature out of range",
+                 n->op_type, (long long)node[i], (long long)tree[i]);
+      return NULL;
+    }
     is_child[te] = is_child[fe] = true;
     f->used[m] = true;
     f->feat[p] = (double)feat[i];
@@ -481,23 +480,25 @@ static mlc_status tree_ensemble_regressor(OnnxCtx *cx, const OnnxNode *n, Value 
     f->miss[p] = mtt && mtt[i];
     f->any_miss |= mtt && mtt[i];
   }
-  double fill = agg_fill(f, k.t);
-  bool *has = arena_alloc(k.a, (size_t)(nl * targets));
+  bool *has = arena_alloc(k->a, (size_t)(nl * targets));
   memset(has, 0, (size_t)(nl * targets));
   memset(f->leaf, 0, sizeof(double) * (size_t)(nl * targets));
   for (int64_t e = 0; e < ne; e++) {
     int64_t q;
     FIND(ttree[e], tnode[e], q);
-    if (q < 0 || pos_of[q] < ni || tgt[e] < 0 || tgt[e] >= targets)
-      return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: target entry %lld names no leaf or target", n->op_type,
-                        (long long)e);
+    if (q < 0 || pos_of[q] < ni || tgt[e] < 0 || tgt[e] >= targets) {
+      onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: %s entry %lld names no leaf or a %s id out of range", n->op_type,
+                 prefix, (long long)e, prefix);
+      return NULL;
+    }
     int64_t at = (pos_of[q] - ni) * targets + tgt[e];
     f->leaf[at] += w[e];
     has[at] = true;
   }
 #undef FIND
+  k->t = x->type.dtype;
   for (int64_t i = 0; i < nl * targets; i++)
-    if (!has[i]) f->leaf[i] = fill;
+    if (!has[i]) f->leaf[i] = NAN; /* the fill, set by the caller once it knows the aggregation */
   /* each tree's root: its entry that is no other's child */
   for (int64_t i = 0, t = 0; i < nn && t < ntrees; i++) {
     bool first = true;
@@ -506,14 +507,90 @@ static mlc_status tree_ensemble_regressor(OnnxCtx *cx, const OnnxNode *n, Value 
     int64_t r = -1;
     for (int64_t j = 0; j < nn && r < 0; j++)
       if (tree[j] == tree[i] && !is_child[j]) r = j;
-    if (r < 0)
-      return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: tree %lld has no root", n->op_type, (long long)tree[i]);
+    if (r < 0) {
+      onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: tree %lld has no root", n->op_type, (long long)tree[i]);
+      return NULL;
+    }
     f->roots[t++] = pos_of[r];
   }
-  Value *y = forest_eval(&k, f, x);
+  return f;
+}
+
+/* the aggregation's fill where a leaf gives a target nothing (legacy_forest left NaN there) */
+static void legacy_fill(Forest *f, mlc_dtype t) {
+  double fill = agg_fill(f, t);
+  for (int64_t i = 0; i < f->nl * f->targets; i++)
+    if (isnan(f->leaf[i])) f->leaf[i] = fill;
+}
+
+/* TreeEnsembleRegressor (ai.onnx.ml 1, 3) -> [N, n_targets]: aggregate_function and post_transform as strings,
+ * base_values added after the aggregation; as ONNX Runtime, a MIN / MAX target no tree gives a value is 0 */
+static mlc_status tree_ensemble_regressor(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  Trees k;
+  mlc_status st = forest_input(cx, n, d, &k);
+  if (st) return st;
+  static const char *const aggs[] = {"AVERAGE", "SUM", "MIN", "MAX"};
+  static const char *const posts[] = {"NONE", "SOFTMAX", "LOGISTIC"};
+  int64_t targets = onnx_attr_int(n, "n_targets", 1), nb = 0;
+  int64_t agg = name_index(onnx_attr_string(n, "aggregate_function", "SUM"), aggs, 4);
+  int64_t post = name_index(onnx_attr_string(n, "post_transform", "NONE"), posts, 3);
+  double *base = floats_or_tensor(&k, "base_values", &nb);
+  if (targets < 1 || agg < 0 || post < 0 || (base && nb != targets))
+    return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "%s: n_targets %lld, aggregate_function '%s', post_transform "
+                      "'%s' or %lld base values are not supported", n->op_type, (long long)targets,
+                      onnx_attr_string(n, "aggregate_function", "SUM"), onnx_attr_string(n, "post_transform", "NONE"),
+                      (long long)nb);
+  Forest *f = legacy_forest(&k, "target", targets);
+  if (!f) return d->status ? d->status : MLC_ERR_INTERNAL;
+  f->agg = agg, f->post = post, f->base = base, f->none_is_zero = true;
+  legacy_fill(f, k.t);
+  Value *y = forest_eval(&k, f, n->inputs[0]);
   if (!y) return d->status ? d->status : MLC_ERR_INTERNAL;
   outs[0] = y;
   return MLC_OK;
+}
+
+/* TreeEnsembleClassifier (ai.onnx.ml 1, 3) -> label [N] (classlabels_int64s at the highest score), scores
+ * [N, classes]: the class weights summed over the trees, base_values added, post_transform NONE, SOFTMAX or
+ * LOGISTIC; equal to ONNX Runtime's for 3 or more classes. String labels and two classes (ONNX Runtime's
+ * binary rules differ from the highest score) are not supported. */
+static mlc_status tree_ensemble_classifier(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  Trees k;
+  mlc_status st = forest_input(cx, n, d, &k);
+  if (st) return st;
+  static const char *const posts[] = {"NONE", "SOFTMAX", "LOGISTIC"};
+  int64_t *labels = NULL, nlab = ints(&k, "classlabels_int64s", &labels), nb = 0;
+  int64_t post = name_index(onnx_attr_string(n, "post_transform", "NONE"), posts, 3);
+  double *base = floats_or_tensor(&k, "base_values", &nb);
+  if (nlab < 1 || onnx_has_attr(n, "classlabels_strings"))
+    return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "%s: only int64 class labels are supported (strings are not)",
+                      n->op_type);
+  if (post < 0 || (base && nb != nlab))
+    return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "%s: post_transform '%s' or %lld base values are not supported",
+                      n->op_type, onnx_attr_string(n, "post_transform", "NONE"), (long long)nb);
+  Forest *f = legacy_forest(&k, "class", nlab);
+  if (!f) return d->status ? d->status : MLC_ERR_INTERNAL;
+  if (nlab < 3) /* ONNX Runtime decides two classes by rules of its own (a threshold on one score) */
+    return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "%s with %lld classes is not supported (3 or more are)",
+                      n->op_type, (long long)nlab);
+  f->agg = 1, f->post = post, f->base = base;
+  legacy_fill(f, k.t);
+  Value *scores = forest_eval(&k, f, n->inputs[0]);
+  Node *am = scores ? onnx_emit(cx, n, "argmax", 1, &scores, 1, d) : NULL;
+  int64_t ax = 1;
+  if (am) {
+    ir_set_ints(onnx_graph(cx), am, "axis", &ax, 1);
+    ir_set_int(onnx_graph(cx), am, "keepdims", 0);
+    ir_set_int(onnx_graph(cx), am, "select_last_index", 0);
+  }
+  Value *best = NULL;
+  if (!am || onnx_finish_one(cx, n, am, &best, d)) return d->status ? d->status : MLC_ERR_INTERNAL;
+  double *lab = arena_alloc(k.a, sizeof(double) * (size_t)nlab);
+  for (int64_t i = 0; i < nlab; i++) lab[i] = (double)labels[i];
+  Value *li[2] = {tr_const(&k, "labels", MLC_I64, 0, nlab, lab), best};
+  outs[0] = tr_op(&k, "take", 2, li, "axis", 0);
+  if (n->noutputs > 1) outs[1] = scores;
+  return outs[0] ? MLC_OK : d->status ? d->status : MLC_ERR_INTERNAL;
 }
 
 const OnnxConverter onnx_ops_ml[] = {
@@ -522,5 +599,6 @@ const OnnxConverter onnx_ops_ml[] = {
     {"ArrayFeatureExtractor", "ai.onnx.ml", array_feature_extractor},
     {"TreeEnsemble", "ai.onnx.ml", tree_ensemble},
     {"TreeEnsembleRegressor", "ai.onnx.ml", tree_ensemble_regressor},
+    {"TreeEnsembleClassifier", "ai.onnx.ml", tree_ensemble_classifier},
     {NULL, NULL, NULL},
 };

@@ -200,9 +200,81 @@ model("tree_ensemble_all_modes_avg", 8, 3, 6, [0, 1, 2, 3, 4, 5, 6], 0)
 model("tree_ensemble_min_double", 5, 2, 4, [1, 3, 6], 2, dtype=np.float64)
 model("tree_ensemble_max_logistic", 5, 2, 4, [0, 2], 3, post=2)
 model("tree_ensemble_softmax", 7, 4, 5, [0, 5, 6], 1, post=1)
+def classifier_model(name, ntrees, nclasses, depth, modes, post="NONE"):
+    """a TreeEnsembleClassifier as a random forest converts: every leaf holds a weight for each class (its class
+    frequencies / trees), int64 labels; label = the labels at the highest score"""
+    nfeat = 5
+    nodes, leaves, roots = random_ensemble(ntrees, nfeat, 1, depth, modes, np.float32)
+    names = ["BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "BRANCH_GT", "BRANCH_EQ", "BRANCH_NEQ"]
+    probs = rng.dirichlet(np.ones(nclasses), len(leaves["weight"])).astype(np.float32) / ntrees
+    a = {k: [] for k in ("treeids", "nodeids", "featureids", "modes", "values", "truenodeids", "falsenodeids",
+                         "c_tree", "c_node", "c_id", "c_w")}
+
+    def emit(t, i, is_leaf, counter):
+        my = counter[0]
+        counter[0] += 1
+        a["treeids"].append(t)
+        a["nodeids"].append(my)
+        if is_leaf:
+            for k in ("featureids", "truenodeids", "falsenodeids"):
+                a[k].append(0)
+            a["modes"].append("LEAF")
+            a["values"].append(0.0)
+            for c in range(nclasses):
+                a["c_tree"].append(t)
+                a["c_node"].append(my)
+                a["c_id"].append(c)
+                a["c_w"].append(float(probs[i, c]))
+            return my
+        at = len(a["treeids"]) - 1
+        a["featureids"].append(nodes["feat"][i])
+        a["modes"].append(names[nodes["mode"][i]])
+        a["values"].append(nodes["split"][i])
+        a["truenodeids"].append(0)
+        a["falsenodeids"].append(0)
+        a["truenodeids"][at] = emit(t, nodes["tid"][i], nodes["tleaf"][i], counter)
+        a["falsenodeids"][at] = emit(t, nodes["fid"][i], nodes["fleaf"][i], counter)
+        return my
+
+    for t, r in enumerate(roots):
+        emit(t, r, False, [0])
+    x = np.round(rng.standard_normal((16, nfeat)) * 2, 1).astype(np.float32)
+    x[:, 0] = rng.integers(-3, 4, 16)
+    scores = np.zeros((len(x), nclasses))
+    for s_ in range(len(x)):
+        for r in roots:
+            i, is_leaf = r, False
+            while not is_leaf:
+                v, m, sp = x[s_][nodes["feat"][i]], nodes["mode"][i], nodes["split"][i]
+                c = [v <= sp, v < sp, v >= sp, v > sp, v == sp, v != sp][m]
+                i, is_leaf = (nodes["tid"][i], nodes["tleaf"][i]) if c else (nodes["fid"][i], nodes["fleaf"][i])
+            scores[s_] += probs[i]
+    if post == "SOFTMAX":
+        e = np.exp(scores - scores.max(1, keepdims=True))
+        scores = e / e.sum(1, keepdims=True)
+    labels = [10 * (c + 1) for c in range(nclasses)]
+    node = helper.make_node("TreeEnsembleClassifier", ["x"], ["label", "scores"], domain="ai.onnx.ml",
+                            nodes_treeids=a["treeids"], nodes_nodeids=a["nodeids"], nodes_featureids=a["featureids"],
+                            nodes_modes=a["modes"], nodes_values=[float(v) for v in a["values"]],
+                            nodes_truenodeids=a["truenodeids"], nodes_falsenodeids=a["falsenodeids"],
+                            class_treeids=a["c_tree"], class_nodeids=a["c_node"], class_ids=a["c_id"],
+                            class_weights=a["c_w"], classlabels_int64s=labels, post_transform=post)
+    g = helper.make_graph([node], name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+                          [helper.make_tensor_value_info("label", TensorProto.INT64, None),
+                           helper.make_tensor_value_info("scores", TensorProto.FLOAT, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)])
+    onnx.save(m, f"{out}/{name}.onnx")
+    np.savez(f"{out}/{name}_inputs.npz", x=x)
+    np.savez(f"{out}/{name}_ref.npz", label=np.array(labels)[scores.argmax(1)].astype(np.int64),
+             scores=scores.astype(np.float32))
+    lines.append(f"{name}\t1e-5")
+
+
 legacy_model("tree_regressor_sum", 6, 1, 5, [0], "SUM")
 legacy_model("tree_regressor_modes_avg", 8, 3, 5, [0, 1, 2, 3, 4, 5], "AVERAGE")
 legacy_model("tree_regressor_min", 5, 3, 4, [1, 3], "MIN", base=False)
 legacy_model("tree_regressor_max_logistic", 5, 2, 4, [0, 2], "MAX", post="LOGISTIC")
+classifier_model("tree_classifier_3", 10, 3, 5, [0, 1])
+classifier_model("tree_classifier_4_softmax", 6, 4, 4, [0, 3, 5], post="SOFTMAX")
 with open(f"{out}/models.txt", "w") as f:
     f.write("\n".join(lines) + "\n")

@@ -1,8 +1,8 @@
 #!/bin/sh
-# ai.onnx.ml TreeEnsemble and TreeEnsembleRegressor end to end: each model of make_ml_models.py (random trees
+# ai.onnx.ml TreeEnsemble, TreeEnsembleRegressor and TreeEnsembleClassifier (3+ classes) end to end: each model of make_ml_models.py (random trees
 # with every node mode, set membership, NaN inputs tracked true or not, several targets, leaves with two target
 # entries, each aggregate function, base values, LOGISTIC / SOFTMAX) is compiled, run and compared with the trees
-# walked in Python (the regressors also equal ONNX Runtime's outputs bit for bit).
+# walked in Python (the regressors and classifiers also equal ONNX Runtime's outputs bit for bit).
 # usage: test_ml.sh MLC BUILD_DIR
 set -eu
 mlc=$1 dir=$2/ml
