@@ -56,7 +56,8 @@ def random_ensemble(ntrees, nfeat, ntargets, depth, modes, dtype):
     return nodes, leaves, roots
 
 
-def walk(nodes, leaves, root, x):
+def walk(nodes, root, x):
+    """the index of the leaf x reaches from root"""
     i, is_leaf = root, False
     while not is_leaf:
         v, m, s = x[nodes["feat"][i]], nodes["mode"][i], nodes["split"][i]
@@ -64,7 +65,7 @@ def walk(nodes, leaves, root, x):
         c = [v <= s, v < s, v >= s, v > s, v == s, v != s, v in (nodes["members"][i] or ())][m]
         c = c or (math.isnan(v) and bool(nodes["mtt"][i]))
         i, is_leaf = (nodes["tid"][i], nodes["tleaf"][i]) if c else (nodes["fid"][i], nodes["fleaf"][i])
-    return leaves["weight"][i], leaves["target"][i]
+    return i
 
 
 def model(name, ntrees, ntargets, depth, modes, agg, post=0, dtype=np.float32):
@@ -77,7 +78,8 @@ def model(name, ntrees, ntargets, depth, modes, agg, post=0, dtype=np.float32):
     ref = np.full((len(x), ntargets), init, np.float64)
     for s in range(len(x)):
         for r in roots:
-            w, t = walk(nodes, leaves, r, x[s])
+            leaf = walk(nodes, r, x[s])
+            w, t = leaves["weight"][leaf], leaves["target"][leaf]
             ref[s, t] = {0: ref[s, t] + w / ntrees, 1: ref[s, t] + w, 2: min(ref[s, t], w), 3: max(ref[s, t], w)}[agg]
     if post == 2:
         ref = 1 / (1 + np.exp(-np.maximum(ref, -700)))
@@ -108,166 +110,108 @@ def model(name, ntrees, ntargets, depth, modes, agg, post=0, dtype=np.float32):
     lines.append(f"{name}\t1e-5")
 
 
-def legacy_model(name, ntrees, ntargets, depth, modes, agg, post="NONE", base=True):
-    """the same random trees as a TreeEnsembleRegressor (ai.onnx.ml 3): nodes named by (tree, node id), leaves
-    LEAF nodes with one target entry (a second one to the next target on some), base values; a MIN / MAX target
-    no tree feeds is 0, as ONNX Runtime has it"""
-    nfeat = 5
-    nodes, leaves, roots = random_ensemble(ntrees, nfeat, ntargets, depth, modes, np.float32)
+def legacy_attrs(nodes, roots, entries, prefix):
+    """the trees as TreeEnsembleRegressor / Classifier (ai.onnx.ml 3) attributes: nodes named by (tree, node id)
+    in depth-first order, leaves LEAF nodes with the (target or class, weight) entries entries(leaf) gives"""
     names = ["BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "BRANCH_GT", "BRANCH_EQ", "BRANCH_NEQ"]
     a = {k: [] for k in ("treeids", "nodeids", "featureids", "modes", "values", "truenodeids", "falsenodeids",
-                         "mtt", "t_tree", "t_node", "t_id", "t_w")}
-    leaf_entries = {}
+                         "missing_value_tracks_true")}
+    e = {k: [] for k in ("treeids", "nodeids", "ids", "weights")}
 
     def emit(t, i, is_leaf, counter):
         my = counter[0]
         counter[0] += 1
+        at = len(a["treeids"])
         a["treeids"].append(t)
         a["nodeids"].append(my)
+        for k in ("featureids", "truenodeids", "falsenodeids", "missing_value_tracks_true", "values"):
+            a[k].append(0)
+        a["modes"].append("LEAF" if is_leaf else names[nodes["mode"][i]])
         if is_leaf:
-            for k in ("featureids", "truenodeids", "falsenodeids", "mtt"):
-                a[k].append(0)
-            a["modes"].append("LEAF")
-            a["values"].append(0.0)
-            ents = [(leaves["target"][i], leaves["weight"][i])]
-            if ntargets > 1 and i % 3 == 0:
-                ents.append(((leaves["target"][i] + 1) % ntargets, 0.5 * leaves["weight"][i]))
-            for tg, w in ents:
-                a["t_tree"].append(t)
-                a["t_node"].append(my)
-                a["t_id"].append(tg)
-                a["t_w"].append(w)
-            leaf_entries[(t, my)] = ents
+            for tg, w in entries(i):
+                for k, v in (("treeids", t), ("nodeids", my), ("ids", tg), ("weights", float(w))):
+                    e[k].append(v)
             return my
-        at = len(a["treeids"]) - 1
-        a["featureids"].append(nodes["feat"][i])
-        a["modes"].append(names[nodes["mode"][i]])
-        a["values"].append(nodes["split"][i])
-        a["mtt"].append(nodes["mtt"][i])
-        a["truenodeids"].append(0)
-        a["falsenodeids"].append(0)
+        a["featureids"][at] = nodes["feat"][i]
+        a["values"][at] = float(nodes["split"][i])
+        a["missing_value_tracks_true"][at] = nodes["mtt"][i]
         a["truenodeids"][at] = emit(t, nodes["tid"][i], nodes["tleaf"][i], counter)
         a["falsenodeids"][at] = emit(t, nodes["fid"][i], nodes["fleaf"][i], counter)
         return my
 
     for t, r in enumerate(roots):
         emit(t, r, False, [0])
-    x = np.round(rng.standard_normal((16, nfeat)) * 2, 1).astype(np.float32)
-    x[rng.random(x.shape) < 0.1] = np.nan
-    x[:, 0] = rng.integers(-3, 4, 16)
-    bv = rng.standard_normal(ntargets).astype(np.float32) if base else np.zeros(ntargets, np.float32)
-    aggi = ["AVERAGE", "SUM", "MIN", "MAX"].index(agg)
-    ref = np.zeros((len(x), ntargets))
-    for s in range(len(x)):
-        got = [[] for _ in range(ntargets)]
-        for t, r in enumerate(roots):
-            # walk the original structure to the leaf; its entries in the legacy numbering follow emit's order
-            i, is_leaf = r, False
-            while not is_leaf:
-                v, m, sp = x[s][nodes["feat"][i]], nodes["mode"][i], nodes["split"][i]
-                c = [v <= sp, v < sp, v >= sp, v > sp, v == sp, v != sp][m] or (math.isnan(v) and bool(nodes["mtt"][i]))
-                i, is_leaf = (nodes["tid"][i], nodes["tleaf"][i]) if c else (nodes["fid"][i], nodes["fleaf"][i])
-            per = {}
-            per[leaves["target"][i]] = per.get(leaves["target"][i], 0) + leaves["weight"][i]
-            if ntargets > 1 and i % 3 == 0:
-                tg = (leaves["target"][i] + 1) % ntargets
-                per[tg] = per.get(tg, 0) + 0.5 * leaves["weight"][i]
-            for tg, w in per.items():
-                got[tg].append(w)
-        for tg in range(ntargets):
-            g = got[tg]
-            ref[s, tg] = [sum(g) / ntrees, sum(g), min(g) if g else 0.0, max(g) if g else 0.0][aggi] + bv[tg]
-    if post == "LOGISTIC":
-        ref = 1 / (1 + np.exp(-ref))
-    node = helper.make_node("TreeEnsembleRegressor", ["x"], ["y"], domain="ai.onnx.ml", n_targets=ntargets,
-                            nodes_treeids=a["treeids"], nodes_nodeids=a["nodeids"], nodes_featureids=a["featureids"],
-                            nodes_modes=a["modes"], nodes_values=[float(v) for v in a["values"]],
-                            nodes_truenodeids=a["truenodeids"], nodes_falsenodeids=a["falsenodeids"],
-                            nodes_missing_value_tracks_true=a["mtt"], target_treeids=a["t_tree"],
-                            target_nodeids=a["t_node"], target_ids=a["t_id"], target_weights=[float(w) for w in a["t_w"]],
-                            aggregate_function=agg, post_transform=post, base_values=[float(v) for v in bv])
-    g = helper.make_graph([node], name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    attrs = {f"nodes_{k}": v for k, v in a.items()}
+    attrs.update({f"{prefix}_{k}": v for k, v in e.items()})
+    return attrs
+
+
+def legacy_save(name, op, attrs, x, outs, refs):
+    g = helper.make_graph([helper.make_node(op, ["x"], [o for o, _ in outs], domain="ai.onnx.ml", **attrs)], name,
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+                          [helper.make_tensor_value_info(o, t, None) for o, t in outs])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)])
     onnx.save(m, f"{out}/{name}.onnx")
     np.savez(f"{out}/{name}_inputs.npz", x=x)
-    np.savez(f"{out}/{name}_ref.npz", y=ref.astype(np.float32))
+    np.savez(f"{out}/{name}_ref.npz", **refs)
     lines.append(f"{name}\t1e-5")
 
 
-model("tree_ensemble_leq_sum", 6, 1, 5, [0], 1)
-model("tree_ensemble_all_modes_avg", 8, 3, 6, [0, 1, 2, 3, 4, 5, 6], 0)
-model("tree_ensemble_min_double", 5, 2, 4, [1, 3, 6], 2, dtype=np.float64)
-model("tree_ensemble_max_logistic", 5, 2, 4, [0, 2], 3, post=2)
-model("tree_ensemble_softmax", 7, 4, 5, [0, 5, 6], 1, post=1)
+def inputs(nfeat, nan=True):
+    x = np.round(rng.standard_normal((16, nfeat)) * 2, 1).astype(np.float32)
+    if nan:
+        x[rng.random(x.shape) < 0.1] = np.nan
+    x[:, 0] = rng.integers(-3, 4, 16)  # integers for the set membership and equality nodes
+    return x
+
+
+def legacy_model(name, ntrees, ntargets, depth, modes, agg, post="NONE", base=True):
+    """the random trees as a TreeEnsembleRegressor: one target entry per leaf (a second one to the next target
+    on some), base values; a MIN / MAX target no tree feeds is 0, as ONNX Runtime has it"""
+    nodes, leaves, roots = random_ensemble(ntrees, 5, ntargets, depth, modes, np.float32)
+
+    def entries(i):
+        per = {leaves["target"][i]: leaves["weight"][i]}
+        if ntargets > 1 and i % 3 == 0:
+            per[(leaves["target"][i] + 1) % ntargets] = 0.5 * leaves["weight"][i]
+        return list(per.items())
+
+    x = inputs(5)
+    bv = rng.standard_normal(ntargets).astype(np.float32) if base else np.zeros(ntargets, np.float32)
+    aggi = ["AVERAGE", "SUM", "MIN", "MAX"].index(agg)
+    ref = np.zeros((len(x), ntargets))
+    for s_ in range(len(x)):
+        got = [[] for _ in range(ntargets)]
+        for r in roots:
+            for tg, w in entries(walk(nodes, r, x[s_])):
+                got[tg].append(w)
+        for tg, g in enumerate(got):
+            ref[s_, tg] = [sum(g) / ntrees, sum(g), min(g) if g else 0.0, max(g) if g else 0.0][aggi] + bv[tg]
+    if post == "LOGISTIC":
+        ref = 1 / (1 + np.exp(-ref))
+    attrs = legacy_attrs(nodes, roots, entries, "target")
+    attrs.update(n_targets=ntargets, aggregate_function=agg, post_transform=post, base_values=[float(v) for v in bv])
+    legacy_save(name, "TreeEnsembleRegressor", attrs, x, [("y", TensorProto.FLOAT)], {"y": ref.astype(np.float32)})
+
+
 def classifier_model(name, ntrees, nclasses, depth, modes, post="NONE"):
     """a TreeEnsembleClassifier as a random forest converts: every leaf holds a weight for each class (its class
     frequencies / trees), int64 labels; label = the labels at the highest score"""
-    nfeat = 5
-    nodes, leaves, roots = random_ensemble(ntrees, nfeat, 1, depth, modes, np.float32)
-    names = ["BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "BRANCH_GT", "BRANCH_EQ", "BRANCH_NEQ"]
+    nodes, leaves, roots = random_ensemble(ntrees, 5, 1, depth, modes, np.float32)
     probs = rng.dirichlet(np.ones(nclasses), len(leaves["weight"])).astype(np.float32) / ntrees
-    a = {k: [] for k in ("treeids", "nodeids", "featureids", "modes", "values", "truenodeids", "falsenodeids",
-                         "c_tree", "c_node", "c_id", "c_w")}
-
-    def emit(t, i, is_leaf, counter):
-        my = counter[0]
-        counter[0] += 1
-        a["treeids"].append(t)
-        a["nodeids"].append(my)
-        if is_leaf:
-            for k in ("featureids", "truenodeids", "falsenodeids"):
-                a[k].append(0)
-            a["modes"].append("LEAF")
-            a["values"].append(0.0)
-            for c in range(nclasses):
-                a["c_tree"].append(t)
-                a["c_node"].append(my)
-                a["c_id"].append(c)
-                a["c_w"].append(float(probs[i, c]))
-            return my
-        at = len(a["treeids"]) - 1
-        a["featureids"].append(nodes["feat"][i])
-        a["modes"].append(names[nodes["mode"][i]])
-        a["values"].append(nodes["split"][i])
-        a["truenodeids"].append(0)
-        a["falsenodeids"].append(0)
-        a["truenodeids"][at] = emit(t, nodes["tid"][i], nodes["tleaf"][i], counter)
-        a["falsenodeids"][at] = emit(t, nodes["fid"][i], nodes["fleaf"][i], counter)
-        return my
-
-    for t, r in enumerate(roots):
-        emit(t, r, False, [0])
-    x = np.round(rng.standard_normal((16, nfeat)) * 2, 1).astype(np.float32)
-    x[:, 0] = rng.integers(-3, 4, 16)
+    x = inputs(5, nan=False)
     scores = np.zeros((len(x), nclasses))
     for s_ in range(len(x)):
         for r in roots:
-            i, is_leaf = r, False
-            while not is_leaf:
-                v, m, sp = x[s_][nodes["feat"][i]], nodes["mode"][i], nodes["split"][i]
-                c = [v <= sp, v < sp, v >= sp, v > sp, v == sp, v != sp][m]
-                i, is_leaf = (nodes["tid"][i], nodes["tleaf"][i]) if c else (nodes["fid"][i], nodes["fleaf"][i])
-            scores[s_] += probs[i]
+            scores[s_] += probs[walk(nodes, r, x[s_])]
     if post == "SOFTMAX":
         e = np.exp(scores - scores.max(1, keepdims=True))
         scores = e / e.sum(1, keepdims=True)
     labels = [10 * (c + 1) for c in range(nclasses)]
-    node = helper.make_node("TreeEnsembleClassifier", ["x"], ["label", "scores"], domain="ai.onnx.ml",
-                            nodes_treeids=a["treeids"], nodes_nodeids=a["nodeids"], nodes_featureids=a["featureids"],
-                            nodes_modes=a["modes"], nodes_values=[float(v) for v in a["values"]],
-                            nodes_truenodeids=a["truenodeids"], nodes_falsenodeids=a["falsenodeids"],
-                            class_treeids=a["c_tree"], class_nodeids=a["c_node"], class_ids=a["c_id"],
-                            class_weights=a["c_w"], classlabels_int64s=labels, post_transform=post)
-    g = helper.make_graph([node], name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
-                          [helper.make_tensor_value_info("label", TensorProto.INT64, None),
-                           helper.make_tensor_value_info("scores", TensorProto.FLOAT, None)])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)])
-    onnx.save(m, f"{out}/{name}.onnx")
-    np.savez(f"{out}/{name}_inputs.npz", x=x)
-    np.savez(f"{out}/{name}_ref.npz", label=np.array(labels)[scores.argmax(1)].astype(np.int64),
-             scores=scores.astype(np.float32))
-    lines.append(f"{name}\t1e-5")
+    attrs = legacy_attrs(nodes, roots, lambda i: [(c, probs[i, c]) for c in range(nclasses)], "class")
+    attrs.update(classlabels_int64s=labels, post_transform=post)
+    legacy_save(name, "TreeEnsembleClassifier", attrs, x, [("label", TensorProto.INT64), ("scores", TensorProto.FLOAT)],
+                {"label": np.array(labels)[scores.argmax(1)].astype(np.int64), "scores": scores.astype(np.float32)})
 
 
 legacy_model("tree_regressor_sum", 6, 1, 5, [0], "SUM")

@@ -7,15 +7,6 @@
 # numpy / torch reference (also the skip normalizations' sum and the mask lengths outputs).
 # usage: test_contrib.sh MLC BUILD_DIR
 set -eu
-mlc=$1 dir=$2/contrib
 here=$(cd "$(dirname "$0")" && pwd)
-rm -rf "$dir" && mkdir -p "$dir"
-/usr/bin/python3 "$here/make_contrib_models.py" "$dir"
-tab=$(printf '\t')
-while IFS="$tab" read -r m tol; do
-  echo "== $m"
-  "$mlc" compile "$dir/$m.onnx" --output "$dir/$m.tar"
-  "$mlc" run "$dir/$m.tar" --inputs "$dir/${m}_inputs.npz" --outputs "$dir/${m}_out.npz"
-  /usr/bin/python3 "$here/compare_npz.py" "$dir/${m}_out.npz" "$dir/${m}_ref.npz" --tol "$tol"
-done <"$dir/models.txt"
+sh "$here/run_models.sh" "$1" "$2/contrib" "$here/make_contrib_models.py"
 echo "contrib: all passed"
