@@ -12,9 +12,10 @@ os.makedirs(out, exist_ok=True)
 f32 = TensorProto.FLOAT
 
 
-def save(name, nodes, inputs, outputs, inits=(), check=False):
+def save(name, nodes, inputs, outputs, inits=(), check=False, domains=()):
     g = helper.make_graph(nodes, name, inputs, outputs, list(inits))
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    opsets = [helper.make_opsetid("", 13)] + [helper.make_opsetid(dm, v) for dm, v in domains]
+    m = helper.make_model(g, opset_imports=opsets)
     m.ir_version = 8
     if check:
         onnx.checker.check_model(m)
@@ -59,6 +60,32 @@ for k, v in (("location", "../../../../etc/passwd"), ("offset", "0"), ("length",
     entry = e.external_data.add()
     entry.key, entry.value = k, v
 save("escape", [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], [x], [y], [e])
+# other domains' ops with attributes that cannot work: a tree whose nodes form a cycle, a child out of range, a
+# two-class tree classifier (unsupported), Attention with a KV cache (unsupported)
+tree = dict(nodes_featureids=[0, 1], nodes_truenodeids=[1, 0], nodes_falsenodeids=[0, 0], nodes_trueleafs=[0, 1],
+            nodes_falseleafs=[1, 0], leaf_targetids=[0], tree_roots=[0], n_targets=1,
+            nodes_splits=numpy_helper.from_array(np.zeros(2, np.float32)),
+            nodes_modes=numpy_helper.from_array(np.zeros(2, np.uint8)),
+            leaf_weights=numpy_helper.from_array(np.ones(1, np.float32)))
+yt = helper.make_tensor_value_info("y", f32, None)
+save("tree_cycle", [helper.make_node("TreeEnsemble", ["x"], ["y"], name="forest", domain="ai.onnx.ml", **tree)],
+     [x], [yt], domains=[("ai.onnx.ml", 5)])
+tree.update(nodes_truenodeids=[5, 0])
+save("tree_child", [helper.make_node("TreeEnsemble", ["x"], ["y"], name="forest", domain="ai.onnx.ml", **tree)],
+     [x], [yt], domains=[("ai.onnx.ml", 5)])
+save("tree_binary", [helper.make_node("TreeEnsembleClassifier", ["x"], ["y"], name="clf", domain="ai.onnx.ml",
+                                      nodes_treeids=[0, 0, 0], nodes_nodeids=[0, 1, 2], nodes_featureids=[0, 0, 0],
+                                      nodes_modes=["BRANCH_LEQ", "LEAF", "LEAF"], nodes_values=[0.0, 0.0, 0.0],
+                                      nodes_truenodeids=[1, 0, 0], nodes_falsenodeids=[2, 0, 0], class_treeids=[0, 0],
+                                      class_nodeids=[1, 2], class_ids=[0, 1], class_weights=[1.0, 1.0],
+                                      classlabels_int64s=[0, 1])],
+     [x], [helper.make_tensor_value_info("y", TensorProto.INT64, None)], domains=[("ai.onnx.ml", 3)])
+xa = helper.make_tensor_value_info("xa", f32, [1, 3, 8])
+wa = numpy_helper.from_array(np.zeros((8, 24), np.float32), "wa")
+pa = helper.make_tensor_value_info("past", f32, [2, 1, 2, 0, 4])
+save("attention_past", [helper.make_node("Attention", ["xa", "wa", "", "", "past"], ["ya"], name="attn",
+                                         domain="com.microsoft", num_heads=2)],
+     [xa, pa], [helper.make_tensor_value_info("ya", f32, None)], [wa], domains=[("com.microsoft", 1)])
 np.savez(os.path.join(out, "good_inputs.npz"), x=np.ones((1, 4), np.float32))
 np.savez(os.path.join(out, "wrong_shape.npz"), x=np.ones((2, 4), np.float32))
 np.savez(os.path.join(out, "wrong_dtype.npz"), x=np.ones((1, 4), np.float64))

@@ -41,6 +41,12 @@ expect 3 "dyn_reshape.onnx" "'compress'" "reshape_by_n_plus_1" "run-time length"
 expect 2 "short_raw.onnx" "'w'" -- "$mlc" compile "$dir/short_raw.onnx" --output "$dir/t.tar"
 expect 2 "escape.onnx" "'w'" -- "$mlc" compile "$dir/escape.onnx" --output "$dir/t.tar"
 expect 2 "does_not_exist.onnx" -- "$mlc" load "$dir/does_not_exist.onnx"
+expect 2 "tree_cycle.onnx" "'forest'" "TreeEnsemble, opset 5" "cycle" -- \
+  "$mlc" compile "$dir/tree_cycle.onnx" --output "$dir/t.tar"
+expect 2 "tree_child.onnx" "'forest'" "out of range" -- "$mlc" compile "$dir/tree_child.onnx" --output "$dir/t.tar"
+expect 3 "tree_binary.onnx" "'clf'" "2 classes is not supported" -- \
+  "$mlc" compile "$dir/tree_binary.onnx" --output "$dir/t.tar"
+expect 3 "attention_past.onnx" "'attn'" "KV cache" -- "$mlc" compile "$dir/attention_past.onnx" --output "$dir/t.tar"
 [ -e "$dir/t.tar" ] && { echo "FAIL a failed compile left $dir/t.tar"; fails=$((fails + 1)); }
 ls "$dir" | grep -q '\.tmp\.' && { echo "FAIL a temporary file was left in $dir"; fails=$((fails + 1)); }
 
