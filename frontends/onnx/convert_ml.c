@@ -7,6 +7,7 @@
  *     forest_eval.
  * The string ops (LabelEncoder's string keys, string class labels, ...) are not supported. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include "frontends/onnx/onnx.h"
 
@@ -400,6 +401,24 @@ static int64_t name_index(const char *s, const char *const *names, int n) {
   return -1;
 }
 
+/* a node's name (tree id, node id) and its attribute entry, sorted to find entries in log time */
+typedef struct NodeKey {
+  int64_t tree, node, entry;
+} NodeKey;
+
+static int node_key_cmp(const void *a, const void *b) {
+  const NodeKey *x = a, *y = b;
+  if (x->tree != y->tree) return x->tree < y->tree ? -1 : 1;
+  return x->node < y->node ? -1 : x->node > y->node;
+}
+
+/* the attribute entry named (tree, node) in the sorted keys, or -1 */
+static int64_t find_node(const NodeKey *keys, int64_t nn, int64_t tree, int64_t node) {
+  NodeKey want = {tree, node, 0};
+  const NodeKey *k = bsearch(&want, keys, (size_t)nn, sizeof *keys, node_key_cmp);
+  return k ? k->entry : -1;
+}
+
 /* The trees of TreeEnsembleRegressor / TreeEnsembleClassifier (ai.onnx.ml 1, 3): nodes named by (tree id,
  * node id), LEAF nodes holding any number of (target, weight) entries in the attributes PREFIX_treeids,
  * PREFIX_nodeids, PREFIX_ids, PREFIX_weights (summed per leaf and target) for `targets` targets; a target a
@@ -439,11 +458,19 @@ static Forest *legacy_forest(Trees *k, const char *prefix, int64_t targets) {
     }
     pos_of[i] = m == 7 ? -1 - nl++ : ni++;
   }
+  NodeKey *keys = arena_alloc(k->a, sizeof(NodeKey) * (size_t)nn);
   for (int64_t i = 0; i < nn; i++) {
     if (pos_of[i] < 0) pos_of[i] = ni + (-1 - pos_of[i]);
-    bool seen = false;
-    for (int64_t j = 0; j < i && !seen; j++) seen = tree[j] == tree[i];
-    ntrees += !seen;
+    keys[i] = (NodeKey){tree[i], node[i], i};
+  }
+  qsort(keys, (size_t)nn, sizeof *keys, node_key_cmp);
+  for (int64_t i = 0; i < nn; i++) {
+    if (i && !node_key_cmp(&keys[i], &keys[i - 1])) {
+      onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: node %lld of tree %lld is defined twice", n->op_type,
+                 (long long)keys[i].node, (long long)keys[i].tree);
+      return NULL;
+    }
+    ntrees += !i || keys[i].tree != keys[i - 1].tree;
   }
   if (nl < 1) {
     onnx_error(cx, n, d, MLC_ERR_INVALID, "%s has no LEAF node", n->op_type);
@@ -451,20 +478,12 @@ static Forest *legacy_forest(Trees *k, const char *prefix, int64_t targets) {
   }
   k->T = ntrees;
   Forest *f = forest_new(k, ni, nl, ntrees, targets);
-  /* (tree, node id) -> attribute entry: a linear search per reference, fine for the sizes trees come in */
-#define FIND(t, id, out)                                          \
-  do {                                                            \
-    out = -1;                                                     \
-    for (int64_t find_ = 0; find_ < nn && out < 0; find_++)       \
-      if (tree[find_] == (t) && node[find_] == (id)) out = find_; \
-  } while (0)
   bool *is_child = arena_alloc(k->a, (size_t)nn);
   memset(is_child, 0, (size_t)nn);
   for (int64_t i = 0; i < nn; i++) {
-    int64_t m = name_index(ms[i], modes, 8), p = pos_of[i], te, fe;
+    int64_t m = name_index(ms[i], modes, 8), p = pos_of[i];
     if (m == 7) continue;
-    FIND(tree[i], tid[i], te);
-    FIND(tree[i], fid[i], fe);
+    int64_t te = find_node(keys, nn, tree[i], tid[i]), fe = find_node(keys, nn, tree[i], fid[i]);
     if (te < 0 || fe < 0 || feat[i] < 0 || feat[i] >= x->type.dims[1]) {
       onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: node %lld of tree %lld: a child or feature out of range",
                  n->op_type, (long long)node[i], (long long)tree[i]);
@@ -484,8 +503,7 @@ static Forest *legacy_forest(Trees *k, const char *prefix, int64_t targets) {
   memset(has, 0, (size_t)(nl * targets));
   memset(f->leaf, 0, sizeof(double) * (size_t)(nl * targets));
   for (int64_t e = 0; e < ne; e++) {
-    int64_t q;
-    FIND(ttree[e], tnode[e], q);
+    int64_t q = find_node(keys, nn, ttree[e], tnode[e]);
     if (q < 0 || pos_of[q] < ni || tgt[e] < 0 || tgt[e] >= targets) {
       onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: %s entry %lld names no leaf or a %s id out of range", n->op_type,
                  prefix, (long long)e, prefix);
@@ -495,20 +513,17 @@ static Forest *legacy_forest(Trees *k, const char *prefix, int64_t targets) {
     f->leaf[at] += w[e];
     has[at] = true;
   }
-#undef FIND
   k->t = x->type.dtype;
   for (int64_t i = 0; i < nl * targets; i++)
     if (!has[i]) f->leaf[i] = NAN; /* the fill, set by the caller once it knows the aggregation */
   /* each tree's root: its entry that is no other's child */
-  for (int64_t i = 0, t = 0; i < nn && t < ntrees; i++) {
-    bool first = true;
-    for (int64_t j = 0; j < i && first; j++) first = tree[j] != tree[i];
-    if (!first) continue;
+  for (int64_t i = 0, t = 0; i < nn; i++) { /* the keys are grouped by tree, in tree id order */
+    if (i && keys[i].tree == keys[i - 1].tree) continue;
     int64_t r = -1;
-    for (int64_t j = 0; j < nn && r < 0; j++)
-      if (tree[j] == tree[i] && !is_child[j]) r = j;
+    for (int64_t j = i; j < nn && keys[j].tree == keys[i].tree && r < 0; j++)
+      if (!is_child[keys[j].entry]) r = keys[j].entry;
     if (r < 0) {
-      onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: tree %lld has no root", n->op_type, (long long)tree[i]);
+      onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: tree %lld has no root", n->op_type, (long long)keys[i].tree);
       return NULL;
     }
     f->roots[t++] = pos_of[r];

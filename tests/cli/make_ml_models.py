@@ -214,6 +214,11 @@ def classifier_model(name, ntrees, nclasses, depth, modes, post="NONE"):
                 {"label": np.array(labels)[scores.argmax(1)].astype(np.int64), "scores": scores.astype(np.float32)})
 
 
+model("tree_ensemble_leq_sum", 6, 1, 5, [0], 1)
+model("tree_ensemble_all_modes_avg", 8, 3, 6, [0, 1, 2, 3, 4, 5, 6], 0)
+model("tree_ensemble_min_double", 5, 2, 4, [1, 3, 6], 2, dtype=np.float64)
+model("tree_ensemble_max_logistic", 5, 2, 4, [0, 2], 3, post=2)
+model("tree_ensemble_softmax", 7, 4, 5, [0, 5, 6], 1, post=1)
 legacy_model("tree_regressor_sum", 6, 1, 5, [0], "SUM")
 legacy_model("tree_regressor_modes_avg", 8, 3, 5, [0, 1, 2, 3, 4, 5], "AVERAGE")
 legacy_model("tree_regressor_min", 5, 3, 4, [1, 3], "MIN", base=False)
