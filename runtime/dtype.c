@@ -65,6 +65,19 @@ uint16_t rt_f32_to_bf16(float f) {
   return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1)) >> 16);
 }
 
+float rt_f16_to_f32(uint16_t h) {
+  uint32_t s = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 31, m = h & 1023, bits;
+  if (e == 0) { /* zero and subnormals: m * 2^-24, exact in float32 */
+    float f = ldexpf((float)m, -24);
+    return s ? -f : f;
+  }
+  if (e == 31) bits = s | 0x7f800000u | (m << 13); /* inf, NaN (payload kept) */
+  else bits = s | ((e + 112) << 23) | (m << 13);
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+
 float rt_bf16_to_f32(uint16_t h) {
   uint32_t x = (uint32_t)h << 16;
   float f;

@@ -190,9 +190,10 @@ int rt_npz_read(const char *path, int *narrays, rt_array **arrays, char *err);
 int rt_npz_write(const char *path, int narrays, const rt_array *arrays, char *err); /* stored, atomic */
 void rt_arrays_free(int narrays, rt_array *arrays);
 
-/* ---- dtype.c: float32 to float16 / bfloat16 (round to nearest even; NaN stays NaN) and back ---- */
+/* ---- dtype.c: float32 to float16 / bfloat16 (round to nearest even; NaN stays NaN) and back (exact) ---- */
 uint16_t rt_f32_to_f16(float f);
 uint16_t rt_f32_to_bf16(float f);
+float rt_f16_to_f32(uint16_t h);
 float rt_bf16_to_f32(uint16_t h);
 /* the low-precision types (one byte per element, see mlc_dtype): */
 bool rt_dtype_is_lowbit(mlc_dtype t);    /* float8 (e8m0 too) / float4 / int4 / uint4 / int2 / uint2 */

@@ -20,6 +20,7 @@
 #include <math.h>
 #include <string.h>
 #include "frontends/onnx/onnx.h"
+#include "runtime/rt.h"
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -378,13 +379,7 @@ static bool const_scalar(const Value *v, double *out) {
     case MLC_BOOL: case MLC_U8: *out = *(const uint8_t *)v->data; return true;
     case MLC_I32: *out = *(const int32_t *)v->data; return true;
     case MLC_I64: *out = (double)*(const int64_t *)v->data; return true;
-    case MLC_F16: {
-      uint16_t h = *(const uint16_t *)v->data;
-      int e = (h >> 10) & 0x1f, m = h & 0x3ff;
-      double r = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
-      *out = h & 0x8000 ? -r : r;
-      return true;
-    }
+    case MLC_F16: *out = rt_f16_to_f32(*(const uint16_t *)v->data); return true;
     default: return false;
   }
 }

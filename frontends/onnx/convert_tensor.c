@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "frontends/onnx/onnx.h"
+#include "runtime/rt.h"
 #include "passes/graph/passes.h"
 
 /* ---------------------------------------------------------------- helpers */
@@ -301,13 +302,7 @@ static bool const_double(const Value *v, int64_t i, double *out) {
   case MLC_U16: *out = ((const uint16_t *)p)[i]; return true;
   case MLC_U32: *out = ((const uint32_t *)p)[i]; return true;
   case MLC_U64: *out = (double)((const uint64_t *)p)[i]; return true;
-  case MLC_F16: {
-    uint16_t h = ((const uint16_t *)p)[i];
-    int e = (h >> 10) & 0x1f, m = h & 0x3ff;
-    double r = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
-    *out = h >> 15 ? -r : r;
-    return true;
-  }
+  case MLC_F16: *out = rt_f16_to_f32(((const uint16_t *)p)[i]); return true;
   case MLC_BF16: {
     uint32_t b = (uint32_t)((const uint16_t *)p)[i] << 16;
     float f;

@@ -106,19 +106,6 @@ static void fill_random(void *p, mlc_dtype dt, int64_t n, uint64_t *rng) {
   }
 }
 
-static float half_to_float(uint16_t h) {
-  uint32_t s = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 31, m = h & 1023, bits;
-  if (e == 0) {
-    float f = ldexpf((float)m, -24);
-    return s ? -f : f;
-  }
-  if (e == 31) bits = s | 0x7f800000u | (m << 13);
-  else bits = s | ((e + 112) << 23) | (m << 13);
-  float f;
-  memcpy(&f, &bits, 4);
-  return f;
-}
-
 static bool close_enough(double a, double b, double tol) {
   if (isnan(a) || isnan(b)) return isnan(a) && isnan(b);
   if (isinf(a) || isinf(b)) return a == b;
@@ -135,8 +122,8 @@ static bool outputs_match(const void *got, const void *ref, mlc_dtype dt, int64_
     case MLC_F32: a = ((const float *)got)[i]; b = ((const float *)ref)[i]; tol = 1e-3; break;
     case MLC_F64: a = ((const double *)got)[i]; b = ((const double *)ref)[i]; tol = 1e-6; break;
     case MLC_F16:
-      a = half_to_float(((const uint16_t *)got)[i]);
-      b = half_to_float(((const uint16_t *)ref)[i]);
+      a = rt_f16_to_f32(((const uint16_t *)got)[i]);
+      b = rt_f16_to_f32(((const uint16_t *)ref)[i]);
       tol = 2e-2;
       break;
     case MLC_BF16: {
