@@ -15,6 +15,7 @@
  *     QLinearConcat, QGemm, QuantizeLinear, DequantizeLinear: see below. */
 #include <string.h>
 #include "frontends/onnx/onnx.h"
+#include "runtime/rt.h"
 
 static Value *opt_input(const OnnxNode *n, int i) { return i < n->ninputs ? n->inputs[i] : NULL; }
 
@@ -451,6 +452,68 @@ static mlc_status ms_dynamic_quantize_matmul(OnnxCtx *cx, const OnnxNode *n, Val
                              &outs[0], d);
 }
 
+/* element i of a float32 or float16 constant */
+static float float_at(const Value *v, int64_t i) {
+  return v->type.dtype == MLC_F32 ? ((const float *)v->data)[i] : rt_f16_to_f32(((const uint16_t *)v->data)[i]);
+}
+
+/* com.microsoft MatMulNBits (A [.., K], B uint8 [N, K/block, block*bits/8], scales [N * K/block], zero_points?,
+ * g_idx?, bias?; K, N, bits 2/4/8, block_size): A . W^T (+ bias) with the weight-only quantized W, element
+ * (n, k) the bits-wide field k % block of B's block row (low bits first), minus its zero point (packed like B,
+ * or float; 2^(bits-1) when absent), times its block's scale; the block of k is k / block_size, or g_idx[k].
+ * W^T is computed here, once, as a float constant of A's type (ONNX Runtime's 4-bit LLM and encoder exports). */
+static mlc_status ms_matmul_nbits(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = onnx_need_inputs(cx, n, 3, d);
+  if (st) return st;
+  Value *a = n->inputs[0], *b = n->inputs[1], *sc = n->inputs[2], *zp = opt_input(n, 3), *gidx = opt_input(n, 4);
+  Value *bias = opt_input(n, 5);
+  int64_t K = onnx_attr_int(n, "K", 0), N = onnx_attr_int(n, "N", 0), bits = onnx_attr_int(n, "bits", 4);
+  int64_t block = onnx_attr_int(n, "block_size", 0);
+  if (K < 1 || N < 1 || (bits != 2 && bits != 4 && bits != 8) || block < 1 || (block * bits) % 8)
+    return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "%s: K %lld, N %lld, bits %lld, block_size %lld are not "
+                      "supported (bits 2, 4 or 8)", n->op_type, (long long)K, (long long)N, (long long)bits,
+                      (long long)block);
+  mlc_dtype at = a->type.dtype;
+  if ((at != MLC_F32 && at != MLC_F16) || a->type.ndim < 1 || a->type.dims[a->type.ndim - 1] != K)
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: A must be float or float16 [.., %lld]", n->op_type, (long long)K);
+  int64_t nblk = (K + block - 1) / block, blob = block * bits / 8, zrow = (nblk * bits + 7) / 8;
+  bool zfloat = zp && zp->type.dtype != MLC_U8;
+  if (!b->data || b->type.dtype != MLC_U8 || tt_numel(&b->type) != N * nblk * blob || !sc->data ||
+      (sc->type.dtype != MLC_F32 && sc->type.dtype != MLC_F16) || tt_numel(&sc->type) != N * nblk ||
+      (zp && (!zp->data || tt_numel(&zp->type) != (zfloat ? N * nblk : N * zrow) ||
+              (zfloat && zp->type.dtype != sc->type.dtype))) ||
+      (gidx && (!gidx->data || gidx->type.dtype != MLC_I32 || tt_numel(&gidx->type) != K)))
+    return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "%s needs constant B (uint8 [%lld, %lld, %lld]), scales (%lld), "
+                      "zero points and g_idx of the sizes K, N, bits and block_size give", n->op_type, (long long)N,
+                      (long long)nblk, (long long)blob, (long long)(N * nblk));
+  const uint8_t *bq = b->data, *zq = zp && !zfloat ? zp->data : NULL;
+  const int32_t *gi = gidx ? gidx->data : NULL;
+  unsigned mask = (1u << bits) - 1;
+  TensorType wt = {.dtype = at, .ndim = 2, .dims = {K, N}};
+  void *wd = arena_alloc(onnx_graph(cx)->arena, (size_t)tt_nbytes(&wt));
+  for (int64_t o = 0; o < N; o++)
+    for (int64_t k = 0; k < K; k++) {
+      int64_t blk = gi ? gi[k] : k / block, e = k % block;
+      if (blk < 0 || blk >= nblk)
+        return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: g_idx[%lld] = %lld out of range", n->op_type, (long long)k,
+                          (long long)blk);
+      int64_t bit = e * bits;
+      unsigned q = (bq[(o * nblk + k / block) * blob + bit / 8] >> (bit % 8)) & mask;
+      int64_t si = o * nblk + blk;
+      float s = float_at(sc, si), z = (float)(1u << (bits - 1));
+      if (zfloat) z = float_at(zp, si);
+      else if (zq) z = (float)((zq[o * zrow + blk * bits / 8] >> ((blk * bits) % 8)) & mask);
+      float w = ((float)q - z) * s;
+      if (at == MLC_F32) ((float *)wd)[k * N + o] = w;
+      else ((uint16_t *)wd)[k * N + o] = rt_f32_to_f16(w);
+    }
+  Value *ab[2] = {a, onnx_const(cx, arena_printf(onnx_graph(cx)->arena, "%s_weight", n->name), wt, wd)}, *y = NULL;
+  if ((st = onnx_convert_as(cx, n, "MatMul", 13, false, 2, ab, &y, d))) return st;
+  if (bias && !(y = onnx_binary(cx, n, "add", y, bias, d))) return d->status;
+  outs[0] = y;
+  return MLC_OK;
+}
+
 /* com.microsoft QuantizeLinear / DequantizeLinear: the default domain's at opset 13 (axis) */
 static mlc_status ms_quantize(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
   OnnxNode m = *n;
@@ -485,6 +548,7 @@ const OnnxConverter onnx_ops_quant[] = {
     {"QLinearReduceMean", "com.microsoft", ms_qlinear_reduce_mean},
     {"MatMulIntegerToFloat", "com.microsoft", ms_matmul_integer_to_float},
     {"DynamicQuantizeMatMul", "com.microsoft", ms_dynamic_quantize_matmul},
+    {"MatMulNBits", "com.microsoft", ms_matmul_nbits},
     {"QuantizeLinear", "com.microsoft", ms_quantize},
     {"DequantizeLinear", "com.microsoft", ms_dequantize},
     {0},

@@ -3,7 +3,7 @@
 [--no-ref]: int8 models in ONNX Runtime's
 QOperator format (QLinearConv, QuantizeLinear and the com.microsoft contrib ops QLinearAdd, QLinearMul,
 QLinearSigmoid, QLinearLeakyRelu, QLinearGlobalAveragePool, QLinearAveragePool, QLinearConcat, QGemm,
-QLinearSoftmax, QLinearReduceMean, MatMulIntegerToFloat, DynamicQuantizeMatMul), as ONNX
+QLinearSoftmax, QLinearReduceMean, MatMulIntegerToFloat, DynamicQuantizeMatMul, MatMulNBits), as ONNX
 Runtime's quantizer writes them (the ONNX Model Zoo's int8 models), each with an input (NAME_inputs.npz) and a
 numpy reference (NAME_ref.npz) of the quantized graph: every op is its float op between DequantizeLinear and
 QuantizeLinear, in float32 (QLinearConv: the exact int32 sum requantized in float64). Names go to DIR/models.txt
@@ -226,6 +226,50 @@ def unit_models(out, rng, names):
                  1 if qout else 1e-4)
 
 
+    # MatMulNBits (weight-only 2/4/8-bit blocks): K not a multiple of the block, packed uint8 or float zero points
+    # or none (2^(bits-1)), a bias, g_idx (blocks in another order)
+    for tag, bits, block, zkind, bias_on, gidx_on in [("4bit_zp", 4, 32, "u8", True, False),
+                                                      ("4bit_nozp", 4, 16, None, False, False),
+                                                      ("4bit_fzp_gidx", 4, 32, "f32", True, True),
+                                                      ("8bit", 8, 16, "u8", False, False),
+                                                      ("2bit", 2, 16, "u8", True, False)]:
+        K, N = 72, 24
+        nblk, mask = (K + block - 1) // block, (1 << bits) - 1
+        q = rng.integers(0, mask + 1, (N, nblk * block))
+        q[:, K:] = 0
+        per = 8 // bits
+        packed = np.zeros((N, nblk, block * bits // 8), np.uint8)
+        for j in range(block * nblk):
+            packed[:, j // block, (j % block) // per] |= (q[:, j] << ((j % block) % per * bits)).astype(np.uint8)
+        scales = rng.uniform(0.01, 0.05, N * nblk).astype(F32)
+        gidx = rng.permutation(np.arange(K) // block).astype(np.int32) if gidx_on else None
+        blk_of = gidx if gidx_on else np.arange(K) // block
+        zero = np.full((N, nblk), 1 << (bits - 1), np.float32)
+        bld = Builder("MatMulNBits")
+        ins = ["a", bld.const(packed, "b"), bld.const(scales, "s")]
+        if zkind == "u8":
+            zq = rng.integers(0, mask + 1, (N, nblk))
+            zrow = (nblk * bits + 7) // 8
+            zp = np.zeros((N, zrow), np.uint8)
+            for j in range(nblk):
+                zp[:, j * bits // 8] |= (zq[:, j] << (j * bits % 8)).astype(np.uint8)
+            zero = zq.astype(np.float32)
+            ins.append(bld.const(zp.reshape(-1), "zp"))
+        elif zkind == "f32":
+            zero = rng.uniform(0, mask, (N, nblk)).astype(F32)
+            ins.append(bld.const(zero.reshape(-1), "zp"))
+        else:
+            ins.append("")
+        ins.append(bld.const(gidx, "g") if gidx_on else "")
+        bias = rng.uniform(-1, 1, N).astype(F32)
+        ins.append(bld.const(bias, "bias") if bias_on else "")
+        while ins and ins[-1] == "":
+            ins.pop()
+        bld.node("MatMulNBits", ins, "com.microsoft", K=K, N=N, bits=bits, block_size=block)
+        w = ((q[:, :K].astype(F32) - zero[:, blk_of]) * scales.reshape(N, nblk)[:, blk_of]).astype(F32)
+        a = rng.standard_normal((2, 3, K)).astype(F32)
+        y = (a @ w.T + (bias if bias_on else 0)).astype(F32)
+        save(bld, f"matmulnbits_{tag}", {"a": a}, y, 1e-4)
     # DynamicQuantizeMatMul: float A quantized by DynamicQuantizeLinear (uint8), int8 B per column, a bias
     a = rng.standard_normal((3, 40)).astype(F32)
     lo, hi = min(0.0, float(a.min())), max(0.0, float(a.max()))
