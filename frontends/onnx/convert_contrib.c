@@ -15,7 +15,8 @@
  *     skip, gamma, bias?; epsilon): s = input + skip (+ bias) normalized over the last axis; output 3 is s;
  *   Attention (BERT's fused self-attention): the QKV projection, then nn.attention (see ms_attention);
  *   MultiHeadAttention (separate query, key and value: ViT, CLIP, Whisper, UNet exports; ms_multi_head_attention);
- *   EmbedLayerNormalization (BERT's embeddings and the mask lengths, see ms_embed_layer_norm).
+ *   EmbedLayerNormalization (BERT's embeddings and the mask lengths, see ms_embed_layer_norm);
+ *   RotaryEmbedding (positions [B, S] or an offset) as the default domain's.
  * The optional mean / inverse-deviation outputs of the normalizations (training) are not supported. */
 #include <string.h>
 #include "frontends/onnx/onnx.h"
@@ -131,6 +132,47 @@ static mlc_status ms_skip_layer_norm(OnnxCtx *cx, const OnnxNode *n, Value **out
     return st;
   if (named(n, 3)) outs[3] = s;
   return MLC_OK;
+}
+
+/* com.microsoft RotaryEmbedding (input [B, S, H] or [B, N, S, h], position_ids [B, S] or [1] (an offset: the
+ * positions offset .. offset + S - 1), cos_cache, sin_cache; interleaved, num_heads, rotary_embedding_dim):
+ * the default domain's RotaryEmbedding (nn.rotary_embedding) with the positions made [B, S]. scale other than
+ * 1 and packed batching are not supported. */
+static mlc_status ms_rotary(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = onnx_need_inputs(cx, n, 4, d);
+  if (st) return st;
+  if (onnx_attr_float(n, "scale", 1.0) != 1.0 || onnx_attr_int(n, "is_packed_batching", 0))
+    return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "%s with scale != 1 or packed batching is not supported",
+                      n->op_type);
+  Value *x = n->inputs[0], *pos = n->inputs[1];
+  int r = x->type.ndim;
+  if (r != 3 && r != 4)
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: the input must be 3-D or 4-D, got rank %d", n->op_type, r);
+  int64_t B = x->type.dims[0], S = x->type.dims[r == 3 ? 1 : 2];
+  if (tt_numel(&pos->type) == 1 && !(B == 1 && S == 1 && pos->type.ndim == 2)) { /* an offset */
+    Graph *g = onnx_graph(cx);
+    TensorType st64 = {.dtype = pos->type.dtype, .ndim = 2, .dims = {B, S}};
+    int64_t *steps = arena_alloc(g->arena, sizeof(int64_t) * (size_t)(B * S > 0 ? B * S : 1));
+    if (pos->type.dtype != MLC_I64)
+      return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: position_ids must be int64", n->op_type);
+    for (int64_t i = 0; i < B * S; i++) steps[i] = i % S;
+    Value *base = onnx_const(cx, arena_printf(g->arena, "%s_positions", n->name), st64, steps);
+    int64_t one[1] = {1};
+    Node *rs = onnx_emit(cx, n, "reshape", 1, &pos, 1, d);
+    if (rs) ir_set_ints(g, rs, "newshape", one, 1);
+    Value *off = NULL;
+    if ((st = onnx_finish_one(cx, n, rs, &off, d))) return st;
+    if (!(pos = onnx_binary(cx, n, "add", base, off, d))) return d->status;
+  }
+  Value *ins[4] = {x, n->inputs[2], n->inputs[3], pos};
+  Node *nd = onnx_emit(cx, n, "nn.rotary_embedding", 4, ins, 1, d);
+  if (nd) {
+    Graph *g = onnx_graph(cx);
+    ir_set_int(g, nd, "interleaved", onnx_attr_int(n, "interleaved", 0) != 0);
+    ir_set_int(g, nd, "num_heads", onnx_attr_int(n, "num_heads", 0));
+    ir_set_int(g, nd, "rotary_dim", onnx_attr_int(n, "rotary_embedding_dim", 0));
+  }
+  return onnx_finish_one(cx, n, nd, &outs[0], d);
 }
 
 /* ---------------------------------------------------------------- FusedConv, FusedGemm */
@@ -426,6 +468,7 @@ const OnnxConverter onnx_ops_contrib[] = {
     {"EmbedLayerNormalization", "com.microsoft", ms_embed_layer_norm},
     {"MultiHeadAttention", "com.microsoft", ms_multi_head_attention},
     {"FusedConv", "com.microsoft", ms_fused_conv},
+    {"RotaryEmbedding", "com.microsoft", ms_rotary},
     {"FusedGemm", "com.microsoft", ms_fused_gemm},
     {NULL, NULL, NULL},
 };

@@ -165,6 +165,39 @@ lens2 = np.array([7, 2], np.int32)
 add = np.where(np.arange(S)[None, :] >= lens2[:, None], -10000.0, 0.0)[:, None, None, :]
 save("multi_head_attention_lengths", "MultiHeadAttention", ["q", "k", "v", "", "kpm"], {"num_heads": H},
      [mha_ref(qm, km2, vm2, H, add)], tol=1e-4, int_inputs={"kpm"}, values={"q": qm, "k": km2, "v": vm2, "kpm": lens2})
+# RotaryEmbedding (com.microsoft): 3-D input with num_heads and an offset position, 4-D interleaved with
+# positions [B, S] and a partial rotary dim
+
+
+def rope_ref(x4, pos, cos, sin, interleaved, rd):
+    """x4 [B, N, S, h]"""
+    c, sn = cos[pos][:, None], sin[pos][:, None]  # [B, 1, S, rd/2]
+    y = x4.copy()
+    r = x4[..., :rd]
+    if interleaved:
+        x1, x2 = r[..., 0::2], r[..., 1::2]
+        y[..., 0:rd:2], y[..., 1:rd:2] = x1 * c - x2 * sn, x1 * sn + x2 * c
+    else:
+        x1, x2 = r[..., :rd // 2], r[..., rd // 2:]
+        y[..., :rd] = np.concatenate([x1 * c - x2 * sn, x1 * sn + x2 * c], -1)
+    return y
+
+
+Bq, Sq, Nq, hq = 2, 5, 2, 8
+cosc, sinc = np.cos(r(16, hq // 2)), np.sin(r(16, hq // 2))
+x3 = r(Bq, Sq, Nq * hq)
+off = np.array([3], np.int64)
+pos = np.broadcast_to(np.arange(Sq) + 3, (Bq, Sq))
+y3 = rope_ref(x3.reshape(Bq, Sq, Nq, hq).transpose(0, 2, 1, 3), pos, cosc, sinc, False, hq)
+save("rotary_offset_3d", "RotaryEmbedding", ["x", "pos", "cos", "sin"], {"num_heads": Nq},
+     [y3.transpose(0, 2, 1, 3).reshape(Bq, Sq, -1)], consts=[("pos", off), ("cos", cosc), ("sin", sinc)],
+     values={"x": x3}, tol=1e-5)
+x4 = r(Bq, Nq, Sq, hq)
+pos2 = rng.integers(0, 16, (Bq, Sq)).astype(np.int64)
+cos4, sin4 = cosc[:, :2], sinc[:, :2]
+save("rotary_4d_interleaved_partial", "RotaryEmbedding", ["x", "pos", "cos", "sin"],
+     {"interleaved": 1, "rotary_embedding_dim": 4, "num_heads": Nq}, [rope_ref(x4, pos2, cos4, sin4, True, 4)],
+     consts=[("pos", pos2), ("cos", cos4), ("sin", sin4)], values={"x": x4}, tol=1e-5)
 # FusedConv (+ Z, activations with their parameters) and FusedGemm
 xc, wc, bc, zc = r(1, 4, 9, 9), 0.3 * r(6, 4, 3, 3), 0.1 * r(6), r(1, 6, 9, 9)
 conv = torch.nn.functional.conv2d(T(xc), T(wc), T(bc), 1, 1).numpy()
