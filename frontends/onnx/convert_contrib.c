@@ -16,7 +16,8 @@
  *   Attention (BERT's fused self-attention): the QKV projection, then nn.attention (see ms_attention);
  *   MultiHeadAttention (separate query, key and value: ViT, CLIP, Whisper, UNet exports; ms_multi_head_attention);
  *   EmbedLayerNormalization (BERT's embeddings and the mask lengths, see ms_embed_layer_norm);
- *   RotaryEmbedding (positions [B, S] or an offset) as the default domain's.
+ *   RotaryEmbedding (positions [B, S] or an offset) as the default domain's;
+ *   GroupNorm, SkipGroupNorm (channels last) and BiasSplitGelu of diffusion UNets.
  * The optional mean / inverse-deviation outputs of the normalizations (training) are not supported. */
 #include <string.h>
 #include "frontends/onnx/onnx.h"
@@ -37,6 +38,36 @@ static mlc_status done(Value *v, Value **out, Diag *d) {
   if (!v) return d->status ? d->status : MLC_ERR_INTERNAL;
   *out = v;
   return MLC_OK;
+}
+
+static Value *const_i64(OnnxCtx *cx, const OnnxNode *n, const char *what, int k, const int64_t *v) {
+  TensorType t = {.dtype = MLC_I64, .ndim = 1, .dims = {k}};
+  int64_t *data = arena_alloc(onnx_graph(cx)->arena, sizeof(int64_t) * (size_t)(k ? k : 1));
+  memcpy(data, v, sizeof(int64_t) * (size_t)k);
+  return onnx_const(cx, arena_printf(onnx_graph(cx)->arena, "%s_%s", n->name, what), t, data);
+}
+
+/* x[..., a:b] */
+static Value *slice_last(OnnxCtx *cx, const OnnxNode *n, Value *x, int64_t a, int64_t b, Diag *d) {
+  int64_t axis = x->type.ndim - 1;
+  Value *ins[4] = {x, const_i64(cx, n, "start", 1, &a), const_i64(cx, n, "end", 1, &b),
+                   const_i64(cx, n, "axis", 1, &axis)};
+  Value *y = NULL;
+  return onnx_convert_as(cx, n, "Slice", 13, false, 4, ins, &y, d) ? NULL : y;
+}
+
+static Value *reshape(OnnxCtx *cx, const OnnxNode *n, Value *x, int r, const int64_t *dims, Diag *d) {
+  if (!x) return NULL;
+  Value *ins[2] = {x, const_i64(cx, n, "shape", r, dims)}, *y = NULL;
+  return onnx_convert_as(cx, n, "Reshape", 14, false, 2, ins, &y, d) ? NULL : y;
+}
+
+static Value *cast(OnnxCtx *cx, const OnnxNode *n, Value *x, mlc_dtype t, Diag *d) {
+  if (!x) return NULL;
+  Node *nd = onnx_emit(cx, n, "cast", 1, &x, 1, d);
+  if (nd) ir_set_int(onnx_graph(cx), nd, "dtype", t);
+  Value *y = NULL;
+  return onnx_finish_one(cx, n, nd, &y, d) ? NULL : y;
 }
 
 static mlc_status ms_gelu(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
@@ -175,6 +206,88 @@ static mlc_status ms_rotary(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *
   return onnx_finish_one(cx, n, nd, &outs[0], d);
 }
 
+/* ---------------------------------------------------------------- diffusion UNet ops */
+
+/* x with its axes permuted */
+static Value *permute(OnnxCtx *cx, const OnnxNode *n, Value *x, const int64_t *perm, Diag *d) {
+  if (!x) return NULL;
+  Node *nd = onnx_emit(cx, n, "transpose", 1, &x, 1, d);
+  if (nd) ir_set_ints(onnx_graph(cx), nd, "axes", perm, x->type.ndim);
+  Value *y = NULL;
+  return onnx_finish_one(cx, n, nd, &y, d) ? NULL : y;
+}
+
+/* GroupNorm / SkipGroupNorm (com.microsoft: X, gamma, beta[, skip, bias]; groups, epsilon, activation 0 / 1
+ * (SiLU), channels_last 1 by default): s = X (+ skip + bias), normalized in `groups` groups of channels as
+ * nn.group_norm does (NCHW: a channels-last s is transposed there and back), SiLU after; SkipGroupNorm's output
+ * 1 is s */
+static mlc_status ms_group_norm(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = onnx_need_inputs(cx, n, 3, d);
+  if (st) return st;
+  bool skip = !strcmp(n->op_type, "SkipGroupNorm"), last = onnx_attr_int(n, "channels_last", 1) != 0;
+  Value *s = n->inputs[0];
+  int r = s->type.ndim;
+  int64_t groups = onnx_attr_int(n, "groups", 0), act = onnx_attr_int(n, "activation", 0);
+  if (r < 3 || groups < 1 || (act != 0 && act != 1))
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s needs a rank >= 3 input, groups and activation 0 or 1",
+                      n->op_type);
+  if (skip) {
+    if ((st = onnx_need_inputs(cx, n, 4, d))) return st;
+    if (!last)
+      return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "%s with channels_last 0 is not supported", n->op_type);
+    Value *sk = n->inputs[3];
+    if (sk->type.ndim == 2) { /* [N, C]: per sample and channel */
+      int64_t shape[MLC_MAX_DIMS];
+      shape[0] = sk->type.dims[0];
+      for (int i = 1; i < r - 1; i++) shape[i] = 1;
+      shape[r - 1] = sk->type.dims[1];
+      Node *rs = onnx_emit(cx, n, "reshape", 1, &sk, 1, d);
+      if (rs) ir_set_ints(onnx_graph(cx), rs, "newshape", shape, r);
+      if ((st = onnx_finish_one(cx, n, rs, &sk, d))) return st;
+    }
+    s = onnx_binary(cx, n, "add", s, sk, d);
+    if (s && opt_in(n, 4)) s = onnx_binary(cx, n, "add", s, n->inputs[4], d);
+    if (!s) return d->status ? d->status : MLC_ERR_INTERNAL;
+  }
+  int64_t to_first[MLC_MAX_DIMS], to_last[MLC_MAX_DIMS];
+  to_first[0] = to_last[0] = 0;
+  to_first[1] = r - 1;
+  to_last[r - 1] = 1;
+  for (int i = 2; i < r; i++) to_first[i] = i - 1;
+  for (int i = 1; i < r - 1; i++) to_last[i] = i + 1;
+  Value *x = last ? permute(cx, n, s, to_first, d) : s;
+  Value *ins[3] = {x, n->inputs[1], n->inputs[2]};
+  Node *nd = x ? onnx_emit(cx, n, "nn.group_norm", 3, ins, 1, d) : NULL;
+  if (nd) {
+    ir_set_int(onnx_graph(cx), nd, "num_groups", groups);
+    ir_set_float(onnx_graph(cx), nd, "epsilon", onnx_attr_float(n, "epsilon", 1e-5));
+    ir_set_string(onnx_graph(cx), nd, "param", "channel");
+  }
+  Value *y = NULL;
+  if (!nd || onnx_finish_one(cx, n, nd, &y, d)) return d->status ? d->status : MLC_ERR_INTERNAL;
+  if (act) {
+    Node *sw = onnx_emit(cx, n, "nn.swish", 1, &y, 1, d);
+    if (sw) ir_set_float(onnx_graph(cx), sw, "alpha", 1.0);
+    if ((st = onnx_finish_one(cx, n, sw, &y, d))) return st;
+  }
+  if (last && !(y = permute(cx, n, y, to_last, d))) return d->status;
+  outs[0] = y;
+  if (skip && named(n, 1)) outs[1] = s;
+  return MLC_OK;
+}
+
+/* BiasSplitGelu (X [.., 2D], bias [2D]): (X + bias)[.., :D] * Gelu((X + bias)[.., D:]) */
+static mlc_status ms_bias_split_gelu(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = onnx_need_inputs(cx, n, 2, d);
+  if (st) return st;
+  Value *s = onnx_binary(cx, n, "add", n->inputs[0], n->inputs[1], d);
+  if (!s) return d->status ? d->status : MLC_ERR_INTERNAL;
+  int64_t w = s->type.dims[s->type.ndim - 1];
+  if (w % 2) return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: an odd last dimension %lld", n->op_type, (long long)w);
+  Value *a = slice_last(cx, n, s, 0, w / 2, d), *b = gelu(cx, n, slice_last(cx, n, s, w / 2, w, d), "none", d);
+  return done(a && b ? onnx_binary(cx, n, "multiply", a, b, d) : NULL, &outs[0], d);
+}
+
 /* ---------------------------------------------------------------- FusedConv, FusedGemm */
 
 /* ONNX Runtime's fused activation of x: activation "Relu", "Tanh", "Sigmoid", "LeakyRelu" (alpha), "Clip"
@@ -235,36 +348,6 @@ static mlc_status ms_fused_gemm(OnnxCtx *cx, const OnnxNode *n, Value **outs, Di
 }
 
 /* ---------------------------------------------------------------- Attention */
-
-static Value *const_i64(OnnxCtx *cx, const OnnxNode *n, const char *what, int k, const int64_t *v) {
-  TensorType t = {.dtype = MLC_I64, .ndim = 1, .dims = {k}};
-  int64_t *data = arena_alloc(onnx_graph(cx)->arena, sizeof(int64_t) * (size_t)(k ? k : 1));
-  memcpy(data, v, sizeof(int64_t) * (size_t)k);
-  return onnx_const(cx, arena_printf(onnx_graph(cx)->arena, "%s_%s", n->name, what), t, data);
-}
-
-/* x[..., a:b] */
-static Value *slice_last(OnnxCtx *cx, const OnnxNode *n, Value *x, int64_t a, int64_t b, Diag *d) {
-  int64_t axis = x->type.ndim - 1;
-  Value *ins[4] = {x, const_i64(cx, n, "start", 1, &a), const_i64(cx, n, "end", 1, &b),
-                   const_i64(cx, n, "axis", 1, &axis)};
-  Value *y = NULL;
-  return onnx_convert_as(cx, n, "Slice", 13, false, 4, ins, &y, d) ? NULL : y;
-}
-
-static Value *reshape(OnnxCtx *cx, const OnnxNode *n, Value *x, int r, const int64_t *dims, Diag *d) {
-  if (!x) return NULL;
-  Value *ins[2] = {x, const_i64(cx, n, "shape", r, dims)}, *y = NULL;
-  return onnx_convert_as(cx, n, "Reshape", 14, false, 2, ins, &y, d) ? NULL : y;
-}
-
-static Value *cast(OnnxCtx *cx, const OnnxNode *n, Value *x, mlc_dtype t, Diag *d) {
-  if (!x) return NULL;
-  Node *nd = onnx_emit(cx, n, "cast", 1, &x, 1, d);
-  if (nd) ir_set_int(onnx_graph(cx), nd, "dtype", t);
-  Value *y = NULL;
-  return onnx_finish_one(cx, n, nd, &y, d) ? NULL : y;
-}
 
 /* filter (a float of dtype t) where the bool masked is true, else 0 */
 static Value *filter_where(OnnxCtx *cx, const OnnxNode *n, Value *masked, mlc_dtype t, double filter, Diag *d) {
@@ -469,6 +552,9 @@ const OnnxConverter onnx_ops_contrib[] = {
     {"MultiHeadAttention", "com.microsoft", ms_multi_head_attention},
     {"FusedConv", "com.microsoft", ms_fused_conv},
     {"RotaryEmbedding", "com.microsoft", ms_rotary},
+    {"GroupNorm", "com.microsoft", ms_group_norm},
+    {"SkipGroupNorm", "com.microsoft", ms_group_norm},
+    {"BiasSplitGelu", "com.microsoft", ms_bias_split_gelu},
     {"FusedGemm", "com.microsoft", ms_fused_gemm},
     {NULL, NULL, NULL},
 };

@@ -198,6 +198,29 @@ cos4, sin4 = cosc[:, :2], sinc[:, :2]
 save("rotary_4d_interleaved_partial", "RotaryEmbedding", ["x", "pos", "cos", "sin"],
      {"interleaved": 1, "rotary_embedding_dim": 4, "num_heads": Nq}, [rope_ref(x4, pos2, cos4, sin4, True, 4)],
      consts=[("pos", pos2), ("cos", cos4), ("sin", sin4)], values={"x": x4}, tol=1e-5)
+# GroupNorm (channels last, SiLU), SkipGroupNorm (skip [N, C], bias, the sum output), BiasSplitGelu
+
+
+def group_norm_nhwc(v, groups, gg, bb, eps):
+    n_, h_, w_, c_ = v.shape
+    t = v.reshape(n_, h_ * w_, groups, c_ // groups).astype(np.float64)
+    m, var = t.mean((1, 3), keepdims=True), t.var((1, 3), keepdims=True)
+    return (((t - m) / np.sqrt(var + eps)).reshape(v.shape) * gg + bb).astype(F32)
+
+
+xg, gg, bg = r(2, 4, 5, 8), 1 + 0.1 * r(8), 0.1 * r(8)
+yg = group_norm_nhwc(xg, 4, gg, bg, 1e-5)
+save("group_norm_silu", "GroupNorm", {"x": xg, "g": gg, "b": bg}, {"groups": 4, "activation": 1, "epsilon": 1e-5},
+     [yg / (1 + np.exp(-yg))], consts=[("g", gg), ("b", bg)], tol=1e-4)
+skg, bsk = r(2, 8), r(8)
+sg = xg + skg[:, None, None, :] + bsk
+save("skip_group_norm", "SkipGroupNorm", {"x": xg, "g": gg, "b": bg, "skip": skg, "bias": bsk},
+     {"groups": 2, "activation": 0, "epsilon": 1e-5}, [group_norm_nhwc(sg, 2, gg, bg, 1e-5), sg],
+     consts=[("g", gg), ("b", bg), ("bias", bsk)], tol=1e-4)
+xs, bs = r(2, 6, 16), r(16)
+hs = xs + bs
+save("bias_split_gelu", "BiasSplitGelu", {"x": xs, "b": bs}, {},
+     [hs[..., :8] * torch.nn.functional.gelu(T(hs[..., 8:])).numpy()], consts=[("b", bs)], tol=1e-5)
 # FusedConv (+ Z, activations with their parameters) and FusedGemm
 xc, wc, bc, zc = r(1, 4, 9, 9), 0.3 * r(6, 4, 3, 3), 0.1 * r(6), r(1, 6, 9, 9)
 conv = torch.nn.functional.conv2d(T(xc), T(wc), T(bc), 1, 1).numpy()
