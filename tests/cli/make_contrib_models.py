@@ -36,7 +36,8 @@ def save(name, op, inputs, attrs, refs, domain="com.microsoft", consts=(), outpu
     opsets = [helper.make_opsetid("", opset), helper.make_opsetid("com.microsoft", 1)]
     onnx.save(helper.make_model(g, opset_imports=opsets), f"{out}/{name}.onnx")
     np.savez(f"{out}/{name}_inputs.npz", **feeds)
-    np.savez(f"{out}/{name}_ref.npz", **{o: v if v.dtype == np.int32 else v.astype(F32) for o, v in zip(outputs, refs) if o})
+    np.savez(f"{out}/{name}_ref.npz",
+             **{o: v if v.dtype == np.int32 else v.astype(F32) for o, v in zip(outputs, refs) if o})
     lines.append(f"{name}\t{tol}")
 
 
@@ -230,7 +231,8 @@ save("fused_conv_clip", "FusedConv", {"x": xc, "w": wc, "b": bc},
      {"activation": "Clip", "activation_params": [0.0, 0.5], "pads": [1, 1, 1, 1]}, [np.clip(conv, 0, 0.5)], tol=1e-5)
 conv2 = torch.nn.functional.conv2d(T(xc), T(wc), None, 2).numpy()
 save("fused_conv_leaky_s2", "FusedConv", {"x": xc, "w": wc},
-     {"activation": "LeakyRelu", "activation_params": [0.1], "strides": [2, 2]}, [np.where(conv2 > 0, conv2, 0.1 * conv2)])
+     {"activation": "LeakyRelu", "activation_params": [0.1], "strides": [2, 2]},
+     [np.where(conv2 > 0, conv2, 0.1 * conv2)])
 ag, bgm, cg = r(3, 8), r(5, 8), r(5)
 gm = ag @ bgm.T + cg
 save("fused_gemm_leaky", "FusedGemm", {"a": ag, "b": bgm, "c": cg},
