@@ -62,7 +62,9 @@
  * values without its rounding; LowerConv then makes the integer op an 8-bit packed conv (vpdpbusd) on VNNI
  * CPUs, else an exact float32 one. The data's scale and zero point must be per tensor; the weight's per tensor
  * or per output channel (axis 0 of the conv weight, 1 of the matrix), not blocked. FoldConstant would otherwise
- * have folded the weight's dequantize into a float constant. */
+ * have folded the weight's dequantize into a float constant. With LowerConv.requantize_float32=1 the
+ * QuantizeLinear after such an op (and its int32 bias of scale xs * ws) becomes a float32 qnn.requantize, as
+ * ONNX Runtime fuses QDQ into QLinearConv (see qdq_requantize). */
 #include <stdlib.h>
 #include <string.h>
 #include "codegen/llvm/codegen.h"
@@ -874,4 +876,87 @@ static Value *rewrite_qdq(Graph *g, Node *n, const PassOptions *opt, Diag *d) {
   return finish(&q, add_node(&q, "multiply", "dequantized", two, 2));
 }
 
-mlc_status pass_lower_qdq(Graph *g, const PassOptions *opt, Diag *d) { return pass_rewrite_outputs(g, opt, rewrite_qdq, d); }
+static const Node *producer_of(const Value *v, const char *op) {
+  const Node *p = v ? v->producer : NULL;
+  return p && !strcmp(p->op->name, op) ? p : NULL;
+}
+
+static bool const_f32(const Value *v) { return v && v->data && v->type.dtype == MLC_F32; }
+
+/* With LowerConv.requantize_float32=1, ONNX Runtime's QDQ fusion: the QuantizeLinear of an integer conv / matmul
+ * that rewrite_qdq made (its sum times xs * ws, plus a dequantized int32 bias of scale xs * ws) becomes
+ * qnn.requantize of the sum and the bias, rounded as ONNX Runtime's QLinearConv / QLinearMatMul round it, so a
+ * QDQ model gives ONNX Runtime's outputs as its QOperator twin does:
+ *   quantize(add(multiply(cast(acc), reshape?(multiply(xs, ws))), reshape?(dequantize(b, xs * ws))), ys, yz)
+ *   -> requantize(acc, xs, ws, ys, yz, b)   (float32) */
+static Value *qdq_requantize(Lower *q) {
+  Node *n = q->n;
+  if (n->ninputs < 2 || !n->inputs[1] || tt_numel(&n->inputs[1]->type) != 1 || ir_attr_int(n, "block_size", 0) > 0 ||
+      (n->ninputs > 2 && n->inputs[2] && tt_numel(&n->inputs[2]->type) != 1))
+    return NULL;
+  mlc_dtype out = n->outputs[0]->type.dtype;
+  if (out != MLC_U8 && out != MLC_I8) return NULL;
+  const Node *add = producer_of(n->inputs[0], "add"), *mul = producer_of(n->inputs[0], "multiply");
+  const Value *bias_f = NULL;
+  if (add) {
+    mul = producer_of(add->inputs[0], "multiply");
+    bias_f = add->inputs[1];
+  }
+  if (!mul) return NULL;
+  const Node *cast = producer_of(mul->inputs[0], "cast"), *sc = producer_of(mul->inputs[1], "reshape");
+  sc = sc ? producer_of(sc->inputs[0], "multiply") : producer_of(mul->inputs[1], "multiply");
+  if (!cast || !sc || !cast->inputs[0] || cast->inputs[0]->type.dtype != MLC_I32 || !const_f32(sc->inputs[0]) ||
+      !const_f32(sc->inputs[1]) || tt_numel(&sc->inputs[0]->type) != 1)
+    return NULL;
+  Value *acc = cast->inputs[0], *xs = sc->inputs[0], *ws = sc->inputs[1];
+  const Node *op = acc->producer;
+  if (!op) return NULL;
+  bool conv = !strcmp(op->op->name, "nn.conv2d");
+  if (!conv && strcmp(op->op->name, "nn.matmul") && strcmp(op->op->name, "nn.batch_matmul")) return NULL;
+  int64_t nw = tt_numel(&ws->type), axis = conv ? 1 : acc->type.ndim - 1;
+  Value *b = NULL;
+  if (bias_f) { /* dequantize(int32 b, bs = xs * ws, zero point 0), maybe reshaped along the channels */
+    const Node *bd = producer_of(bias_f, "reshape");
+    bd = bd ? producer_of(bd->inputs[0], "qnn.dequantize") : producer_of(bias_f, "qnn.dequantize");
+    if (!bd || bd->ninputs < 2 || !bd->inputs[0] || !bd->inputs[0]->data || bd->inputs[0]->type.dtype != MLC_I32 ||
+        !const_f32(bd->inputs[1]) || tt_numel(&bd->inputs[0]->type) != acc->type.dims[axis] ||
+        bd->inputs[0]->type.ndim != 1)
+      return NULL;
+    const Value *bs = bd->inputs[1], *bz = bd->ninputs > 2 ? bd->inputs[2] : NULL;
+    int64_t nb = tt_numel(&bs->type);
+    float x = *(const float *)xs->data;
+    for (int64_t i = 0; i < nb; i++) /* the bias' scale must be xs * ws, its zero point 0 */
+      if (((const float *)bs->data)[i] != x * ((const float *)ws->data)[nw == 1 ? 0 : i]) return NULL;
+    if (bz && (!bz->data || bz->type.dtype != MLC_I32))
+      return NULL;
+    for (int64_t i = 0; bz && i < tt_numel(&bz->type); i++)
+      if (((const int32_t *)bz->data)[i]) return NULL;
+    b = bd->inputs[0];
+  }
+  if (nw != 1 && nw != acc->type.dims[axis]) return NULL;
+  Value *ins[6] = {acc, xs, ws, n->inputs[1], n->ninputs > 2 ? n->inputs[2] : NULL, b};
+  if (!ins[4] && b) { /* the bias is input 5: a zero point of 0 before it */
+    uint8_t *zero = arena_alloc(q->g->arena, 1);
+    *zero = 0;
+    ins[4] = ir_const_new(q->g, arena_printf(q->g->arena, "%s_zero_point", n->name),
+                          (TensorType){.dtype = out, .ndim = 0}, zero);
+  }
+  Node *r = add_node(q, "qnn.requantize", "fused", ins, b ? 6 : ins[4] ? 5 : 4);
+  ir_set_int(q->g, r, "axis1", -1);
+  ir_set_int(q->g, r, "axis2", nw > 1 ? axis : -1);
+  ir_set_int(q->g, r, "bias_axis", axis);
+  ir_set_int(q->g, r, "out_dtype", out);
+  ir_set_int(q->g, r, "float32", 1);
+  return finish(q, r);
+}
+
+static Value *rewrite_qdq_any(Graph *g, Node *n, const PassOptions *opt, Diag *d) {
+  if (strcmp(n->op->name, "qnn.quantize")) return rewrite_qdq(g, n, opt, d);
+  if (!pass_config_int(opt, "LowerConv.requantize_float32")) return NULL;
+  Lower q = {.g = g, .n = n, .opt = opt, .d = d};
+  return qdq_requantize(&q);
+}
+
+mlc_status pass_lower_qdq(Graph *g, const PassOptions *opt, Diag *d) {
+  return pass_rewrite_outputs(g, opt, rewrite_qdq_any, d);
+}

@@ -9,7 +9,8 @@
 # the kernel of the conv before it (FuseOps' prologue rule); likewise the QDQ ResNet's 20 Convs and its Gemm (a
 # matmul by the transposed weight). The quantized MobileNetV2 (64x64; QDQ too): its 17 depthwise convs read
 # their uint8 data (nn.depthwise_conv2d with a zero_point), its 35 others and its QGemm / Gemm are 8-bit packed
-# convs.
+# convs. With ONNX Runtime's rounding (LowerConv.requantize_float32=1) each QDQ network gives exactly its
+# QOperator twin's outputs.
 # usage: test_qoperator.sh MLC BUILD_DIR
 set -eu
 mlc=$1 dir=$2/qoperator
@@ -39,5 +40,14 @@ for m in qmobilenet_v2_64 qdqmobilenet_v2_64; do
   [ "$n" = 17 ] || { echo "FAIL $m: $n of the 17 depthwise convs read 8-bit data"; exit 1; }
   n=$(grep -c "nn.conv2d_packed(.*ty=Tensor\[([0-9, ]*), int32\]" "$g" || true)
   [ "$n" = 36 ] || { echo "FAIL $m: $n of the 35 other convs and the Gemm are 8-bit packed convs"; exit 1; }
+done
+# ONNX Runtime's rounding (LowerConv.requantize_float32=1): each QDQ network's convs become float32 requantizes,
+# as ONNX Runtime fuses QDQ into QLinearConv, so its outputs equal its QOperator twin's exactly
+for m in resnet18_64 mobilenet_v2_64; do
+  for f in q qdq; do
+    "$mlc" compile "$dir/$f$m.onnx" --pass-config LowerConv.requantize_float32=1 --output "$dir/$f$m.ort.tar"
+    "$mlc" run "$dir/$f$m.ort.tar" --inputs "$dir/q${m}_inputs.npz" --outputs "$dir/$f${m}_ort_out.npz"
+  done
+  /usr/bin/python3 "$here/compare_npz.py" "$dir/qdq${m}_ort_out.npz" "$dir/q${m}_ort_out.npz" --abs --tol 0
 done
 echo "qoperator: all passed"
