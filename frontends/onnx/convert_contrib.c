@@ -104,6 +104,15 @@ static mlc_status ms_bias_add(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag
   return done(s ? onnx_binary(cx, n, "add", s, n->inputs[2], d) : NULL, &outs[0], d);
 }
 
+/* x with its axes permuted */
+static Value *permute(OnnxCtx *cx, const OnnxNode *n, Value *x, const int64_t *perm, Diag *d) {
+  if (!x) return NULL;
+  Node *nd = onnx_emit(cx, n, "transpose", 1, &x, 1, d);
+  if (nd) ir_set_ints(onnx_graph(cx), nd, "axes", perm, x->type.ndim);
+  Value *y = NULL;
+  return onnx_finish_one(cx, n, nd, &y, d) ? NULL : y;
+}
+
 /* x with its last two axes swapped */
 static Value *swap_last(OnnxCtx *cx, const OnnxNode *n, Value *x, Diag *d) {
   int r = x->type.ndim;
@@ -115,10 +124,7 @@ static Value *swap_last(OnnxCtx *cx, const OnnxNode *n, Value *x, Diag *d) {
   for (int i = 0; i < r; i++) perm[i] = i;
   perm[r - 2] = r - 1;
   perm[r - 1] = r - 2;
-  Node *nd = onnx_emit(cx, n, "transpose", 1, &x, 1, d);
-  if (nd) ir_set_ints(onnx_graph(cx), nd, "axes", perm, r);
-  Value *out = NULL;
-  return onnx_finish_one(cx, n, nd, &out, d) ? NULL : out;
+  return permute(cx, n, x, perm, d);
 }
 
 static mlc_status ms_fused_matmul(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
@@ -207,15 +213,6 @@ static mlc_status ms_rotary(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *
 }
 
 /* ---------------------------------------------------------------- diffusion UNet ops */
-
-/* x with its axes permuted */
-static Value *permute(OnnxCtx *cx, const OnnxNode *n, Value *x, const int64_t *perm, Diag *d) {
-  if (!x) return NULL;
-  Node *nd = onnx_emit(cx, n, "transpose", 1, &x, 1, d);
-  if (nd) ir_set_ints(onnx_graph(cx), nd, "axes", perm, x->type.ndim);
-  Value *y = NULL;
-  return onnx_finish_one(cx, n, nd, &y, d) ? NULL : y;
-}
 
 /* GroupNorm / SkipGroupNorm (com.microsoft: X, gamma, beta[, skip, bias]; groups, epsilon, activation 0 / 1
  * (SiLU), channels_last 1 by default): s = X (+ skip + bias), normalized in `groups` groups of channels as

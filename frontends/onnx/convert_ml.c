@@ -65,12 +65,20 @@ static Value *tr_op(Trees *k, const char *op, int nin, Value **ins, const char *
   for (int i = 0; i < nin; i++)
     if (!ins[i]) return NULL;
   Node *nd = onnx_emit(k->cx, k->n, op, nin, ins, 1, k->d);
-  if (nd && attr) {
-    if (!strcmp(attr, "axis_list")) ir_set_ints(onnx_graph(k->cx), nd, "axis", &v, 1);
-    else ir_set_int(onnx_graph(k->cx), nd, attr, v);
-  }
+  if (nd && attr) ir_set_int(onnx_graph(k->cx), nd, attr, v);
   Value *y = NULL;
   return onnx_finish_one(k->cx, k->n, nd, &y, k->d) ? NULL : y;
+}
+
+/* the reduction op (sum, min, max) of v over axis, the axis dropped */
+static Value *tr_reduce(Trees *k, const char *op, Value *v, int64_t axis) {
+  Node *nd = v ? onnx_emit(k->cx, k->n, op, 1, &v, 1, k->d) : NULL;
+  if (nd) {
+    ir_set_ints(onnx_graph(k->cx), nd, "axis", &axis, 1);
+    ir_set_int(onnx_graph(k->cx), nd, "keepdims", 0);
+  }
+  Value *y = NULL;
+  return !nd || onnx_finish_one(k->cx, k->n, nd, &y, k->d) ? NULL : y;
 }
 
 static Value *tr_bin(Trees *k, const char *op, Value *a, Value *b) {
@@ -215,7 +223,7 @@ static Value *forest_eval(Trees *k, const Forest *f, Value *x) {
   Value *mem = f->members ? tr_const(k, "members", k->t, total, total * f->kmax, f->members) : NULL;
   Value *pos = tr_const(k, "start", MLC_I64, k->N, k->N * f->ntrees, start);
   static const char *const cmp[NMODES] = {"less_equal", "less", "greater_equal", "greater", "equal", "equal", ""};
-  int64_t s3[3] = {k->N, k->T, 1}, s2[2] = {k->N, k->T};
+  int64_t s3[3] = {k->N, k->T, 1};
   for (int64_t step = 0; step < depth && pos; step++) {
     Value *ti[2] = {feats, pos}, *fe = tr_op(k, "take", 2, ti, "axis", 0);
     Value *gi[2] = {x, fe}, *xv = tr_op(k, "gather", 2, gi, "axis", 1);
@@ -228,7 +236,7 @@ static Value *forest_eval(Trees *k, const Forest *f, Value *x) {
         Value *mr[2] = {mem, pos}, *rows = tr_op(k, "take", 2, mr, "axis", 0);
         Value *hit = tr_bin(k, "equal", rows, tr_reshape(k, xv, 3, s3)), *ci[1] = {hit};
         Value *cnt = tr_op(k, "cast", 1, ci, "dtype", MLC_I32), *ri[1] = {cnt};
-        Value *any = tr_reshape(k, tr_op(k, "max", 1, ri, "axis_list", 2), 2, s2);
+        Value *any = tr_reduce(k, "max", ri[0], 2);
         c = tr_bin(k, "greater", any, onnx_scalar(cx, n, "zero", MLC_I32, 0));
       } else {
         c = tr_bin(k, cmp[m], xv, sv);
@@ -260,14 +268,8 @@ static Value *forest_eval(Trees *k, const Forest *f, Value *x) {
     rows[i] = i < f->nn * f->targets ? fill : f->leaf[i - f->nn * f->targets];
   Value *li[2] = {tr_const(k, "leaf_values", k->t, total, total * f->targets, rows), pos};
   Value *vals = tr_op(k, "take", 2, li, "axis", 0);
-  Node *red = vals ? onnx_emit(cx, n, f->agg == 2 ? "min" : f->agg == 3 ? "max" : "sum", 1, &vals, 1, k->d) : NULL;
-  int64_t ax = 1;
-  if (red) {
-    ir_set_ints(onnx_graph(cx), red, "axis", &ax, 1);
-    ir_set_int(onnx_graph(cx), red, "keepdims", 0);
-  }
-  Value *y = NULL;
-  if (!red || onnx_finish_one(cx, n, red, &y, k->d)) return NULL;
+  Value *y = tr_reduce(k, f->agg == 2 ? "min" : f->agg == 3 ? "max" : "sum", vals, 1);
+  if (!y) return NULL;
   if (f->agg == 0) y = tr_bin(k, "divide", y, onnx_scalar(cx, n, "trees", k->t, (double)f->ntrees));
   if (f->none_is_zero && (f->agg == 2 || f->agg == 3)) { /* no tree gave the target a value: 0 */
     Value *none = tr_bin(k, "equal", y, onnx_scalar(cx, n, "fill", k->t, fill));
@@ -422,8 +424,8 @@ static int64_t find_node(const NodeKey *keys, int64_t nn, int64_t tree, int64_t 
 /* The trees of TreeEnsembleRegressor / TreeEnsembleClassifier (ai.onnx.ml 1, 3): nodes named by (tree id,
  * node id), LEAF nodes holding any number of (target, weight) entries in the attributes PREFIX_treeids,
  * PREFIX_nodeids, PREFIX_ids, PREFIX_weights (summed per leaf and target) for `targets` targets; a target a
- * leaf gives nothing has the aggregation's fill. */
-static Forest *legacy_forest(Trees *k, const char *prefix, int64_t targets) {
+ * leaf gives nothing has the fill of the aggregation agg. */
+static Forest *legacy_forest(Trees *k, const char *prefix, int64_t targets, int64_t agg) {
   OnnxCtx *cx = k->cx;
   const OnnxNode *n = k->n;
   Diag *d = k->d;
@@ -513,9 +515,10 @@ static Forest *legacy_forest(Trees *k, const char *prefix, int64_t targets) {
     f->leaf[at] += w[e];
     has[at] = true;
   }
-  k->t = x->type.dtype;
+  f->agg = agg;
+  double fill = agg_fill(f, k->t);
   for (int64_t i = 0; i < nl * targets; i++)
-    if (!has[i]) f->leaf[i] = NAN; /* the fill, set by the caller once it knows the aggregation */
+    if (!has[i]) f->leaf[i] = fill;
   /* each tree's root: its entry that is no other's child */
   for (int64_t i = 0, t = 0; i < nn; i++) { /* the keys are grouped by tree, in tree id order */
     if (i && keys[i].tree == keys[i - 1].tree) continue;
@@ -529,13 +532,6 @@ static Forest *legacy_forest(Trees *k, const char *prefix, int64_t targets) {
     f->roots[t++] = pos_of[r];
   }
   return f;
-}
-
-/* the aggregation's fill where a leaf gives a target nothing (legacy_forest left NaN there) */
-static void legacy_fill(Forest *f, mlc_dtype t) {
-  double fill = agg_fill(f, t);
-  for (int64_t i = 0; i < f->nl * f->targets; i++)
-    if (isnan(f->leaf[i])) f->leaf[i] = fill;
 }
 
 /* TreeEnsembleRegressor (ai.onnx.ml 1, 3) -> [N, n_targets]: aggregate_function and post_transform as strings,
@@ -555,10 +551,9 @@ static mlc_status tree_ensemble_regressor(OnnxCtx *cx, const OnnxNode *n, Value 
                       "'%s' or %lld base values are not supported", n->op_type, (long long)targets,
                       onnx_attr_string(n, "aggregate_function", "SUM"), onnx_attr_string(n, "post_transform", "NONE"),
                       (long long)nb);
-  Forest *f = legacy_forest(&k, "target", targets);
+  Forest *f = legacy_forest(&k, "target", targets, agg);
   if (!f) return d->status ? d->status : MLC_ERR_INTERNAL;
-  f->agg = agg, f->post = post, f->base = base, f->none_is_zero = true;
-  legacy_fill(f, k.t);
+  f->post = post, f->base = base, f->none_is_zero = true;
   Value *y = forest_eval(&k, f, n->inputs[0]);
   if (!y) return d->status ? d->status : MLC_ERR_INTERNAL;
   outs[0] = y;
@@ -583,13 +578,12 @@ static mlc_status tree_ensemble_classifier(OnnxCtx *cx, const OnnxNode *n, Value
   if (post < 0 || (base && nb != nlab))
     return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "%s: post_transform '%s' or %lld base values are not supported",
                       n->op_type, onnx_attr_string(n, "post_transform", "NONE"), (long long)nb);
-  Forest *f = legacy_forest(&k, "class", nlab);
+  Forest *f = legacy_forest(&k, "class", nlab, 1);
   if (!f) return d->status ? d->status : MLC_ERR_INTERNAL;
   if (nlab < 3) /* ONNX Runtime decides two classes by rules of its own (a threshold on one score) */
     return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "%s with %lld classes is not supported (3 or more are)",
                       n->op_type, (long long)nlab);
-  f->agg = 1, f->post = post, f->base = base;
-  legacy_fill(f, k.t);
+  f->post = post, f->base = base;
   Value *scores = forest_eval(&k, f, n->inputs[0]);
   Node *am = scores ? onnx_emit(cx, n, "argmax", 1, &scores, 1, d) : NULL;
   int64_t ax = 1;
