@@ -4,7 +4,8 @@
  *   ArrayFeatureExtractor(X, Y) = X's elements at the int64 indices Y along the last axis (a 1-D X gives
  *     [1, len(Y)], as ONNX Runtime does).
  *   TreeEnsemble (opset 5), TreeEnsembleRegressor and TreeEnsembleClassifier (1, 3) as tensor ops, see
- *     forest_eval.
+ *     forest_eval;
+ *   TfIdfVectorizer (default domain, 9: the n-gram featurizer of the same pipelines) with an integer pool.
  * The string ops (LabelEncoder's string keys, string class labels, ...) are not supported. */
 #include <math.h>
 #include <stdlib.h>
@@ -602,6 +603,152 @@ static mlc_status tree_ensemble_classifier(OnnxCtx *cx, const OnnxNode *n, Value
   return outs[0] ? MLC_OK : d->status ? d->status : MLC_ERR_INTERNAL;
 }
 
+/* ---------------------------------------------------------------- TfIdfVectorizer (9) */
+
+/* an int64 constant [rows, cols] */
+static Value *tf_const_i64(Trees *k, const char *what, int64_t rows, int64_t cols, const int64_t *v) {
+  TensorType tt = {.dtype = MLC_I64, .ndim = 2, .dims = {rows, cols}};
+  int64_t *buf = arena_alloc(k->a, sizeof(int64_t) * (size_t)(rows * cols > 0 ? rows * cols : 1));
+  memcpy(buf, v, sizeof(int64_t) * (size_t)(rows * cols));
+  return onnx_const(k->cx, arena_printf(k->a, "%s_%s", k->n->name, what), tt, buf);
+}
+
+/* TfIdfVectorizer(X) with an integer pool (pool_int64s), X int32 or int64 [C] or [N, C] -> float32 [O] or
+ * [N, O], O = max(ngram_indexes) + 1. The n-grams of length n in [min_gram_length, max_gram_length] are counted
+ * in every window of n items spaced by a skip distance sd in 1 .. max_skip_count + 1 that lies within a row;
+ * unigrams once per item (sd 1 only), as ONNX's reference and ONNX Runtime count them. Per length n, as tensor
+ * ops: the windows of X gathered by a constant index [W, n], compared with the pool's n-grams [P, n], all n
+ * items equal -> summed over the windows: counts [N, P]. Each pool entry p's value, TF: its count, IDF:
+ * weights[p] where its count is positive (1 without weights), TFIDF: count * weights[p], goes to column
+ * ngram_indexes[p], entries sharing a column adding up (as ONNX Runtime computes it). IDF with entries sharing
+ * a column is refused: ONNX Runtime then keeps the weight of the entry found last in its scan of the row. String
+ * pools are not supported (mlc has no string tensors). */
+static mlc_status tfidf_vectorizer(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = onnx_need_inputs(cx, n, 1, d);
+  if (st) return st;
+  Trees k = {.cx = cx, .n = n, .d = d, .a = onnx_graph(cx)->arena, .t = MLC_F32};
+  Value *x = n->inputs[0];
+  if (onnx_has_attr(n, "pool_strings"))
+    return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "%s: string pools (pool_strings) are not supported",
+                      n->op_type);
+  if ((x->type.dtype != MLC_I32 && x->type.dtype != MLC_I64) || x->type.ndim < 1 || x->type.ndim > 2)
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: X must be an int32 or int64 tensor of rank 1 or 2, not %s of "
+                      "rank %d", n->op_type, mlc_dtype_name(x->type.dtype), x->type.ndim);
+  static const char *const modes[] = {"TF", "IDF", "TFIDF"};
+  int64_t mode = name_index(onnx_attr_string(n, "mode", ""), modes, 3);
+  int64_t lo = onnx_attr_int(n, "min_gram_length", 0), hi = onnx_attr_int(n, "max_gram_length", 0);
+  int64_t skips = onnx_attr_int(n, "max_skip_count", 0);
+  int64_t *counts = NULL, *index = NULL, *pool = NULL;
+  int64_t ncounts = ints(&k, "ngram_counts", &counts), nidx = ints(&k, "ngram_indexes", &index);
+  int64_t npool = ints(&k, "pool_int64s", &pool);
+  int64_t nw = onnx_attr_floats(n, "weights", NULL, 0);
+  if (mode < 0 || lo < 1 || hi < lo || skips < 0 || ncounts < 1 || nidx < 1 || npool < 0)
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: needs mode TF, IDF or TFIDF, 1 <= min_gram_length <= "
+                      "max_gram_length, max_skip_count >= 0, ngram_counts, ngram_indexes and pool_int64s",
+                      n->op_type);
+  /* the pool: counts[i] is where the (i + 1)-grams start; entry p (pool order) goes to column index[p] */
+  int64_t O = 0, P = 0;
+  for (int64_t i = 0; i < ncounts; i++) {
+    int64_t end = i + 1 < ncounts ? counts[i + 1] : npool;
+    if (counts[i] < 0 || end < counts[i] || end > npool || (end - counts[i]) % (i + 1))
+      return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: ngram_counts[%lld] = %lld does not split pool_int64s (%lld "
+                        "values) into whole %lld-grams", n->op_type, (long long)i, (long long)counts[i],
+                        (long long)npool, (long long)(i + 1));
+    P += (end - counts[i]) / (i + 1);
+  }
+  if (P != nidx)
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: the pool holds %lld n-grams but ngram_indexes has %lld",
+                      n->op_type, (long long)P, (long long)nidx);
+  for (int64_t p = 0; p < P; p++) {
+    if (index[p] < 0 || index[p] >= (int64_t)1 << 31)
+      return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: ngram_indexes[%lld] = %lld is out of range", n->op_type,
+                        (long long)p, (long long)index[p]);
+    if (index[p] + 1 > O) O = index[p] + 1;
+  }
+  double *w = NULL;
+  if (nw > 0) {
+    if (nw != P)
+      return onnx_error(cx, n, d, MLC_ERR_INVALID, "%s: %lld weights for %lld n-grams", n->op_type, (long long)nw,
+                        (long long)P);
+    w = arena_alloc(k.a, sizeof(double) * (size_t)nw);
+    onnx_attr_floats(n, "weights", w, (int)nw);
+  }
+  bool flat = x->type.ndim == 1;
+  int64_t N = flat ? 1 : x->type.dims[0], C = x->type.dims[flat ? 0 : 1];
+  int64_t rows[2] = {N, C};
+  Value *xi = flat ? tr_reshape(&k, x, 2, rows) : x;
+  if (x->type.dtype != MLC_I64) xi = tr_op(&k, "cast", 1, &xi, "dtype", MLC_I64);
+
+  /* counts per counted pool entry, concatenated over the lengths, then one zero column: [N, used + 1] */
+  Value **parts = arena_alloc(k.a, sizeof(Value *) * (size_t)(ncounts + 1));
+  int nparts = 0;
+  int64_t *col = arena_alloc(k.a, sizeof(int64_t) * (size_t)P); /* column of each pool entry in that, or -1 */
+  int64_t used = 0;
+  for (int64_t i = 0, p0 = 0; i < ncounts; i++) {
+    int64_t len = i + 1, end = i + 1 < ncounts ? counts[i + 1] : npool, pn = (end - counts[i]) / len;
+    int64_t maxsd = len == 1 ? 1 : skips + 1, nwin = 0;
+    for (int64_t sd = 1; sd <= maxsd; sd++) nwin += C - (len - 1) * sd > 0 ? C - (len - 1) * sd : 0;
+    bool counted = len >= lo && len <= hi && pn > 0 && nwin > 0;
+    for (int64_t p = 0; p < pn; p++) col[p0 + p] = counted ? used + p : -1;
+    p0 += pn;
+    if (!counted) continue;
+    int64_t *win = arena_alloc(k.a, sizeof(int64_t) * (size_t)(nwin * len)), *at = win;
+    for (int64_t sd = 1; sd <= maxsd; sd++)
+      for (int64_t s = 0; s + (len - 1) * sd < C; s++)
+        for (int64_t j = 0; j < len; j++) *at++ = s + j * sd;
+    Value *g = tr_op(&k, "take", 2, (Value *[]){xi, tf_const_i64(&k, "windows", nwin, len, win)}, "axis", 1);
+    int64_t gdims[4] = {N, nwin, 1, len};
+    Value *eq = tr_bin(&k, "equal", tr_reshape(&k, g, 4, gdims),
+                       tf_const_i64(&k, "pool", pn, len, pool + counts[i]));     /* [N, W, pn, len] */
+    Value *m = tr_reduce(&k, "min", tr_op(&k, "cast", 1, &eq, "dtype", MLC_F32), 3); /* window == n-gram */
+    Value *v = tr_reduce(&k, "sum", m, 1);                                         /* [N, pn] */
+    if (mode == 1) /* IDF: present or not */
+      v = tr_op(&k, "cast", 1, (Value *[]){tr_bin(&k, "greater", v, onnx_scalar(cx, n, "zero", MLC_F32, 0))},
+                "dtype", MLC_F32);
+    if (mode > 0 && w) v = tr_bin(&k, "multiply", v, tr_const(&k, "weights", MLC_F32, 0, pn, w + (p0 - pn)));
+    if (!(parts[nparts++] = v)) return d->status ? d->status : MLC_ERR_INTERNAL;
+    used += pn;
+  }
+  Value *y;
+  if (used == 0) { /* no window can hold a counted n-gram: zeros */
+    double *z = arena_alloc(k.a, sizeof(double) * (size_t)(N * O));
+    memset(z, 0, sizeof(double) * (size_t)(N * O));
+    y = tr_const(&k, "zeros", MLC_F32, N, N * O, z);
+  } else {
+    double *zc = arena_alloc(k.a, sizeof(double) * (size_t)N);
+    memset(zc, 0, sizeof(double) * (size_t)N);
+    parts[nparts++] = tr_const(&k, "zero_column", MLC_F32, N, N, zc);
+    Node *cat = onnx_emit(cx, n, "concatenate", nparts, parts, 1, d);
+    if (cat) ir_set_int(onnx_graph(cx), cat, "axis", 1);
+    Value *all = NULL;
+    if ((st = onnx_finish_one(cx, n, cat, &all, d))) return st;
+    /* layer j takes, for each column, the j-th counted entry that goes there (the zero column where none) */
+    int64_t *mult = arena_alloc(k.a, sizeof(int64_t) * (size_t)O), layers = 0;
+    memset(mult, 0, sizeof(int64_t) * (size_t)O);
+    for (int64_t p = 0; p < P; p++)
+      if (col[p] >= 0 && ++mult[index[p]] > layers) layers = mult[index[p]];
+    if (mode == 1 && layers > 1)
+      return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "%s: IDF with n-grams sharing an output column (ngram_indexes "
+                        "repeats a column) is not supported", n->op_type);
+    y = NULL;
+    for (int64_t j = 0; j < layers; j++) {
+      int64_t *pick = arena_alloc(k.a, sizeof(int64_t) * (size_t)O);
+      for (int64_t o = 0; o < O; o++) pick[o] = used;
+      memset(mult, 0, sizeof(int64_t) * (size_t)O);
+      for (int64_t p = 0; p < P; p++)
+        if (col[p] >= 0 && mult[index[p]]++ == j) pick[index[p]] = col[p];
+      Value *t = tr_op(&k, "take", 2, (Value *[]){all, tf_const_i64(&k, "columns", 1, O, pick)}, "axis", 1);
+      int64_t yd[2] = {N, O};
+      t = tr_reshape(&k, t, 2, yd);
+      y = y ? tr_bin(&k, "add", y, t) : t;
+    }
+  }
+  if (y && flat) y = tr_reshape(&k, y, 1, &O);
+  if (!y) return d->status ? d->status : MLC_ERR_INTERNAL;
+  outs[0] = y;
+  return MLC_OK;
+}
+
 const OnnxConverter onnx_ops_ml[] = {
     /* op_type                 domain        converter */
     {"Binarizer", "ai.onnx.ml", binarizer},
@@ -609,5 +756,6 @@ const OnnxConverter onnx_ops_ml[] = {
     {"TreeEnsemble", "ai.onnx.ml", tree_ensemble},
     {"TreeEnsembleRegressor", "ai.onnx.ml", tree_ensemble_regressor},
     {"TreeEnsembleClassifier", "ai.onnx.ml", tree_ensemble_classifier},
+    {"TfIdfVectorizer", "", tfidf_vectorizer},
     {NULL, NULL, NULL},
 };

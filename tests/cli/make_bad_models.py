@@ -80,6 +80,15 @@ save("tree_binary", [helper.make_node("TreeEnsembleClassifier", ["x"], ["y"], na
                                       class_nodeids=[1, 2], class_ids=[0, 1], class_weights=[1.0, 1.0],
                                       classlabels_int64s=[0, 1])],
      [x], [helper.make_tensor_value_info("y", TensorProto.INT64, None)], domains=[("ai.onnx.ml", 3)])
+# TfIdfVectorizer: IDF where two n-grams share a column (unsupported), a pool ngram_counts does not split
+xt = helper.make_tensor_value_info("xt", TensorProto.INT64, [2, 6])
+tfidf = dict(min_gram_length=1, max_gram_length=2, max_skip_count=0, mode="IDF", ngram_counts=[0, 2],
+             ngram_indexes=[0, 1, 1], pool_int64s=[3, 4, 3, 4])
+save("tfidf_idf_shared", [helper.make_node("TfIdfVectorizer", ["xt"], ["yt"], name="tfidf", **tfidf)], [xt],
+     [helper.make_tensor_value_info("yt", f32, None)])
+tfidf.update(mode="TF", ngram_counts=[0, 1], ngram_indexes=[0, 1])
+save("tfidf_bad_pool", [helper.make_node("TfIdfVectorizer", ["xt"], ["yt"], name="tfidf", **tfidf)], [xt],
+     [helper.make_tensor_value_info("yt", f32, None)])
 xa = helper.make_tensor_value_info("xa", f32, [1, 3, 8])
 wa = numpy_helper.from_array(np.zeros((8, 24), np.float32), "wa")
 pa = helper.make_tensor_value_info("past", f32, [2, 1, 2, 0, 4])

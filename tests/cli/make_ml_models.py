@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """make_ml_models.py DIR: ai.onnx.ml TreeEnsemble models (random trees: every node mode, set membership,
 missing values tracked true, several targets, each aggregate function, post transforms) with inputs holding
-NaNs, and a reference from walking each tree in Python as ONNX's reference implementation does; names and
-tolerances go to DIR/models.txt."""
+NaNs, and a reference from walking each tree in Python as ONNX's reference implementation does; TfIdfVectorizer
+models (each mode, weights, skips, n-gram lengths outside [min, max], a permuted and a shared output column)
+against counting the n-grams item by item as ONNX Runtime does; names and tolerances go to DIR/models.txt."""
 import math
 import os
 import sys
@@ -214,6 +215,50 @@ def classifier_model(name, ntrees, nclasses, depth, modes, post="NONE"):
                 {"label": np.array(labels)[scores.argmax(1)].astype(np.int64), "scores": scores.astype(np.float32)})
 
 
+def tfidf_ref(x, lo, hi, skips, mode, counts, index, pool, weights):
+    """ONNX Runtime's loop: per row, per skip distance, per start item, the n-grams of length lo..hi that
+    fit (unigrams on the first distance only), each found in the pool adding one to its entry's count; an
+    entry's value (TF: its count, IDF: its weight or 1 where counted, TFIDF: count * weight) goes to its column"""
+    entries = []
+    for i, start in enumerate(counts):
+        end = counts[i + 1] if i + 1 < len(counts) else len(pool)
+        entries += [tuple(pool[p:p + i + 1]) for p in range(start, end, i + 1)]
+    rows = x.reshape(-1, x.shape[-1])
+    cnt = np.zeros((len(rows), len(entries)), np.float32)
+    for r, row in enumerate(rows):
+        for sd in range(1, skips + 2):
+            for s_ in range(len(row)):
+                for n in range(max(lo, 1 if sd == 1 else 2), hi + 1):
+                    if s_ + (n - 1) * sd >= len(row):
+                        break
+                    g = tuple(int(v) for v in row[s_:s_ + (n - 1) * sd + 1:sd])
+                    for e, pg in enumerate(entries):
+                        if pg == g:
+                            cnt[r, e] += 1
+    w = np.array(weights, np.float32) if weights else np.ones(len(entries), np.float32)
+    val = cnt if mode == "TF" else (cnt > 0) * w if mode == "IDF" else cnt * w
+    out = np.zeros((len(rows), max(index) + 1), np.float32)
+    for e, o in enumerate(index):
+        out[:, o] += val[:, e]
+    return out.reshape(out.shape if x.ndim == 2 else out.shape[1:])
+
+
+def tfidf_model(name, shape, dtype, lo, hi, skips, mode, counts, index, pool, weights=None, high=6):
+    x = rng.integers(0, high, shape).astype(dtype)
+    attrs = dict(min_gram_length=lo, max_gram_length=hi, max_skip_count=skips, mode=mode, ngram_counts=counts,
+                 ngram_indexes=index, pool_int64s=pool)
+    if weights:
+        attrs["weights"] = weights
+    t = TensorProto.INT32 if dtype == np.int32 else TensorProto.INT64
+    g = helper.make_graph([helper.make_node("TfIdfVectorizer", ["x"], ["y"], **attrs)], name,
+                          [helper.make_tensor_value_info("x", t, list(shape))],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), f"{out}/{name}.onnx")
+    np.savez(f"{out}/{name}_inputs.npz", x=x)
+    np.savez(f"{out}/{name}_ref.npz", y=tfidf_ref(x, lo, hi, skips, mode, counts, index, pool, weights))
+    lines.append(f"{name}\t1e-6")
+
+
 model("tree_ensemble_leq_sum", 6, 1, 5, [0], 1)
 model("tree_ensemble_all_modes_avg", 8, 3, 6, [0, 1, 2, 3, 4, 5, 6], 0)
 model("tree_ensemble_min_double", 5, 2, 4, [1, 3, 6], 2, dtype=np.float64)
@@ -225,5 +270,13 @@ legacy_model("tree_regressor_min", 5, 3, 4, [1, 3], "MIN", base=False)
 legacy_model("tree_regressor_max_logistic", 5, 2, 4, [0, 2], "MAX", post="LOGISTIC")
 classifier_model("tree_classifier_3", 10, 3, 5, [0, 1])
 classifier_model("tree_classifier_4_softmax", 6, 4, 4, [0, 3, 5], post="SOFTMAX")
+# pool: unigrams 1 2 3 4, bigrams (1 2) (2 1) (3 3) (0 5), trigrams (1 2 3) (2 2 2)
+POOL = [1, 2, 3, 4, 1, 2, 2, 1, 3, 3, 0, 5, 1, 2, 3, 2, 2, 2]
+tfidf_model("tfidf_tf_123_skip2", (4, 24), np.int64, 1, 3, 2, "TF", [0, 4, 12], list(range(10)), POOL)
+tfidf_model("tfidf_idf_weights_permuted", (30,), np.int32, 2, 3, 1, "IDF", [0, 4, 12],
+            [9, 0, 8, 1, 7, 2, 6, 3, 5, 4], POOL, [0.5 + 0.25 * i for i in range(10)], high=4)
+tfidf_model("tfidf_tfidf_shared_column", (3, 16), np.int32, 1, 2, 3, "TFIDF", [0, 4, 12],
+            [0, 1, 2, 3, 1, 4, 4, 5, 6, 6], POOL, [1.5, 2.0, -1.0, 0.25, 3.0, 0.5, 1.25, 2.5, -0.5, 0.75])
+tfidf_model("tfidf_idf_no_weights_short_rows", (5, 2), np.int64, 2, 3, 4, "IDF", [0, 4, 12], list(range(10)), POOL)
 with open(f"{out}/models.txt", "w") as f:
     f.write("\n".join(lines) + "\n")

@@ -44,6 +44,10 @@ expect 2 "does_not_exist.onnx" -- "$mlc" load "$dir/does_not_exist.onnx"
 expect 2 "tree_cycle.onnx" "'forest'" "TreeEnsemble, opset 5" "cycle" -- \
   "$mlc" compile "$dir/tree_cycle.onnx" --output "$dir/t.tar"
 expect 2 "tree_child.onnx" "'forest'" "out of range" -- "$mlc" compile "$dir/tree_child.onnx" --output "$dir/t.tar"
+expect 3 "tfidf_idf_shared.onnx" "'tfidf'" "TfIdfVectorizer, opset 13" "sharing an output column" -- \
+  "$mlc" compile "$dir/tfidf_idf_shared.onnx" --output "$dir/t.tar"
+expect 2 "tfidf_bad_pool.onnx" "'tfidf'" "does not split pool_int64s" -- \
+  "$mlc" compile "$dir/tfidf_bad_pool.onnx" --output "$dir/t.tar"
 expect 3 "tree_binary.onnx" "'clf'" "2 classes is not supported" -- \
   "$mlc" compile "$dir/tree_binary.onnx" --output "$dir/t.tar"
 expect 3 "attention_past.onnx" "'attn'" "KV cache" -- "$mlc" compile "$dir/attention_past.onnx" --output "$dir/t.tar"
