@@ -9,7 +9,9 @@
  *   SequenceAt (11: position, negative from the end), SequenceInsert (11: position, default the end),
  *   SequenceErase (11: position, default the last), SplitToSequence (11: split absent -> pieces of 1 along axis,
  *     squeezed unless keepdims; a scalar -> pieces of that size, the last shorter; a vector -> those sizes),
- *   ConcatFromSequence (11: axis, new_axis) -> concatenate (each item reshaped to a new axis when new_axis).
+ *   ConcatFromSequence (11: axis, new_axis) -> concatenate (each item reshaped to a new axis when new_axis),
+ *   SequenceMap (17: body) -> the body inlined once per position of the first sequence, bound to the items at
+ *     that position of the sequence inputs (which must all be as long) and to the tensor inputs themselves.
  * A position or split that is not a compile-time constant, an empty ConcatFromSequence, and a sequence where an
  * op wants a tensor (a graph output, a Loop scan output, any other op) are errors naming the node. */
 #include <string.h>
@@ -213,6 +215,46 @@ static mlc_status concat_from_seq(OnnxCtx *cx, const OnnxNode *n, Value **outs, 
   return onnx_finish_one(cx, n, nd, &outs[0], d);
 }
 
+static mlc_status seq_map(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  const OnnxSeq *s;
+  mlc_status st = need_seq(cx, n, &s, d);
+  if (st) return st;
+  Arena *A = onnx_graph(cx)->arena;
+  for (int j = 1; j < n->ninputs; j++) {
+    const OnnxSeq *o = n->inputs[j] ? onnx_seq(n->inputs[j]) : NULL;
+    if (!n->inputs[j]) return onnx_error(cx, n, d, MLC_ERR_INVALID, "input %d is missing", j);
+    if (o && o->n != s->n)
+      return onnx_error(cx, n, d, MLC_ERR_INVALID, "input %d is a sequence of %d items, input 0 one of %d", j, o->n,
+                        s->n);
+  }
+  Value ***items = arena_alloc(A, sizeof(Value **) * (size_t)(n->noutputs + 1));
+  for (int k = 0; k < n->noutputs; k++) items[k] = arena_alloc(A, sizeof(Value *) * (size_t)(s->n + 1));
+  Value **bind = arena_alloc(A, sizeof(Value *) * (size_t)(n->ninputs + 1));
+  for (int i = 0; i < s->n; i++) {
+    for (int j = 0; j < n->ninputs; j++) {
+      const OnnxSeq *o = onnx_seq(n->inputs[j]);
+      bind[j] = o ? o->items[i] : n->inputs[j];
+    }
+    int nout = 0;
+    Value **res = NULL;
+    if ((st = onnx_inline_graph(cx, n, "body", arena_printf(A, "item%d", i), n->ninputs, bind, &nout, &res, d)))
+      return st;
+    if (nout != n->noutputs)
+      return onnx_error(cx, n, d, MLC_ERR_INVALID, "the body has %d outputs, SequenceMap %d", nout, n->noutputs);
+    for (int k = 0; k < nout; k++) {
+      if ((st = need_tensor(cx, n, res[k], i ? items[k][0]->type.dtype : MLC_UNDEF, d))) return st;
+      items[k][i] = res[k];
+    }
+  }
+  for (int k = 0; k < n->noutputs; k++) {
+    mlc_dtype t = s->n ? items[k][0]->type.dtype : onnx_body_output_dtype(n, "body", k);
+    if (t == MLC_UNDEF)
+      return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "the body declares no element type for output %d", k);
+    outs[k] = onnx_seq_new(cx, n->output_names[k], t, s->n, items[k]);
+  }
+  return MLC_OK;
+}
+
 const OnnxConverter onnx_ops_sequence[] = {
     /* op_type             domain converter */
     {"SequenceEmpty", "", seq_empty},
@@ -223,5 +265,6 @@ const OnnxConverter onnx_ops_sequence[] = {
     {"SequenceErase", "", seq_erase},
     {"SplitToSequence", "", split_to_seq},
     {"ConcatFromSequence", "", concat_from_seq},
+    {"SequenceMap", "", seq_map},
     {0},
 };

@@ -233,7 +233,7 @@ static mlc_status import_input(OnnxCtx *cx, const Onnx__ValueInfoProto *vi, cons
   const char *name = S(vi->name);
   const Onnx__TypeProto *tp = vi->type;
   if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
-    return diag_set(d, MLC_ERR_UNSUPPORTED, "%s: input '%s' is not a tensor (sequence, map, optional and sparse inputs are not supported)", cx->path, name);
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "%s: input '%s' is not a tensor or a sequence of tensors (map, optional and sparse inputs are not supported)", cx->path, name);
   const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
   int32_t et = tt->has_elem_type ? tt->elem_type : 0;
   TensorType t = {onnx_dtype(et), 0, {0}};
@@ -293,6 +293,88 @@ static mlc_status import_input(OnnxCtx *cx, const Onnx__ValueInfoProto *vi, cons
   v->is_input = true;
   vec_push(cx->arena, &cx->g->inputs, v);
   onnx_scope_put(cx->arena, &cx->scope, name, v);
+  return MLC_OK;
+}
+
+/* A graph input: a tensor input, or a constant where --freeze-inputs binds it. */
+static mlc_status import_tensor_input(OnnxCtx *cx, const Onnx__ValueInfoProto *vi, const OnnxImportOptions *opt,
+                                      Diag *d) {
+  const char *nm = S(vi->name);
+  const OnnxInputShape *frozen = find_shape(opt, nm);
+  if (!frozen || !frozen->data) return import_input(cx, vi, opt, d);
+  mlc_dtype dt;
+  const void *data;
+  if (check_frozen(cx, vi, frozen, &dt, &data, d) != MLC_OK) return d->status;
+  TensorType t = {dt, frozen->ndim, {0}};
+  memcpy(t.dims, frozen->dims, sizeof t.dims);
+  Value *c = ir_const_new(cx->g, nm, t, data);
+  onnx_scope_put(cx->arena, &cx->scope, nm, c);
+  vec_push(cx->arena, &cx->g->frozen, c);
+  return MLC_OK;
+}
+
+/* whether name is "<input>.<k>", an item of the sequence-typed graph input vi */
+static bool sequence_item_of(const Onnx__ValueInfoProto *vi, const char *name) {
+  const char *in = S(vi->name);
+  size_t n = strlen(in);
+  if (!vi->type || vi->type->value_case != ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE || strncmp(name, in, n) ||
+      name[n] != '.' || !name[n + 1])
+    return false;
+  for (const char *p = name + n + 1; *p; p++)
+    if (*p < '0' || *p > '9') return false;
+  return true;
+}
+
+/* A sequence-typed graph input X: mlc compiles sequences of a fixed length, so its items are the tensor inputs
+ * X.0, X.1, ... that --input-shapes (or --freeze-inputs) names, as many as are named from X.0 on; each item has
+ * the sequence's element type (and its declared shape, where the model gives one). X:[] makes it empty. */
+static mlc_status import_sequence_input(OnnxCtx *cx, const Onnx__ValueInfoProto *vi, const OnnxImportOptions *opt,
+                                        Diag *d) {
+  const char *nm = S(vi->name);
+  const Onnx__TypeProto *et = vi->type->sequence_type ? vi->type->sequence_type->elem_type : NULL;
+  if (!et || et->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !et->tensor_type)
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "%s: input '%s' is a sequence of non-tensors, which mlc does not support",
+                    cx->path, nm);
+  VEC(Value *) items = {0};
+  for (int k = 0;; k++) {
+    const char *item = arena_printf(cx->arena, "%s.%d", nm, k);
+    if (!find_shape(opt, item)) break;
+    Onnx__ValueInfoProto ivi = *vi;
+    ivi.name = (char *)item;
+    ivi.type = (Onnx__TypeProto *)et;
+    if (import_tensor_input(cx, &ivi, opt, d) != MLC_OK) return d->status;
+    vec_push(cx->arena, &items, onnx_scope_get(&cx->scope, item));
+  }
+  const OnnxInputShape *whole = find_shape(opt, nm); /* NAME:[] : an empty sequence */
+  if (whole && (items.n || whole->ndim || whole->data))
+    return diag_set(d, MLC_ERR_USAGE, "%s: input '%s' is a sequence: --input-shapes %s:[] makes it empty; its items' "
+                    "shapes are given as %s.0:[...],%s.1:[...]", cx->path, nm, nm, nm, nm);
+  if (!items.n && !whole)
+    return diag_set(d, MLC_ERR_INVALID, "%s: input '%s' is a sequence: give the shape of each of its items with "
+                    "--input-shapes %s.0:[...],%s.1:[...] (the sequence has that many items; %s:[] for none)",
+                    cx->path, nm, nm, nm, nm);
+  int32_t t = et->tensor_type->has_elem_type ? et->tensor_type->elem_type : 0;
+  onnx_scope_put(cx->arena, &cx->scope, nm, onnx_seq_new(cx, nm, onnx_dtype(t), items.n, items.v));
+  return MLC_OK;
+}
+
+/* Appends v to the graph's outputs under name. The package names its outputs after the ONNX graph outputs: a
+ * value named otherwise (made inside an inlined If / Loop body, a constant such as inference Dropout's mask, a
+ * sequence's item) takes the output's name, unless it is an input or already another output, which get a copy
+ * of that name. */
+static mlc_status add_output(OnnxCtx *cx, Value *v, const char *name, Diag *d) {
+  Graph *g = cx->g;
+  if (strcmp(v->name, name)) {
+    bool taken = v->is_input;
+    for (int k = 0; k < g->outputs.n && !taken; k++) taken = g->outputs.v[k] == v;
+    if (taken) {
+      Node *c = ir_node_new(g, ir_op_find("copy"), name, "Identity", 0, &v, 1, 1);
+      if (ir_infer_node(g, c, d) != MLC_OK) return d->status;
+      v = c->outputs[0];
+    }
+    v->name = arena_strdup(cx->arena, name);
+  }
+  vec_push(cx->arena, &g->outputs, v);
   return MLC_OK;
 }
 
@@ -447,7 +529,7 @@ static mlc_status fold_shape_value(OnnxCtx *cx, const char *name, Value **slot, 
  * If, whose bodies are inlined with it in scope. */
 static bool takes_sequences(const OnnxNode *n) {
   static const char *const ops[] = {"SequenceConstruct", "SequenceLength", "SequenceAt", "SequenceInsert",
-                                    "SequenceErase", "ConcatFromSequence", "Identity", "Loop", "If"};
+                                    "SequenceErase", "ConcatFromSequence", "SequenceMap", "Identity", "Loop", "If"};
   if (*n->domain) return false;
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
     if (!strcmp(n->op_type, ops[i])) return true;
@@ -533,6 +615,20 @@ static mlc_status convert_node(OnnxCtx *cx, const Onnx__NodeProto *np, const cha
 }
 
 /* ---- subgraphs (If / Loop / Scan bodies) ---- */
+
+mlc_dtype onnx_body_output_dtype(const OnnxNode *n, const char *attr, int k) {
+  const Onnx__NodeProto *np = ((const OnnxNodeRef *)n->proto)->np;
+  const Onnx__GraphProto *gp = NULL;
+  for (size_t i = 0; i < np->n_attribute && !gp; i++)
+    if (np->attribute[i]->name && !strcmp(np->attribute[i]->name, attr)) gp = np->attribute[i]->g;
+  if (!gp || k < 0 || (size_t)k >= gp->n_output || !gp->output[k]->type) return MLC_UNDEF;
+  const Onnx__TypeProto *tp = gp->output[k]->type;
+  if (tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE && tp->sequence_type) tp = tp->sequence_type->elem_type;
+  if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type ||
+      !tp->tensor_type->has_elem_type)
+    return MLC_UNDEF;
+  return onnx_dtype(tp->tensor_type->elem_type);
+}
 
 /* Inlines a GRAPH attribute into the graph being built (see onnx.h). The body sees the outer scope plus its
  * own initializers and formal inputs; its names are dropped again afterwards (the scope is restored), so the
@@ -626,7 +722,8 @@ static mlc_status import_graph(OnnxCtx *cx, const Onnx__GraphProto *gp, const On
   for (int k = 0; opt && k < opt->ninput_shapes; k++) {
     const char *nm = opt->input_shapes[k].name;
     bool found = false;
-    for (size_t i = 0; i < gp->n_input && !found; i++) found = !strcmp(S(gp->input[i]->name), nm);
+    for (size_t i = 0; i < gp->n_input && !found; i++)
+      found = !strcmp(S(gp->input[i]->name), nm) || sequence_item_of(gp->input[i], nm);
     if (found && onnx_scope_get(&cx->scope, nm))
       return diag_set(d, MLC_ERR_USAGE, "%s: %s names '%s', which is an initializer (a constant), not an input",
                       cx->path, opt->input_shapes[k].data ? "--freeze-inputs" : "--input-shapes", nm);
@@ -648,19 +745,11 @@ static mlc_status import_graph(OnnxCtx *cx, const Onnx__GraphProto *gp, const On
     Value *prev = onnx_scope_get(&cx->scope, nm);
     if (prev && prev->data) continue; /* an initializer: a constant */
     if (prev) return diag_set(d, MLC_ERR_INVALID, "%s: graph input '%s' is listed twice", cx->path, nm);
-    const OnnxInputShape *frozen = find_shape(opt, nm);
-    if (frozen && frozen->data) {
-      mlc_dtype dt;
-      const void *data;
-      if (check_frozen(cx, vi, frozen, &dt, &data, d) != MLC_OK) return d->status;
-      TensorType t = {dt, frozen->ndim, {0}};
-      memcpy(t.dims, frozen->dims, sizeof t.dims);
-      Value *c = ir_const_new(g, nm, t, data);
-      onnx_scope_put(a, &cx->scope, nm, c);
-      vec_push(a, &g->frozen, c);
+    if (vi->type && vi->type->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE) {
+      if (import_sequence_input(cx, vi, opt, d) != MLC_OK) return d->status;
       continue;
     }
-    if (import_input(cx, vi, opt, d) != MLC_OK) return d->status;
+    if (import_tensor_input(cx, vi, opt, d) != MLC_OK) return d->status;
   }
   /* node order, converters and unsupported ops */
   int n = (int)gp->n_node;
@@ -711,30 +800,21 @@ static mlc_status import_graph(OnnxCtx *cx, const Onnx__GraphProto *gp, const On
     if (!v)
       return diag_set(d, MLC_ERR_INVALID, "%s: graph output '%s' is not produced by any node, initializer or input",
                       cx->path, nm);
-    if (onnx_seq(v))
-      return diag_set(d, MLC_ERR_UNSUPPORTED, "%s: graph output '%s' is a sequence; mlc's outputs are tensors", cx->path,
-                      nm);
+    const OnnxSeq *seq = onnx_seq(v);
+    if (seq) { /* a sequence of a fixed length: its items are the outputs NAME.0, NAME.1, ... */
+      for (int k = 0; k < seq->n; k++)
+        if (add_output(cx, seq->items[k], arena_printf(a, "%s.%d", nm, k), d) != MLC_OK) return d->status;
+      continue;
+    }
     const Onnx__TypeProto *tp = vi->type;
     if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && tp->tensor_type &&
         tp->tensor_type->has_elem_type && tp->tensor_type->elem_type &&
         onnx_dtype(tp->tensor_type->elem_type) != v->type.dtype)
       return diag_set(d, MLC_ERR_INTERNAL, "%s: graph output '%s' has type %s after import, but the model declares %s",
                       cx->path, nm, mlc_dtype_name(v->type.dtype), onnx_dtype_name(tp->tensor_type->elem_type));
-    /* the package names its outputs after the ONNX graph outputs: a value named otherwise (made inside an
-     * inlined If / Loop body, a constant such as inference Dropout's mask) takes the output's name, unless it is
-     * an input or already another output, which get a copy of that name */
-    if (strcmp(v->name, nm)) {
-      bool taken = v->is_input;
-      for (int k = 0; k < g->outputs.n && !taken; k++) taken = g->outputs.v[k] == v;
-      if (taken) {
-        Node *c = ir_node_new(g, ir_op_find("copy"), nm, "Identity", 0, &v, 1, 1);
-        if (ir_infer_node(g, c, d) != MLC_OK) return d->status;
-        v = c->outputs[0];
-      }
-      v->name = arena_strdup(a, nm);
-    }
-    vec_push(a, &g->outputs, v);
+    if (add_output(cx, v, nm, d) != MLC_OK) return d->status;
   }
+  if (g->outputs.n == 0) return diag_set(d, MLC_ERR_UNSUPPORTED, "%s: the graph's outputs are empty sequences", cx->path);
   return ir_verify(g, d);
 }
 

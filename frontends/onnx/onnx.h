@@ -32,6 +32,8 @@ mlc_status onnx_parse_input_shapes(Arena *a, const char *spec, OnnxImportOptions
 /* Reads a serialized TensorProto (the conformance tests' input_N.pb / output_N.pb). */
 mlc_status onnx_read_tensor_file(Arena *a, const char *path, const char **name, TensorType *type, void **data,
                                  Diag *d);
+/* Reads a serialized SequenceProto of tensors: its *n items' types and data, in a. */
+mlc_status onnx_read_sequence_file(Arena *a, const char *path, int *n, TensorType **types, void ***data, Diag *d);
 
 /* ---- the converter interface, used by convert_*.c ---- */
 typedef struct OnnxCtx OnnxCtx; /* the graph being built, the model's opsets, the current node */
@@ -78,6 +80,9 @@ Graph *onnx_attr_graph(OnnxCtx *cx, const OnnxNode *n, const char *name, Diag *d
  * integer/bool outputs computed from constants are folded). Call it once per unrolled iteration. */
 mlc_status onnx_inline_graph(OnnxCtx *cx, const OnnxNode *n, const char *attr, const char *tag, int nbind,
                              Value **bind, int *nout, Value ***outs, Diag *d);
+/* The element type the GRAPH attribute attr of n declares for its output k (a tensor's, or a sequence's
+ * items'), MLC_UNDEF where it declares none. */
+mlc_dtype onnx_body_output_dtype(const OnnxNode *n, const char *attr, int k);
 
 /* Emits a graph node applying graph op `op` (looked up in the registry) to ins, named after the ONNX node.
  * Set attributes with ir_set_* on the returned node BEFORE calling

@@ -265,6 +265,18 @@ char *onnx_dir_of(Arena *a, const char *path) {
 }
 
 
+/* the type and data (in a) of the parsed tensor t of file path */
+static mlc_status tensor_of(Arena *a, const Onnx__TensorProto *t, const char *path, TensorType *type, void **data,
+                            Diag *d) {
+  char what[512];
+  snprintf(what, sizeof what, "tensor '%s'", t->name ? t->name : "");
+  mlc_status st = onnx_tensor_type(t, path, what, type, d);
+  if (st != MLC_OK) return st;
+  int64_t nb = tt_nbytes(type);
+  *data = arena_alloc(a, nb > 0 ? (size_t)nb : 1);
+  return onnx_tensor_data(t, type, path, onnx_dir_of(a, path), what, *data, d);
+}
+
 mlc_status onnx_read_tensor_file(Arena *a, const char *path, const char **name, TensorType *type, void **data,
                                  Diag *d) {
   void *buf = NULL;
@@ -273,16 +285,28 @@ mlc_status onnx_read_tensor_file(Arena *a, const char *path, const char **name, 
   Onnx__TensorProto *t = onnx__tensor_proto__unpack(NULL, size, buf);
   free(buf);
   if (!t) return diag_set(d, MLC_ERR_INVALID, "%s: not a valid ONNX TensorProto (protobuf parse failed)", path);
-  const char *nm = t->name ? t->name : "";
-  char what[512];
-  snprintf(what, sizeof what, "tensor '%s'", nm);
-  mlc_status st = onnx_tensor_type(t, path, what, type, d);
-  if (st == MLC_OK) {
-    int64_t nb = tt_nbytes(type);
-    *data = arena_alloc(a, nb > 0 ? (size_t)nb : 1);
-    st = onnx_tensor_data(t, type, path, onnx_dir_of(a, path), what, *data, d);
-  }
-  if (st == MLC_OK && name) *name = arena_strdup(a, nm);
+  mlc_status st = tensor_of(a, t, path, type, data, d);
+  if (st == MLC_OK && name) *name = arena_strdup(a, t->name ? t->name : "");
   onnx__tensor_proto__free_unpacked(t, NULL);
+  return st;
+}
+
+mlc_status onnx_read_sequence_file(Arena *a, const char *path, int *n, TensorType **types, void ***data, Diag *d) {
+  void *buf = NULL;
+  size_t size = 0;
+  if (file_read(path, &buf, &size, d) != MLC_OK) return d->status;
+  Onnx__SequenceProto *s = onnx__sequence_proto__unpack(NULL, size, buf);
+  free(buf);
+  if (!s) return diag_set(d, MLC_ERR_INVALID, "%s: not a valid ONNX SequenceProto (protobuf parse failed)", path);
+  mlc_status st = MLC_OK;
+  if (s->has_elem_type && s->elem_type != 1 && !(s->elem_type == 0 && s->n_tensor_values == 0))
+    st = diag_set(d, MLC_ERR_UNSUPPORTED, "%s: a sequence of element kind %d; mlc reads sequences of tensors", path,
+                  s->elem_type);
+  *n = (int)s->n_tensor_values;
+  *types = arena_alloc(a, sizeof(TensorType) * (s->n_tensor_values + 1));
+  *data = arena_alloc(a, sizeof(void *) * (s->n_tensor_values + 1));
+  for (size_t i = 0; i < s->n_tensor_values && st == MLC_OK; i++)
+    st = tensor_of(a, s->tensor_values[i], path, &(*types)[i], &(*data)[i], d);
+  onnx__sequence_proto__free_unpacked(s, NULL);
   return st;
 }

@@ -89,6 +89,9 @@ save("tfidf_idf_shared", [helper.make_node("TfIdfVectorizer", ["xt"], ["yt"], na
 tfidf.update(mode="TF", ngram_counts=[0, 1], ngram_indexes=[0, 1])
 save("tfidf_bad_pool", [helper.make_node("TfIdfVectorizer", ["xt"], ["yt"], name="tfidf", **tfidf)], [xt],
      [helper.make_tensor_value_info("yt", f32, None)])
+# a sequence-typed input (its items' shapes must be given)
+save("seq_input", [helper.make_node("ConcatFromSequence", ["xs"], ["ys"], name="cat", axis=0)],
+     [helper.make_tensor_sequence_value_info("xs", f32, [2])], [helper.make_tensor_value_info("ys", f32, None)])
 xa = helper.make_tensor_value_info("xa", f32, [1, 3, 8])
 wa = numpy_helper.from_array(np.zeros((8, 24), np.float32), "wa")
 pa = helper.make_tensor_value_info("past", f32, [2, 1, 2, 0, 4])

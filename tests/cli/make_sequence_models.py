@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """make_sequence_models.py DIR: ONNX models built on sequence ops (SequenceEmpty / Construct / Insert / At /
 Erase / Length, SplitToSequence in its three forms, ConcatFromSequence with and without new_axis, a sequence
-carried through a Loop as torch exports repeat_interleave), each with an input (NAME_inputs.npz) and a numpy
+carried through a Loop as torch exports repeat_interleave, SequenceMap over a sequence-typed graph input into
+sequence-typed graph outputs), each with an input (NAME_inputs.npz) and a numpy
 reference (NAME_ref.npz) following the ONNX operator definitions. Used by tests/cli/test_zoo.sh; the names are
 listed in DIR/sequence_models.txt as the zoo lists its own (NAME TOL)."""
 import os
@@ -93,5 +94,35 @@ nodes = [
 ]
 save("seq_loop", nodes, {"x": x}, None, {"x": x}, {"o": np.repeat(x, reps, axis=1)})
 
+# sequence-typed graph input and outputs: the items of input xs are the package's inputs xs.0, xs.1, xs.2 (their
+# shapes from --input-shapes), those of outputs ys / zs its outputs ys.0, ... ; SequenceMap maps a body over
+# xs with the tensor b
+items = [rng.standard_normal(sh).astype(np.float32) for sh in ((2, 3), (4, 3), (1, 3))]
+b = rng.standard_normal(3).astype(np.float32)
+body = helper.make_graph(
+    [helper.make_node("Add", ["xi", "bb"], ["s"]), helper.make_node("Relu", ["s"], ["yi"]),
+     const("axes0", np.array([0], np.int64)), helper.make_node("ReduceSum", ["xi", "axes0"], ["zi"], keepdims=0)],
+    "map_body", [helper.make_tensor_value_info("xi", TensorProto.FLOAT, ["n", 3]),
+                 helper.make_tensor_value_info("bb", TensorProto.FLOAT, [3])],
+    [helper.make_tensor_value_info("yi", TensorProto.FLOAT, None),
+     helper.make_tensor_value_info("zi", TensorProto.FLOAT, None)])
+g = helper.make_graph(
+    [helper.make_node("SequenceMap", ["xs", "b"], ["ys", "zs"], body=body),
+     helper.make_node("SequenceLength", ["xs"], ["n"])], "seq_io",
+    [helper.make_tensor_sequence_value_info("xs", TensorProto.FLOAT, ["n", 3]),
+     helper.make_tensor_value_info("b", TensorProto.FLOAT, [3])],
+    [helper.make_tensor_sequence_value_info("ys", TensorProto.FLOAT, None),
+     helper.make_tensor_sequence_value_info("zs", TensorProto.FLOAT, None),
+     helper.make_tensor_value_info("n", TensorProto.INT64, [])])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+m.ir_version = 8
+onnx.checker.check_model(m)
+onnx.save(m, f"{out}/seq_io.onnx")
+np.savez(f"{out}/seq_io_inputs.npz", b=b, **{f"xs.{i}": v for i, v in enumerate(items)})
+refs = {f"ys.{i}": np.maximum(v + b, 0) for i, v in enumerate(items)}
+refs.update({f"zs.{i}": v.sum(0) for i, v in enumerate(items)})
+np.savez(f"{out}/seq_io_ref.npz", n=np.int64(len(items)), **refs)
+
 with open(f"{out}/sequence_models.txt", "w") as f:
     f.write("".join(f"{n} 1e-6\n" for n in names))
+    f.write("seq_io 1e-6 --input-shapes xs.0:[2,3],xs.1:[4,3],xs.2:[1,3]\n")

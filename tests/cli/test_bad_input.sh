@@ -48,6 +48,12 @@ expect 3 "tfidf_idf_shared.onnx" "'tfidf'" "TfIdfVectorizer, opset 13" "sharing 
   "$mlc" compile "$dir/tfidf_idf_shared.onnx" --output "$dir/t.tar"
 expect 2 "tfidf_bad_pool.onnx" "'tfidf'" "does not split pool_int64s" -- \
   "$mlc" compile "$dir/tfidf_bad_pool.onnx" --output "$dir/t.tar"
+expect 2 "seq_input.onnx" "input 'xs' is a sequence" "--input-shapes xs.0:" -- \
+  "$mlc" compile "$dir/seq_input.onnx" --output "$dir/t.tar"
+expect 1 "seq_input.onnx" "xs:[] makes it empty" -- \
+  "$mlc" compile "$dir/seq_input.onnx" --output "$dir/t.tar" --input-shapes "xs:[],xs.0:[2]"
+expect 1 "seq_input.onnx" "'xs.x', which is not an input" -- \
+  "$mlc" compile "$dir/seq_input.onnx" --output "$dir/t.tar" --input-shapes "xs.x:[2]"
 expect 3 "tree_binary.onnx" "'clf'" "2 classes is not supported" -- \
   "$mlc" compile "$dir/tree_binary.onnx" --output "$dir/t.tar"
 expect 3 "attention_past.onnx" "'attn'" "KV cache" -- "$mlc" compile "$dir/attention_past.onnx" --output "$dir/t.tar"

@@ -128,28 +128,43 @@ static double compare(const TensorType *want_t, const void *want, const rt_tenso
   return maxerr;
 }
 
-/* Graph input names of the model, in order, without initializers. */
-static int model_inputs(const char *path, char names[][256], int max) {
+#define MAX_IO 64
+
+/* The model's graph inputs (without initializers) or outputs, in order: each one's name and whether it is a
+ * sequence (whose test data is a SequenceProto, its items the compiled graph's NAME.0, NAME.1, ...). */
+typedef struct IoList {
+  int n;
+  char names[MAX_IO][256];
+  bool seq[MAX_IO];
+} IoList;
+
+static void io_add(IoList *l, const Onnx__ValueInfoProto *vi) {
+  if (l->n == MAX_IO) return;
+  snprintf(l->names[l->n], 256, "%s", vi->name ? vi->name : "");
+  l->seq[l->n++] = vi->type && vi->type->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE;
+}
+
+static bool model_io(const char *path, IoList *in, IoList *out) {
   void *buf;
   size_t size;
   Diag d = {0};
-  if (file_read(path, &buf, &size, &d) != MLC_OK) return -1;
+  if (file_read(path, &buf, &size, &d) != MLC_OK) return false;
   Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, size, buf);
   free(buf);
-  if (!m || !m->graph) return -1;
-  int n = 0;
-  for (size_t i = 0; i < m->graph->n_input && n < max; i++) {
+  if (!m || !m->graph) return false;
+  in->n = out->n = 0;
+  for (size_t i = 0; i < m->graph->n_input; i++) {
     const char *name = m->graph->input[i]->name;
     bool init = false;
     for (size_t k = 0; k < m->graph->n_initializer; k++)
       if (!strcmp(m->graph->initializer[k]->name, name)) init = true;
-    if (!init) snprintf(names[n++], 256, "%s", name);
+    if (!init) io_add(in, m->graph->input[i]);
   }
+  for (size_t i = 0; i < m->graph->n_output; i++) io_add(out, m->graph->output[i]);
   onnx__model_proto__free_unpacked(m, NULL);
-  return n;
+  return true;
 }
 
-#define MAX_IO 64
 
 /* Runs one test in this process; prints its line to out. */
 /* whether msg contains 'name' (quoted): an importer message naming a graph input it needs at compile time */
@@ -168,33 +183,53 @@ static Result run_test(const char *root, const char *name, FILE *out) {
   Arena *a = arena_new();
   Diag d = {0};
   Result r = R_FAIL;
-  char names[MAX_IO][256];
-  int nin = model_inputs(path, names, MAX_IO);
-  if (nin < 0) {
+  IoList ins, outs;
+  if (!model_io(path, &ins, &outs)) {
     fprintf(out, "FAIL %s: cannot read %s\n", name, path);
     arena_free(a);
     return R_FAIL;
   }
-  /* inputs of data set 0 fix the shapes */
-  TensorType in_t[MAX_IO];
-  void *in_data[MAX_IO];
-  OnnxInputShape shapes[MAX_IO];
+  /* inputs of data set 0 fix the shapes: one entry per tensor input and per item of a sequence input */
+  enum { MAX_ITEMS = 4 * MAX_IO };
+  char names[MAX_ITEMS][256];
+  TensorType in_t[MAX_ITEMS];
+  void *in_data[MAX_ITEMS];
+  OnnxInputShape shapes[MAX_ITEMS];
   memset(shapes, 0, sizeof shapes);
   int nfound = 0;
-  for (int i = 0; i < nin; i++) {
+  for (int i = 0; i < ins.n; i++) {
     char p[4700];
     snprintf(p, sizeof p, "%s/test_data_set_0/input_%d.pb", dir, i);
-    const char *tn;
     if (access(p, R_OK) != 0) break;
-    if (onnx_read_tensor_file(a, p, &tn, &in_t[i], &in_data[i], &d) != MLC_OK) {
+    int nitems = 1;
+    TensorType *types = NULL;
+    void **data = NULL;
+    mlc_status st = ins.seq[i] ? onnx_read_sequence_file(a, p, &nitems, &types, &data, &d)
+                               : onnx_read_tensor_file(a, p, NULL, &in_t[nfound], &in_data[nfound], &d);
+    if (st == MLC_OK && nfound + nitems > MAX_ITEMS) st = diag_set(&d, MLC_ERR_UNSUPPORTED, "too many inputs");
+    if (st != MLC_OK) {
       fprintf(out, "UNSUPPORTED %s: %s\n", name, d.msg);
       arena_free(a);
       return R_UNSUPPORTED;
     }
-    shapes[i].name = names[i];
-    shapes[i].ndim = in_t[i].ndim;
-    memcpy(shapes[i].dims, in_t[i].dims, sizeof shapes[i].dims);
-    nfound++;
+    if (ins.seq[i] && nitems == 0) { /* an empty sequence: NAME:[] */
+      snprintf(names[nfound], 256, "%s", ins.names[i]);
+      shapes[nfound].name = names[nfound];
+      in_t[nfound] = (TensorType){.dtype = MLC_F32};
+      in_data[nfound++] = NULL;
+    }
+    for (int k = 0; k < nitems; k++, nfound++) {
+      if (ins.seq[i]) {
+        snprintf(names[nfound], 256, "%s.%d", ins.names[i], k);
+        in_t[nfound] = types[k];
+        in_data[nfound] = data[k];
+      } else {
+        snprintf(names[nfound], 256, "%s", ins.names[i]);
+      }
+      shapes[nfound].name = names[nfound];
+      shapes[nfound].ndim = in_t[nfound].ndim;
+      memcpy(shapes[nfound].dims, in_t[nfound].dims, sizeof shapes[nfound].dims);
+    }
   }
   OnnxImportOptions io = {.ninput_shapes = nfound, .input_shapes = shapes};
   Graph *g = NULL;
@@ -212,7 +247,7 @@ static Result run_test(const char *root, const char *name, FILE *out) {
     int newly = 0;
     if (d.status == MLC_ERR_UNSUPPORTED && strstr(d.msg, "compile time"))
       for (int i = 0; i < nfound; i++)
-        if (!shapes[i].data && (in_t[i].dtype == MLC_I64 || in_t[i].dtype == MLC_I32 ||
+        if (!shapes[i].data && in_data[i] && (in_t[i].dtype == MLC_I64 || in_t[i].dtype == MLC_I32 ||
                                 in_t[i].dtype == MLC_BOOL || quoted_in(d.msg, names[i]))) {
           shapes[i].dtype = in_t[i].dtype;
           shapes[i].data = in_data[i];
@@ -254,28 +289,43 @@ static Result run_test(const char *root, const char *name, FILE *out) {
   double worst = 0;
   bool all_ok = true;
   char why[256] = "";
-  for (int i = 0; i < plan->noutputs; i++) {
+  int po = 0; /* the plan's outputs: the model's tensor outputs and the items of its sequence outputs, in order */
+  for (int i = 0; i < outs.n; i++) {
     char p[4700];
     snprintf(p, sizeof p, "%s/test_data_set_0/output_%d.pb", dir, i);
-    const char *tn;
-    TensorType want_t;
-    void *want;
-    if (onnx_read_tensor_file(a, p, &tn, &want_t, &want, &d) != MLC_OK) {
+    int nitems = 1;
+    TensorType *want_t = arena_alloc(a, sizeof *want_t);
+    void **want = arena_alloc(a, sizeof *want);
+    mlc_status st = outs.seq[i] ? onnx_read_sequence_file(a, p, &nitems, &want_t, &want, &d)
+                                : onnx_read_tensor_file(a, p, NULL, want_t, want, &d);
+    if (st != MLC_OK) {
       fprintf(out, "FAIL %s: %s\n", name, d.msg);
       goto done;
     }
-    bool ok;
-    rt_tensor got_t = plan->tensors[plan->outputs[i]]; /* a data-dependent output: its shape from the run */
-    rt_executor_output_shape(ex, i, got_t.shape);
-    double e = compare(&want_t, want, &got_t, rt_executor_output(ex, i), atol_of(name), &ok, why, sizeof why);
-    if (!ok) {
-      all_ok = false;
-      if (e < 0) {
-        fprintf(out, "FAIL %s: output %d: %s\n", name, i, why);
+    for (int k = 0; k < nitems; k++, po++) {
+      char item[300];
+      snprintf(item, sizeof item, "%s.%d", outs.names[i], k);
+      if (po >= plan->noutputs || (outs.seq[i] && strcmp(plan->tensors[plan->outputs[po]].name, item))) {
+        fprintf(out, "FAIL %s: output '%s' has %d items, not %d\n", name, outs.names[i], k, nitems);
         goto done;
       }
+      bool ok;
+      rt_tensor got_t = plan->tensors[plan->outputs[po]]; /* a data-dependent output: its shape from the run */
+      rt_executor_output_shape(ex, po, got_t.shape);
+      double e = compare(&want_t[k], want[k], &got_t, rt_executor_output(ex, po), atol_of(name), &ok, why, sizeof why);
+      if (!ok) {
+        all_ok = false;
+        if (e < 0) {
+          fprintf(out, "FAIL %s: output %d: %s\n", name, i, why);
+          goto done;
+        }
+      }
+      if (e > worst) worst = e;
     }
-    if (e > worst) worst = e;
+  }
+  if (po != plan->noutputs) {
+    fprintf(out, "FAIL %s: %d outputs, %d expected\n", name, plan->noutputs, po);
+    goto done;
   }
   if (all_ok) {
     fprintf(out, "PASS %s\n", name);
