@@ -11,7 +11,9 @@
  *     squeezed unless keepdims; a scalar -> pieces of that size, the last shorter; a vector -> those sizes),
  *   ConcatFromSequence (11: axis, new_axis) -> concatenate (each item reshaped to a new axis when new_axis),
  *   SequenceMap (17: body) -> the body inlined once per position of the first sequence, bound to the items at
- *     that position of the sequence inputs (which must all be as long) and to the tensor inputs themselves.
+ *     that position of the sequence inputs (which must all be as long) and to the tensor inputs themselves;
+ *   Optional, OptionalHasElement, OptionalGetElement: optionals are resolved at compile time too (see
+ *     optional_new).
  * A position or split that is not a compile-time constant, an empty ConcatFromSequence, and a sequence where an
  * op wants a tensor (a graph output, a Loop scan output, any other op) are errors naming the node. */
 #include <string.h>
@@ -255,6 +257,30 @@ static mlc_status seq_map(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d)
   return MLC_OK;
 }
 
+/* Optional (15): its input itself (an optional holding a value is that value), or the empty optional without
+ * one; OptionalHasElement (15, 18): a constant, false for an empty optional or a missing input;
+ * OptionalGetElement (15, 18): the value held (a tensor input itself), an error for an empty optional. */
+static mlc_status optional_new(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  (void)d;
+  outs[0] = n->ninputs > 0 && n->inputs[0] ? n->inputs[0] : onnx_none_new(cx, n->output_names[0]);
+  return MLC_OK;
+}
+
+static mlc_status optional_has(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  (void)d;
+  uint8_t has = n->ninputs > 0 && n->inputs[0] && !onnx_is_none(n->inputs[0]);
+  outs[0] = onnx_const(cx, n->output_names[0], (TensorType){MLC_BOOL, 0, {0}}, &has);
+  return MLC_OK;
+}
+
+static mlc_status optional_get(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  mlc_status st = onnx_need_inputs(cx, n, 1, d);
+  if (st) return st;
+  if (onnx_is_none(n->inputs[0])) return onnx_error(cx, n, d, MLC_ERR_INVALID, "the optional input is empty");
+  outs[0] = n->inputs[0];
+  return MLC_OK;
+}
+
 const OnnxConverter onnx_ops_sequence[] = {
     /* op_type             domain converter */
     {"SequenceEmpty", "", seq_empty},
@@ -266,5 +292,8 @@ const OnnxConverter onnx_ops_sequence[] = {
     {"SplitToSequence", "", split_to_seq},
     {"ConcatFromSequence", "", concat_from_seq},
     {"SequenceMap", "", seq_map},
+    {"Optional", "", optional_new},
+    {"OptionalHasElement", "", optional_has},
+    {"OptionalGetElement", "", optional_get},
     {0},
 };

@@ -145,7 +145,17 @@ Value *onnx_seq_new(OnnxCtx *cx, const char *name, mlc_dtype elem, int n, Value 
 }
 
 const OnnxSeq *onnx_seq(const Value *v) {
-  return v && v->id == -1 && v->type.dtype == MLC_UNDEF ? (const OnnxSeq *)v : NULL;
+  return v && v->id == -1 && v->type.dtype == MLC_UNDEF && !((const OnnxSeq *)v)->none ? (const OnnxSeq *)v : NULL;
+}
+
+Value *onnx_none_new(OnnxCtx *cx, const char *name) {
+  Value *v = onnx_seq_new(cx, name ? name : "none", MLC_UNDEF, 0, NULL);
+  ((OnnxSeq *)v)->none = true;
+  return v;
+}
+
+bool onnx_is_none(const Value *v) {
+  return v && v->id == -1 && v->type.dtype == MLC_UNDEF && ((const OnnxSeq *)v)->none;
 }
 
 int onnx_const_ints(const Value *v, int64_t *out, int max) {

@@ -124,6 +124,18 @@ mlc_status onnx_parse_input_shapes(Arena *a, const char *spec, OnnxImportOptions
   while (*p) {
     while (*p == ' ' || *p == ',') p++;
     if (!*p) break;
+    const char *none = strstr(p, ":none");
+    if (none && none > p && (none[5] == ',' || !none[5]) && !memchr(p, '[', (size_t)(none - p))) {
+      OnnxInputShape s = {.ndim = -1}; /* an empty optional */
+      char *name = arena_alloc(a, (size_t)(none - p) + 1);
+      memcpy(name, p, (size_t)(none - p));
+      s.name = name;
+      for (int i = 0; i < v.n; i++)
+        if (!strcmp(v.v[i].name, name)) return diag_set(d, MLC_ERR_USAGE, "--input-shapes: '%s' is given twice", name);
+      vec_push(a, &v, s);
+      p = none + 5;
+      continue;
+    }
     const char *close = strchr(p, ']');
     if (!close)
       return diag_set(d, MLC_ERR_USAGE, "--input-shapes '%s': expected name:[d0,d1,...] at '%s'", spec, p);
@@ -301,6 +313,8 @@ static mlc_status import_tensor_input(OnnxCtx *cx, const Onnx__ValueInfoProto *v
                                       Diag *d) {
   const char *nm = S(vi->name);
   const OnnxInputShape *frozen = find_shape(opt, nm);
+  if (frozen && frozen->ndim < 0)
+    return diag_set(d, MLC_ERR_USAGE, "%s: --input-shapes %s:none: input '%s' is not optional", cx->path, nm, nm);
   if (!frozen || !frozen->data) return import_input(cx, vi, opt, d);
   mlc_dtype dt;
   const void *data;
@@ -317,8 +331,11 @@ static mlc_status import_tensor_input(OnnxCtx *cx, const Onnx__ValueInfoProto *v
 static bool sequence_item_of(const Onnx__ValueInfoProto *vi, const char *name) {
   const char *in = S(vi->name);
   size_t n = strlen(in);
-  if (!vi->type || vi->type->value_case != ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE || strncmp(name, in, n) ||
-      name[n] != '.' || !name[n + 1])
+  const Onnx__TypeProto *tp = vi->type;
+  if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE && tp->optional_type)
+    tp = tp->optional_type->elem_type;
+  if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE || strncmp(name, in, n) || name[n] != '.' ||
+      !name[n + 1])
     return false;
   for (const char *p = name + n + 1; *p; p++)
     if (*p < '0' || *p > '9') return false;
@@ -356,6 +373,25 @@ static mlc_status import_sequence_input(OnnxCtx *cx, const Onnx__ValueInfoProto 
   int32_t t = et->tensor_type->has_elem_type ? et->tensor_type->elem_type : 0;
   onnx_scope_put(cx->arena, &cx->scope, nm, onnx_seq_new(cx, nm, onnx_dtype(t), items.n, items.v));
   return MLC_OK;
+}
+
+/* An optional-typed graph input X: empty where --input-shapes gives X:none, else the tensor or sequence it holds,
+ * imported as such an input is. */
+static mlc_status import_optional_input(OnnxCtx *cx, const Onnx__ValueInfoProto *vi, const OnnxImportOptions *opt,
+                                        Diag *d) {
+  const char *nm = S(vi->name);
+  const OnnxInputShape *given = find_shape(opt, nm);
+  if (given && given->ndim < 0) {
+    onnx_scope_put(cx->arena, &cx->scope, nm, onnx_none_new(cx, nm));
+    return MLC_OK;
+  }
+  const Onnx__TypeProto *et = vi->type->optional_type ? vi->type->optional_type->elem_type : NULL;
+  Onnx__ValueInfoProto evi = *vi;
+  evi.type = (Onnx__TypeProto *)et;
+  if (et && et->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE) return import_sequence_input(cx, &evi, opt, d);
+  if (et && et->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE) return import_tensor_input(cx, &evi, opt, d);
+  return diag_set(d, MLC_ERR_UNSUPPORTED, "%s: input '%s' is an optional of neither a tensor nor a sequence, which "
+                  "mlc does not support", cx->path, nm);
 }
 
 /* Appends v to the graph's outputs under name. The package names its outputs after the ONNX graph outputs: a
@@ -529,7 +565,8 @@ static mlc_status fold_shape_value(OnnxCtx *cx, const char *name, Value **slot, 
  * If, whose bodies are inlined with it in scope. */
 static bool takes_sequences(const OnnxNode *n) {
   static const char *const ops[] = {"SequenceConstruct", "SequenceLength", "SequenceAt", "SequenceInsert",
-                                    "SequenceErase", "ConcatFromSequence", "SequenceMap", "Identity", "Loop", "If"};
+                                    "SequenceErase", "ConcatFromSequence", "SequenceMap", "Identity", "Loop", "If",
+                                    "Optional", "OptionalHasElement", "OptionalGetElement"};
   if (*n->domain) return false;
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
     if (!strcmp(n->op_type, ops[i])) return true;
@@ -571,6 +608,9 @@ static mlc_status convert_node(OnnxCtx *cx, const Onnx__NodeProto *np, const cha
     } else if ((st = fold_shape_value(cx, in, &on.inputs[j], d)) != MLC_OK) {
       return st;
     }
+    if (onnx_is_none(on.inputs[j]) && !takes_sequences(&on))
+      return node_error(cx, name, op_type, opset, d, MLC_ERR_INVALID, "input '%s' is an empty optional; %s takes "
+                        "values", in, op_type);
     if (onnx_seq(on.inputs[j]) && !takes_sequences(&on))
       return node_error(cx, name, op_type, opset, d, MLC_ERR_UNSUPPORTED, "input '%s' is a sequence; %s takes tensors", in,
                         op_type);
@@ -749,6 +789,10 @@ static mlc_status import_graph(OnnxCtx *cx, const Onnx__GraphProto *gp, const On
       if (import_sequence_input(cx, vi, opt, d) != MLC_OK) return d->status;
       continue;
     }
+    if (vi->type && vi->type->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE) {
+      if (import_optional_input(cx, vi, opt, d) != MLC_OK) return d->status;
+      continue;
+    }
     if (import_tensor_input(cx, vi, opt, d) != MLC_OK) return d->status;
   }
   /* node order, converters and unsupported ops */
@@ -800,6 +844,7 @@ static mlc_status import_graph(OnnxCtx *cx, const Onnx__GraphProto *gp, const On
     if (!v)
       return diag_set(d, MLC_ERR_INVALID, "%s: graph output '%s' is not produced by any node, initializer or input",
                       cx->path, nm);
+    if (onnx_is_none(v)) continue; /* an empty optional: no output */
     const OnnxSeq *seq = onnx_seq(v);
     if (seq) { /* a sequence of a fixed length: its items are the outputs NAME.0, NAME.1, ... */
       for (int k = 0; k < seq->n; k++)
@@ -814,7 +859,8 @@ static mlc_status import_graph(OnnxCtx *cx, const Onnx__GraphProto *gp, const On
                       cx->path, nm, mlc_dtype_name(v->type.dtype), onnx_dtype_name(tp->tensor_type->elem_type));
     if (add_output(cx, v, nm, d) != MLC_OK) return d->status;
   }
-  if (g->outputs.n == 0) return diag_set(d, MLC_ERR_UNSUPPORTED, "%s: the graph's outputs are empty sequences", cx->path);
+  if (g->outputs.n == 0) return diag_set(d, MLC_ERR_UNSUPPORTED, "%s: the graph's outputs are empty sequences or "
+                                         "optionals", cx->path);
   return ir_verify(g, d);
 }
 

@@ -34,6 +34,10 @@ mlc_status onnx_read_tensor_file(Arena *a, const char *path, const char **name, 
                                  Diag *d);
 /* Reads a serialized SequenceProto of tensors: its *n items' types and data, in a. */
 mlc_status onnx_read_sequence_file(Arena *a, const char *path, int *n, TensorType **types, void ***data, Diag *d);
+/* Reads a serialized OptionalProto: empty, a tensor (*n 1) or a sequence of tensors (*n items). */
+typedef enum { ONNX_OPTIONAL_EMPTY, ONNX_OPTIONAL_TENSOR, ONNX_OPTIONAL_SEQUENCE } OnnxOptionalKind;
+mlc_status onnx_read_optional_file(Arena *a, const char *path, OnnxOptionalKind *kind, int *n, TensorType **types,
+                                   void ***data, Diag *d);
 
 /* ---- the converter interface, used by convert_*.c ---- */
 typedef struct OnnxCtx OnnxCtx; /* the graph being built, the model's opsets, the current node */
@@ -151,9 +155,14 @@ typedef struct OnnxSeq {
   mlc_dtype elem;
   int n;
   Value **items;
+  bool none;   /* an empty optional (onnx_none_new), not a sequence */
 } OnnxSeq;
 Value *onnx_seq_new(OnnxCtx *cx, const char *name, mlc_dtype elem, int n, Value *const *items);
 const OnnxSeq *onnx_seq(const Value *v);
+/* Optionals exist only during import too: an optional holding a value is that value (a tensor or a sequence);
+ * an empty one is the none value, which onnx_is_none tells. */
+Value *onnx_none_new(OnnxCtx *cx, const char *name);
+bool onnx_is_none(const Value *v);
 /* The error for a node: "model.onnx: node 'x' (Conv, opset 11): error: <fmt>" with status. */
 mlc_status onnx_error(OnnxCtx *cx, const OnnxNode *n, Diag *d, mlc_status st, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));

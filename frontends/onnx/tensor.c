@@ -291,13 +291,9 @@ mlc_status onnx_read_tensor_file(Arena *a, const char *path, const char **name, 
   return st;
 }
 
-mlc_status onnx_read_sequence_file(Arena *a, const char *path, int *n, TensorType **types, void ***data, Diag *d) {
-  void *buf = NULL;
-  size_t size = 0;
-  if (file_read(path, &buf, &size, d) != MLC_OK) return d->status;
-  Onnx__SequenceProto *s = onnx__sequence_proto__unpack(NULL, size, buf);
-  free(buf);
-  if (!s) return diag_set(d, MLC_ERR_INVALID, "%s: not a valid ONNX SequenceProto (protobuf parse failed)", path);
+/* the items of the parsed sequence s of file path */
+static mlc_status sequence_of(Arena *a, const Onnx__SequenceProto *s, const char *path, int *n, TensorType **types,
+                              void ***data, Diag *d) {
   mlc_status st = MLC_OK;
   if (s->has_elem_type && s->elem_type != 1 && !(s->elem_type == 0 && s->n_tensor_values == 0))
     st = diag_set(d, MLC_ERR_UNSUPPORTED, "%s: a sequence of element kind %d; mlc reads sequences of tensors", path,
@@ -307,6 +303,46 @@ mlc_status onnx_read_sequence_file(Arena *a, const char *path, int *n, TensorTyp
   *data = arena_alloc(a, sizeof(void *) * (s->n_tensor_values + 1));
   for (size_t i = 0; i < s->n_tensor_values && st == MLC_OK; i++)
     st = tensor_of(a, s->tensor_values[i], path, &(*types)[i], &(*data)[i], d);
+  return st;
+}
+
+mlc_status onnx_read_sequence_file(Arena *a, const char *path, int *n, TensorType **types, void ***data, Diag *d) {
+  void *buf = NULL;
+  size_t size = 0;
+  if (file_read(path, &buf, &size, d) != MLC_OK) return d->status;
+  Onnx__SequenceProto *s = onnx__sequence_proto__unpack(NULL, size, buf);
+  free(buf);
+  if (!s) return diag_set(d, MLC_ERR_INVALID, "%s: not a valid ONNX SequenceProto (protobuf parse failed)", path);
+  mlc_status st = sequence_of(a, s, path, n, types, data, d);
   onnx__sequence_proto__free_unpacked(s, NULL);
+  return st;
+}
+
+mlc_status onnx_read_optional_file(Arena *a, const char *path, OnnxOptionalKind *kind, int *n, TensorType **types,
+                                   void ***data, Diag *d) {
+  void *buf = NULL;
+  size_t size = 0;
+  if (file_read(path, &buf, &size, d) != MLC_OK) return d->status;
+  Onnx__OptionalProto *o = onnx__optional_proto__unpack(NULL, size, buf);
+  free(buf);
+  if (!o) return diag_set(d, MLC_ERR_INVALID, "%s: not a valid ONNX OptionalProto (protobuf parse failed)", path);
+  mlc_status st = MLC_OK;
+  *n = 0;
+  *types = arena_alloc(a, sizeof(TensorType));
+  *data = arena_alloc(a, sizeof(void *));
+  if (o->tensor_value) {
+    *kind = ONNX_OPTIONAL_TENSOR;
+    *n = 1;
+    st = tensor_of(a, o->tensor_value, path, *types, *data, d);
+  } else if (o->sequence_value) {
+    *kind = ONNX_OPTIONAL_SEQUENCE;
+    st = sequence_of(a, o->sequence_value, path, n, types, data, d);
+  } else if (o->has_elem_type && o->elem_type != 0) {
+    st = diag_set(d, MLC_ERR_UNSUPPORTED, "%s: an optional of element kind %d; mlc reads tensors and sequences",
+                  path, o->elem_type);
+  } else {
+    *kind = ONNX_OPTIONAL_EMPTY;
+  }
+  onnx__optional_proto__free_unpacked(o, NULL);
   return st;
 }

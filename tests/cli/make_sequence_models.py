@@ -2,7 +2,7 @@
 """make_sequence_models.py DIR: ONNX models built on sequence ops (SequenceEmpty / Construct / Insert / At /
 Erase / Length, SplitToSequence in its three forms, ConcatFromSequence with and without new_axis, a sequence
 carried through a Loop as torch exports repeat_interleave, SequenceMap over a sequence-typed graph input into
-sequence-typed graph outputs), each with an input (NAME_inputs.npz) and a numpy
+sequence-typed graph outputs, an optional graph input present and empty), each with an input (NAME_inputs.npz) and a numpy
 reference (NAME_ref.npz) following the ONNX operator definitions. Used by tests/cli/test_zoo.sh; the names are
 listed in DIR/sequence_models.txt as the zoo lists its own (NAME TOL)."""
 import os
@@ -123,6 +123,28 @@ refs = {f"ys.{i}": np.maximum(v + b, 0) for i, v in enumerate(items)}
 refs.update({f"zs.{i}": v.sum(0) for i, v in enumerate(items)})
 np.savez(f"{out}/seq_io_ref.npz", n=np.int64(len(items)), **refs)
 
+# an optional-typed graph input o: present (a tensor input o) or empty (--input-shapes o:none, no input); the If
+# on OptionalHasElement is resolved at compile time
+xo = rng.standard_normal(3).astype(np.float32)
+ov = rng.standard_normal(3).astype(np.float32)
+then_b = helper.make_graph([helper.make_node("OptionalGetElement", ["o"], ["v"]), helper.make_node("Add", ["v", "x"], ["r1"])],
+                           "then", [], [helper.make_tensor_value_info("r1", TensorProto.FLOAT, [3])])
+else_b = helper.make_graph([helper.make_node("Neg", ["x"], ["r2"])], "else", [],
+                           [helper.make_tensor_value_info("r2", TensorProto.FLOAT, [3])])
+g = helper.make_graph(
+    [helper.make_node("OptionalHasElement", ["o"], ["has"]),
+     helper.make_node("If", ["has"], ["y"], then_branch=then_b, else_branch=else_b)], "opt_io",
+    [helper.make_value_info("o", helper.make_optional_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, [3]))),
+     helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+m.ir_version = 8
+for case, feeds, ref in (("some", {"o": ov, "x": xo}, ov + xo), ("none", {"x": xo}, -xo)):
+    onnx.save(m, f"{out}/opt_io_{case}.onnx")
+    np.savez(f"{out}/opt_io_{case}_inputs.npz", **feeds)
+    np.savez(f"{out}/opt_io_{case}_ref.npz", y=ref)
+
 with open(f"{out}/sequence_models.txt", "w") as f:
+    f.write("opt_io_some 1e-6\nopt_io_none 1e-6 --input-shapes o:none\n")
     f.write("".join(f"{n} 1e-6\n" for n in names))
     f.write("seq_io 1e-6 --input-shapes xs.0:[2,3],xs.1:[4,3],xs.2:[1,3]\n")

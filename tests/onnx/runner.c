@@ -130,18 +130,40 @@ static double compare(const TensorType *want_t, const void *want, const rt_tenso
 
 #define MAX_IO 64
 
-/* The model's graph inputs (without initializers) or outputs, in order: each one's name and whether it is a
- * sequence (whose test data is a SequenceProto, its items the compiled graph's NAME.0, NAME.1, ...). */
+/* The model's graph inputs (without initializers) or outputs, in order: each one's name and kind. The test data
+ * of a sequence is a SequenceProto, its items the compiled graph's NAME.0, NAME.1, ...; that of an optional an
+ * OptionalProto: empty (no input / output), a tensor NAME or a sequence NAME.0, ... */
+enum { IO_TENSOR, IO_SEQUENCE, IO_OPTIONAL };
 typedef struct IoList {
   int n;
   char names[MAX_IO][256];
-  bool seq[MAX_IO];
+  int kind[MAX_IO];
 } IoList;
 
 static void io_add(IoList *l, const Onnx__ValueInfoProto *vi) {
   if (l->n == MAX_IO) return;
   snprintf(l->names[l->n], 256, "%s", vi->name ? vi->name : "");
-  l->seq[l->n++] = vi->type && vi->type->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE;
+  int c = vi->type ? (int)vi->type->value_case : 0;
+  l->kind[l->n++] = c == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE   ? IO_SEQUENCE
+                    : c == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE ? IO_OPTIONAL
+                                                                 : IO_TENSOR;
+}
+
+/* Reads the test data of an input or output of kind: its items (one for a tensor), whether they are a sequence's
+ * (named NAME.k) and whether it is an empty optional. */
+static mlc_status read_io(Arena *a, const char *path, int kind, int *n, TensorType **types, void ***data, bool *seq,
+                          bool *none, Diag *d) {
+  *seq = kind == IO_SEQUENCE, *none = false, *n = 1;
+  if (kind == IO_SEQUENCE) return onnx_read_sequence_file(a, path, n, types, data, d);
+  if (kind == IO_OPTIONAL) {
+    OnnxOptionalKind k;
+    mlc_status st = onnx_read_optional_file(a, path, &k, n, types, data, d);
+    *seq = k == ONNX_OPTIONAL_SEQUENCE, *none = k == ONNX_OPTIONAL_EMPTY;
+    return st;
+  }
+  *types = arena_alloc(a, sizeof **types);
+  *data = arena_alloc(a, sizeof **data);
+  return onnx_read_tensor_file(a, path, NULL, *types, *data, d);
 }
 
 static bool model_io(const char *path, IoList *in, IoList *out) {
@@ -204,28 +226,26 @@ static Result run_test(const char *root, const char *name, FILE *out) {
     int nitems = 1;
     TensorType *types = NULL;
     void **data = NULL;
-    mlc_status st = ins.seq[i] ? onnx_read_sequence_file(a, p, &nitems, &types, &data, &d)
-                               : onnx_read_tensor_file(a, p, NULL, &in_t[nfound], &in_data[nfound], &d);
-    if (st == MLC_OK && nfound + nitems > MAX_ITEMS) st = diag_set(&d, MLC_ERR_UNSUPPORTED, "too many inputs");
+    bool seq, none;
+    mlc_status st = read_io(a, p, ins.kind[i], &nitems, &types, &data, &seq, &none, &d);
+    if (st == MLC_OK && nfound + nitems + 1 > MAX_ITEMS) st = diag_set(&d, MLC_ERR_UNSUPPORTED, "too many inputs");
     if (st != MLC_OK) {
       fprintf(out, "UNSUPPORTED %s: %s\n", name, d.msg);
       arena_free(a);
       return R_UNSUPPORTED;
     }
-    if (ins.seq[i] && nitems == 0) { /* an empty sequence: NAME:[] */
+    if (none || (seq && nitems == 0)) { /* an empty optional (NAME:none) or sequence (NAME:[]) */
       snprintf(names[nfound], 256, "%s", ins.names[i]);
       shapes[nfound].name = names[nfound];
+      shapes[nfound].ndim = none ? -1 : 0;
       in_t[nfound] = (TensorType){.dtype = MLC_F32};
       in_data[nfound++] = NULL;
+      continue;
     }
     for (int k = 0; k < nitems; k++, nfound++) {
-      if (ins.seq[i]) {
-        snprintf(names[nfound], 256, "%s.%d", ins.names[i], k);
-        in_t[nfound] = types[k];
-        in_data[nfound] = data[k];
-      } else {
-        snprintf(names[nfound], 256, "%s", ins.names[i]);
-      }
+      snprintf(names[nfound], 256, seq ? "%s.%d" : "%s", ins.names[i], k);
+      in_t[nfound] = types[k];
+      in_data[nfound] = data[k];
       shapes[nfound].name = names[nfound];
       shapes[nfound].ndim = in_t[nfound].ndim;
       memcpy(shapes[nfound].dims, in_t[nfound].dims, sizeof shapes[nfound].dims);
@@ -294,18 +314,17 @@ static Result run_test(const char *root, const char *name, FILE *out) {
     char p[4700];
     snprintf(p, sizeof p, "%s/test_data_set_0/output_%d.pb", dir, i);
     int nitems = 1;
-    TensorType *want_t = arena_alloc(a, sizeof *want_t);
-    void **want = arena_alloc(a, sizeof *want);
-    mlc_status st = outs.seq[i] ? onnx_read_sequence_file(a, p, &nitems, &want_t, &want, &d)
-                                : onnx_read_tensor_file(a, p, NULL, want_t, want, &d);
-    if (st != MLC_OK) {
+    TensorType *want_t = NULL;
+    void **want = NULL;
+    bool seq, none;
+    if (read_io(a, p, outs.kind[i], &nitems, &want_t, &want, &seq, &none, &d) != MLC_OK) {
       fprintf(out, "FAIL %s: %s\n", name, d.msg);
       goto done;
     }
     for (int k = 0; k < nitems; k++, po++) {
       char item[300];
-      snprintf(item, sizeof item, "%s.%d", outs.names[i], k);
-      if (po >= plan->noutputs || (outs.seq[i] && strcmp(plan->tensors[plan->outputs[po]].name, item))) {
+      snprintf(item, sizeof item, seq ? "%s.%d" : "%s", outs.names[i], k);
+      if (po >= plan->noutputs || (outs.kind[i] != IO_TENSOR && strcmp(plan->tensors[plan->outputs[po]].name, item))) {
         fprintf(out, "FAIL %s: output '%s' has %d items, not %d\n", name, outs.names[i], k, nitems);
         goto done;
       }
