@@ -656,11 +656,21 @@ static mlc_status convert_node(OnnxCtx *cx, const Onnx__NodeProto *np, const cha
 
 /* ---- subgraphs (If / Loop / Scan bodies) ---- */
 
-mlc_dtype onnx_body_output_dtype(const OnnxNode *n, const char *attr, int k) {
+/* the GRAPH attribute attr of n, or NULL */
+static const Onnx__GraphProto *body_of(const OnnxNode *n, const char *attr) {
   const Onnx__NodeProto *np = ((const OnnxNodeRef *)n->proto)->np;
-  const Onnx__GraphProto *gp = NULL;
-  for (size_t i = 0; i < np->n_attribute && !gp; i++)
-    if (np->attribute[i]->name && !strcmp(np->attribute[i]->name, attr)) gp = np->attribute[i]->g;
+  for (size_t i = 0; i < np->n_attribute; i++)
+    if (np->attribute[i]->name && !strcmp(np->attribute[i]->name, attr)) return np->attribute[i]->g;
+  return NULL;
+}
+
+int onnx_body_ninputs(const OnnxNode *n, const char *attr) {
+  const Onnx__GraphProto *gp = body_of(n, attr);
+  return gp ? (int)gp->n_input : -1;
+}
+
+mlc_dtype onnx_body_output_dtype(const OnnxNode *n, const char *attr, int k) {
+  const Onnx__GraphProto *gp = body_of(n, attr);
   if (!gp || k < 0 || (size_t)k >= gp->n_output || !gp->output[k]->type) return MLC_UNDEF;
   const Onnx__TypeProto *tp = gp->output[k]->type;
   if (tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE && tp->sequence_type) tp = tp->sequence_type->elem_type;
@@ -676,10 +686,7 @@ mlc_dtype onnx_body_output_dtype(const OnnxNode *n, const char *attr, int k) {
 mlc_status onnx_inline_graph(OnnxCtx *cx, const OnnxNode *n, const char *attr, const char *tag, int nbind,
                              Value **bind, int *nout, Value ***outs, Diag *d) {
   Arena *a = cx->arena;
-  const Onnx__NodeProto *np = ((const OnnxNodeRef *)n->proto)->np;
-  const Onnx__GraphProto *gp = NULL;
-  for (size_t i = 0; i < np->n_attribute && !gp; i++)
-    if (np->attribute[i]->name && !strcmp(np->attribute[i]->name, attr)) gp = np->attribute[i]->g;
+  const Onnx__GraphProto *gp = body_of(n, attr);
   if (!gp) return onnx_error(cx, n, d, MLC_ERR_INVALID, "graph attribute '%s' is missing", attr);
   if ((int)gp->n_input != nbind)
     return onnx_error(cx, n, d, MLC_ERR_INVALID, "body '%s' has %zu inputs, expected %d", attr, gp->n_input, nbind);

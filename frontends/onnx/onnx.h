@@ -87,6 +87,8 @@ mlc_status onnx_inline_graph(OnnxCtx *cx, const OnnxNode *n, const char *attr, c
 /* The element type the GRAPH attribute attr of n declares for its output k (a tensor's, or a sequence's
  * items'), MLC_UNDEF where it declares none. */
 mlc_dtype onnx_body_output_dtype(const OnnxNode *n, const char *attr, int k);
+/* The number of inputs of the GRAPH attribute attr of n, -1 when n has no such attribute. */
+int onnx_body_ninputs(const OnnxNode *n, const char *attr);
 
 /* Emits a graph node applying graph op `op` (looked up in the registry) to ins, named after the ONNX node.
  * Set attributes with ir_set_* on the returned node BEFORE calling

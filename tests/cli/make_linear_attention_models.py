@@ -7,7 +7,8 @@ the inputs rounded to that dtype. CausalConvWithState: long inputs with bias, pa
 step, an input shorter than the kernel, float16 and bfloat16. LinearAttention: every update rule, head sizes
 dk != dv, grouped (3 query heads per kv head) and multi-query heads, decay per head and per key dim, beta per
 head and shared, erase_gate, explicit scale, float16 activations with a float32 state, float16 without a past
-state, float64, bfloat16, and enough (batch, head) pairs for several threads. Used by
+state, float64, bfloat16, and enough (batch, head) pairs for several threads. FlexAttention (ai.onnx.preview
+1) with per-element score_mod / mask_mod / prob_mod bodies, grouped and multi-query heads. Used by
 tests/cli/test_linear_attention.sh; DIR/models.txt lists one "NAME TOLERANCE" per line."""
 import os
 import sys
@@ -144,6 +145,63 @@ linear_attention("la_f16_state_f32", 2, 6, 4, 2, 8, 12, "gated_delta", dt="f16",
 linear_attention("la_f16_no_past", 2, 6, 4, 2, 8, 12, "gated_delta", past=False, dt="f16", tol=1e-3)
 linear_attention("la_f64", 2, 8, 2, 2, 8, 8, "gated_delta", erase=True, dt="f64", tol=1e-9)
 linear_attention("la_bf16", 1, 6, 2, 2, 8, 8, "delta", dt="bf16", tol=8e-3)
+
+
+
+def flex_attention(name, b, hq, hkv, lq, s_, e, ev, score=False, mask=False, prob=False, scale=None, tol=1e-5):
+    """FlexAttention (ai.onnx.preview 1) with the per-element modifier bodies the node tests do not cover: score_mod
+    (score, b, h, q_idx, kv_idx) adding a relative position and head bias, mask_mod (b, h, q_idx, kv_idx) a causal
+    sliding window of 4, prob_mod (prob, b, h, q_idx, kv_idx) scaling by batch; grouped query heads"""
+    q, k, v = (rng.standard_normal(sh).astype(np.float32) for sh in ((b, hq, lq, e), (b, hkv, s_, e), (b, hkv, s_, ev)))
+    I = TensorProto.INT64
+    idx_in = [helper.make_tensor_value_info(nm, I, []) for nm in ("b", "h", "qi", "ki")]
+    c = lambda nm, val: helper.make_node("Constant", [], [nm], value=helper.make_tensor(nm, F, [], [val]))
+    attrs = {}
+    if score:
+        attrs["score_mod"] = helper.make_graph(
+            [helper.make_node("Sub", ["qi", "ki"], ["rel"]), helper.make_node("Cast", ["rel"], ["relf"], to=F),
+             c("w_rel", 0.1), helper.make_node("Mul", ["relf", "w_rel"], ["t1"]),
+             helper.make_node("Cast", ["h"], ["hf"], to=F), c("w_h", 0.01), helper.make_node("Mul", ["hf", "w_h"], ["t2"]),
+             helper.make_node("Add", ["sc", "t1"], ["t3"]), helper.make_node("Add", ["t3", "t2"], ["sc_out"])],
+            "score_mod", [helper.make_tensor_value_info("sc", F, [])] + idx_in, [helper.make_tensor_value_info("sc_out", F, [])])
+    if mask:
+        attrs["mask_mod"] = helper.make_graph(
+            [helper.make_node("GreaterOrEqual", ["qi", "ki"], ["causal"]), helper.make_node("Sub", ["qi", "ki"], ["dist"]),
+             helper.make_node("Constant", [], ["win"], value=helper.make_tensor("win", I, [], [4])),
+             helper.make_node("Less", ["dist", "win"], ["near"]), helper.make_node("And", ["causal", "near"], ["keep"])],
+            "mask_mod", idx_in, [helper.make_tensor_value_info("keep", TensorProto.BOOL, [])])
+    if prob:
+        attrs["prob_mod"] = helper.make_graph(
+            [helper.make_node("Cast", ["b"], ["bf"], to=F), c("w_b", 0.5), helper.make_node("Mul", ["bf", "w_b"], ["t1"]),
+             c("one", 1.0), helper.make_node("Add", ["t1", "one"], ["f"]), helper.make_node("Mul", ["pr", "f"], ["pr_out"])],
+            "prob_mod", [helper.make_tensor_value_info("pr", F, [])] + idx_in, [helper.make_tensor_value_info("pr_out", F, [])])
+    if scale is not None:
+        attrs["scale"] = scale
+    g = helper.make_graph([helper.make_node("FlexAttention", ["q", "k", "v"], ["y"], domain="ai.onnx.preview", **attrs)],
+                          name, [helper.make_tensor_value_info(nm, F, list(x.shape)) for nm, x in (("q", q), ("k", k), ("v", v))],
+                          [helper.make_tensor_value_info("y", F, None)])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 26), helper.make_opsetid("ai.onnx.preview", 1)]),
+              f"{out}/{name}.onnx")
+    rep = hq // hkv
+    K, V = np.repeat(k, rep, axis=1).astype(np.float64), np.repeat(v, rep, axis=1).astype(np.float64)
+    sc = q.astype(np.float64) @ K.transpose(0, 1, 3, 2) * (scale if scale is not None else 1 / np.sqrt(e))
+    bi, hi, qi, ki = np.ix_(np.arange(b), np.arange(hq), np.arange(lq), np.arange(s_))
+    if score:
+        sc = sc + 0.1 * (qi - ki) + 0.01 * hi
+    if mask:
+        sc = np.where((qi >= ki) & (qi - ki < 4), sc, -np.inf)
+    p = np.exp(sc - sc.max(-1, keepdims=True))
+    p = p / p.sum(-1, keepdims=True)
+    if prob:
+        p = p * (1 + 0.5 * bi)
+    np.savez(f"{out}/{name}_inputs.npz", q=q, k=k, v=v)
+    np.savez(f"{out}/{name}_ref.npz", y=(p @ V).astype(np.float32))
+    lines.append(f"{name} {tol}")
+
+
+flex_attention("fa_score_mask_gqa", 2, 6, 2, 9, 9, 16, 8, score=True, mask=True)
+flex_attention("fa_prob_scaled", 2, 4, 4, 5, 7, 8, 8, prob=True, scale=0.3)
+flex_attention("fa_all_mqa", 1, 4, 1, 12, 12, 8, 16, score=True, mask=True, prob=True)
 
 with open(f"{out}/models.txt", "w") as f:
     f.write("\n".join(lines) + "\n")

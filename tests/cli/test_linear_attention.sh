@@ -3,7 +3,8 @@
 # is compiled, run and compared with its float64 numpy reference, under the tolerance models.txt gives it
 # (1e-4 for float32, looser for float16 / bfloat16 inputs, 1e-9 for float64). Covers what the ONNX node tests
 # do not: long sequences, dk != dv, 3 query heads per kv head, erase_gate, a float32 state with float16
-# activations, float64 and bfloat16, and more (batch, kv head) pairs than threads.
+# activations, float64 and bfloat16, and more (batch, kv head) pairs than threads; and FlexAttention's
+# per-element modifier bodies (score, mask, prob) with grouped and multi-query heads.
 # usage: test_linear_attention.sh MLC BUILD_DIR
 set -eu
 mlc=$1 dir=$2/linear_attention
