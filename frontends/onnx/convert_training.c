@@ -10,7 +10,9 @@
  *   Adam(R, T, X.., G.., V.., H..; alpha, beta, epsilon, norm_coefficient, norm_coefficient_post)
  *     -> X_new.., V_new.., H_new..: g = norm_coefficient * X + G, V_new = alpha * V + (1 - alpha) * g,
  *     H_new = beta * H + (1 - beta) * g * g, r = T > 0 ? R * sqrt(1 - beta^T) / (1 - alpha^T) : R,
- *     X_new = (1 - norm_coefficient_post) * (X - r * V_new / (sqrt(H_new) + epsilon)). */
+ *     X_new = (1 - norm_coefficient_post) * (X - r * V_new / (sqrt(H_new) + epsilon));
+ *   Gradient(xs..; xs, y) -> d sum(y) / d x for each x of xs: reverse-mode differentiation of the graph imported
+ *     so far, see gradient. */
 #include <string.h>
 #include "frontends/onnx/onnx.h"
 
@@ -115,10 +117,145 @@ static mlc_status optimizer(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *
   return MLC_OK;
 }
 
+/* ---------------------------------------------------------------- Gradient */
+
+/* g summed down to the shape of v (the inverse of broadcasting v to g's shape) */
+static Value *unbroadcast(Step *s, Value *g, const Value *v) {
+  if (!g) return NULL;
+  const TensorType *gt = &g->type, *vt = &v->type;
+  int lead = gt->ndim - vt->ndim;
+  int64_t axes[MLC_MAX_DIMS];
+  int na = 0;
+  for (int i = 0; i < gt->ndim; i++)
+    if (i < lead || (vt->dims[i - lead] == 1 && gt->dims[i] != 1)) axes[na++] = i;
+  if (na) {
+    Node *nd = onnx_emit(s->cx, s->n, "sum", 1, &g, 1, s->d);
+    if (nd) {
+      ir_set_ints(onnx_graph(s->cx), nd, "axis", axes, na);
+      ir_set_int(onnx_graph(s->cx), nd, "keepdims", 1);
+    }
+    if (!nd || onnx_finish_one(s->cx, s->n, nd, &g, s->d)) return NULL;
+  }
+  if (g->type.ndim == vt->ndim) return g;
+  Node *r = onnx_emit(s->cx, s->n, "reshape", 1, &g, 1, s->d);
+  if (r) ir_set_ints(onnx_graph(s->cx), r, "newshape", vt->dims, vt->ndim);
+  return !r || onnx_finish_one(s->cx, s->n, r, &g, s->d) ? NULL : g;
+}
+
+/* a constant of v's type filled with x */
+static Value *filled(Step *s, const char *what, const Value *v, double x) {
+  int64_t n = tt_numel(&v->type);
+  float *buf = arena_alloc(onnx_graph(s->cx)->arena, sizeof(float) * (size_t)(n ? n : 1));
+  for (int64_t i = 0; i < n; i++) buf[i] = (float)x;
+  TensorType t = v->type;
+  t.dtype = MLC_F32;
+  Value *c = onnx_const(s->cx, arena_printf(onnx_graph(s->cx)->arena, "%s_%s", s->n->name, what), t, buf);
+  return as_float(s, c);
+}
+
+/* adds the gradient contribution g to the one of v collected so far */
+static bool accumulate(Step *s, Value **grads, const bool *live, const Value *v, Value *g) {
+  if (v->id < 0 || v->data || !live[v->id]) return true; /* not computed from an x: no gradient wanted */
+  if (!g) return false;
+  grads[v->id] = grads[v->id] ? bin(s, "add", grads[v->id], g) : g;
+  return grads[v->id] != NULL;
+}
+
+/* Gradient (ai.onnx.preview.training 1): the derivatives of sum(y) with respect to the inputs xs, by reverse-mode
+ * differentiation of the graph ops that lie between them, newest first, the gradient of y seeded with ones:
+ * add, subtract, multiply, divide (with broadcasting: each gradient summed back to its input's shape), negative,
+ * copy, exp, tanh, sigmoid, nn.relu. Another op on the way is refused naming it; an x that y does not depend on
+ * gets zeros. The ops of the default domain it differentiates keep their own outputs. */
+static mlc_status gradient(OnnxCtx *cx, const OnnxNode *n, Value **outs, Diag *d) {
+  const char *yname = onnx_attr_string(n, "y", NULL);
+  Value *y = onnx_lookup(cx, yname);
+  if (!y || onnx_seq(y) || onnx_is_none(y))
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "Gradient: attribute y must name a tensor of the graph");
+  if (n->noutputs != n->ninputs)
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "Gradient has %d inputs (xs) but %d outputs", n->ninputs,
+                      n->noutputs);
+  Step s = {cx, n, d, y->type.dtype};
+  if (y->type.dtype != MLC_F32 && y->type.dtype != MLC_F64 && y->type.dtype != MLC_F16)
+    return onnx_error(cx, n, d, MLC_ERR_INVALID, "Gradient: y must be a float tensor, not %s",
+                      mlc_dtype_name(y->type.dtype));
+  Graph *g = onnx_graph(cx);
+  int nv = g->values.n, last = g->nodes.n;
+  Value **grads = arena_alloc(g->arena, sizeof(Value *) * (size_t)(nv + 1));
+  memset(grads, 0, sizeof(Value *) * (size_t)(nv + 1));
+  /* live: the values computed from an x; only the nodes between the xs and y are differentiated */
+  bool *live = arena_alloc(g->arena, sizeof(bool) * (size_t)(nv + 1));
+  memset(live, 0, sizeof(bool) * (size_t)(nv + 1));
+  for (int i = 0; i < n->ninputs; i++)
+    if (n->inputs[i] && n->inputs[i]->id >= 0 && n->inputs[i]->id < nv) live[n->inputs[i]->id] = true;
+  for (int k = 0; k < last; k++) {
+    Node *nd = g->nodes.v[k];
+    bool any = false;
+    for (int i = 0; i < nd->ninputs; i++) any |= nd->inputs[i] && nd->inputs[i]->id >= 0 && live[nd->inputs[i]->id];
+    for (int i = 0; i < nd->noutputs && any; i++)
+      if (nd->outputs[i]) live[nd->outputs[i]->id] = true;
+  }
+  grads[y->id] = filled(&s, "ones", y, 1);
+  for (int k = last - 1; k >= 0; k--) {
+    Node *nd = g->nodes.v[k];
+    Value *go = NULL;
+    for (int i = 0; i < nd->noutputs; i++)
+      if (nd->outputs[i] && live[nd->outputs[i]->id] && grads[nd->outputs[i]->id])
+        go = nd->noutputs == 1 ? grads[nd->outputs[i]->id] : nd->outputs[i];
+    if (!go) continue;
+    if (nd->noutputs != 1)
+      return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "Gradient: cannot differentiate through node '%s' (%s)",
+                        nd->name, nd->op->name);
+    const char *op = nd->op->name;
+    Value *a = nd->ninputs > 0 ? nd->inputs[0] : NULL, *b = nd->ninputs > 1 ? nd->inputs[1] : NULL;
+    Value *out = nd->outputs[0];
+    bool ok = true;
+    if (!strcmp(op, "add") || !strcmp(op, "subtract")) {
+      ok = accumulate(&s, grads, live, a, unbroadcast(&s, go, a)) &&
+           accumulate(&s, grads, live, b, unbroadcast(&s, op[0] == 'a' ? go : unary(&s, "negative", go), b));
+    } else if (!strcmp(op, "multiply")) {
+      ok = accumulate(&s, grads, live, a, unbroadcast(&s, bin(&s, "multiply", go, b), a)) &&
+           accumulate(&s, grads, live, b, unbroadcast(&s, bin(&s, "multiply", go, a), b));
+    } else if (!strcmp(op, "divide")) { /* d(a/b) = da / b - a db / b^2 = (da - out db) / b */
+      Value *gb = bin(&s, "divide", go, b);
+      ok = accumulate(&s, grads, live, a, unbroadcast(&s, gb, a)) &&
+           accumulate(&s, grads, live, b, unbroadcast(&s, unary(&s, "negative", bin(&s, "multiply", gb, out)), b));
+    } else if (!strcmp(op, "negative")) {
+      ok = accumulate(&s, grads, live, a, unary(&s, "negative", go));
+    } else if (!strcmp(op, "copy")) {
+      ok = accumulate(&s, grads, live, a, go);
+    } else if (!strcmp(op, "exp")) {
+      ok = accumulate(&s, grads, live, a, bin(&s, "multiply", go, out));
+    } else if (!strcmp(op, "tanh")) { /* 1 - out^2 */
+      ok = accumulate(&s, grads, live, a, bin(&s, "multiply", go, bin(&s, "subtract", num(&s, 1),
+                                                               bin(&s, "multiply", out, out))));
+    } else if (!strcmp(op, "sigmoid")) { /* out (1 - out) */
+      ok = accumulate(&s, grads, live, a, bin(&s, "multiply", go, bin(&s, "multiply", out,
+                                                               bin(&s, "subtract", num(&s, 1), out))));
+    } else if (!strcmp(op, "nn.relu")) {
+      Value *pos = bin(&s, "greater", a, onnx_scalar(cx, n, "zero", a->type.dtype, 0));
+      ok = accumulate(&s, grads, live, a, bin(&s, "multiply", go, as_float(&s, pos)));
+    } else {
+      return onnx_error(cx, n, d, MLC_ERR_UNSUPPORTED, "Gradient: cannot differentiate through node '%s' (%s)",
+                        nd->name, op);
+    }
+    if (!ok) return d->status ? d->status : MLC_ERR_INTERNAL;
+  }
+  for (int i = 0; i < n->ninputs; i++) {
+    Value *x = n->inputs[i];
+    if (!x || onnx_seq(x)) return onnx_error(cx, n, d, MLC_ERR_INVALID, "Gradient: input %d must be a tensor", i);
+    Value *gx = x->id >= 0 && x->id < nv ? grads[x->id] : NULL;
+    if (!gx) gx = filled(&s, "zeros", x, 0); /* y does not depend on x */
+    Node *c = onnx_emit(cx, n, "copy", 1, &gx, 1, d); /* the gradient under the output's own name */
+    if (!c || onnx_finish_one(cx, n, c, &outs[i], d)) return d->status ? d->status : MLC_ERR_INTERNAL;
+  }
+  return MLC_OK;
+}
+
 const OnnxConverter onnx_ops_training[] = {
     /* op_type   domain                       converter */
     {"Adagrad", "ai.onnx.preview.training", optimizer},
     {"Momentum", "ai.onnx.preview.training", optimizer},
     {"Adam", "ai.onnx.preview.training", optimizer},
+    {"Gradient", "ai.onnx.preview.training", gradient},
     {NULL, NULL, NULL},
 };

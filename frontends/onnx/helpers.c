@@ -148,6 +148,8 @@ const OnnxSeq *onnx_seq(const Value *v) {
   return v && v->id == -1 && v->type.dtype == MLC_UNDEF && !((const OnnxSeq *)v)->none ? (const OnnxSeq *)v : NULL;
 }
 
+Value *onnx_lookup(OnnxCtx *cx, const char *name) { return name ? onnx_scope_get(&cx->scope, name) : NULL; }
+
 Value *onnx_none_new(OnnxCtx *cx, const char *name) {
   Value *v = onnx_seq_new(cx, name ? name : "none", MLC_UNDEF, 0, NULL);
   ((OnnxSeq *)v)->none = true;

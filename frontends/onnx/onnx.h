@@ -164,6 +164,8 @@ const OnnxSeq *onnx_seq(const Value *v);
 /* Optionals exist only during import too: an optional holding a value is that value (a tensor or a sequence);
  * an empty one is the none value, which onnx_is_none tells. */
 Value *onnx_none_new(OnnxCtx *cx, const char *name);
+/* The value the name stands for where the node being converted is (NULL: none). */
+Value *onnx_lookup(OnnxCtx *cx, const char *name);
 bool onnx_is_none(const Value *v);
 /* The error for a node: "model.onnx: node 'x' (Conv, opset 11): error: <fmt>" with status. */
 mlc_status onnx_error(OnnxCtx *cx, const OnnxNode *n, Diag *d, mlc_status st, const char *fmt, ...)

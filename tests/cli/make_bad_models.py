@@ -92,6 +92,12 @@ save("tfidf_bad_pool", [helper.make_node("TfIdfVectorizer", ["xt"], ["yt"], name
 # a sequence-typed input (its items' shapes must be given)
 save("seq_input", [helper.make_node("ConcatFromSequence", ["xs"], ["ys"], name="cat", axis=0)],
      [helper.make_tensor_sequence_value_info("xs", f32, [2])], [helper.make_tensor_value_info("ys", f32, None)])
+# Gradient through an op it cannot differentiate (MatMul)
+save("gradient_matmul", [helper.make_node("MatMul", ["x", "w"], ["m"], name="mm"),
+                         helper.make_node("Gradient", ["x"], ["dx"], name="grad", domain="ai.onnx.preview.training",
+                                          xs=["x"], y="m")],
+     [x], [helper.make_tensor_value_info("dx", f32, None)], [numpy_helper.from_array(np.ones((4, 2), np.float32), "w")],
+     domains=[("ai.onnx.preview.training", 1)])
 xa = helper.make_tensor_value_info("xa", f32, [1, 3, 8])
 wa = numpy_helper.from_array(np.zeros((8, 24), np.float32), "wa")
 pa = helper.make_tensor_value_info("past", f32, [2, 1, 2, 0, 4])

@@ -54,6 +54,8 @@ expect 1 "seq_input.onnx" "xs:[] makes it empty" -- \
   "$mlc" compile "$dir/seq_input.onnx" --output "$dir/t.tar" --input-shapes "xs:[],xs.0:[2]"
 expect 1 "seq_input.onnx" "'xs.x', which is not an input" -- \
   "$mlc" compile "$dir/seq_input.onnx" --output "$dir/t.tar" --input-shapes "xs.x:[2]"
+expect 3 "gradient_matmul.onnx" "'grad'" "cannot differentiate through node 'mm'" -- \
+  "$mlc" compile "$dir/gradient_matmul.onnx" --output "$dir/t.tar"
 expect 3 "tree_binary.onnx" "'clf'" "2 classes is not supported" -- \
   "$mlc" compile "$dir/tree_binary.onnx" --output "$dir/t.tar"
 expect 3 "attention_past.onnx" "'attn'" "KV cache" -- "$mlc" compile "$dir/attention_past.onnx" --output "$dir/t.tar"
