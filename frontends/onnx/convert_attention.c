@@ -109,16 +109,6 @@ static mlc_status linear_attention_convert(OnnxCtx *cx, const OnnxNode *n, Value
 
 /* ---------------------------------------------------------------- FlexAttention (ai.onnx.preview 1) */
 
-static Value *fa_emit(OnnxCtx *cx, const OnnxNode *n, const char *op, int nin, Value **ins, const char *attr,
-                      int64_t v, Diag *d) {
-  for (int i = 0; i < nin; i++)
-    if (!ins[i]) return NULL;
-  Node *nd = onnx_emit(cx, n, op, nin, ins, 1, d);
-  if (nd && attr) ir_set_int(onnx_graph(cx), nd, attr, v);
-  Value *y = NULL;
-  return onnx_finish_one(cx, n, nd, &y, d) ? NULL : y;
-}
-
 /* the default-domain op op_type (no attributes) at opset on ins */
 static Value *fa_op(OnnxCtx *cx, const OnnxNode *n, const char *op_type, int opset, int nin, Value **ins, Diag *d) {
   for (int i = 0; i < nin; i++)
@@ -163,8 +153,7 @@ static Value *fa_modify(OnnxCtx *cx, const OnnxNode *n, const char *attr, bool m
     onnx_error(cx, n, d, MLC_ERR_INVALID, "FlexAttention: body '%s' must have one tensor output", attr);
     return NULL;
   }
-  if (nin == 1) return res[0];
-  if (!mask) return res[0];
+  if (nin == 1 || !mask) return res[0];
   if (res[0]->type.dtype != MLC_BOOL) {
     onnx_error(cx, n, d, MLC_ERR_INVALID, "FlexAttention: mask_mod must compute a bool mask");
     return NULL;
@@ -191,8 +180,8 @@ static mlc_status flex_attention_convert(OnnxCtx *cx, const OnnxNode *n, Value *
     int64_t *heads = arena_alloc(A, sizeof(int64_t) * (size_t)hq);
     for (int64_t h = 0; h < hq; h++) heads[h] = h / (hq / hkv);
     Value *hi = onnx_const(cx, arena_printf(A, "%s_kv_heads", n->name), (TensorType){MLC_I64, 1, {hq}}, heads);
-    k = fa_emit(cx, n, "take", 2, (Value *[]){k, hi}, "axis", 1, d);
-    v = fa_emit(cx, n, "take", 2, (Value *[]){v, hi}, "axis", 1, d);
+    k = onnx_apply(cx, n, "take", 2, (Value *[]){k, hi}, "axis", 1, d);
+    v = onnx_apply(cx, n, "take", 2, (Value *[]){v, hi}, "axis", 1, d);
   }
   Node *tr = k ? onnx_emit(cx, n, "transpose", 1, &k, 1, d) : NULL;
   if (tr) ir_set_ints(onnx_graph(cx), tr, "axes", (int64_t[]){0, 1, 3, 2}, 4);

@@ -63,12 +63,7 @@ typedef struct Trees {
 } Trees;
 
 static Value *tr_op(Trees *k, const char *op, int nin, Value **ins, const char *attr, int64_t v) {
-  for (int i = 0; i < nin; i++)
-    if (!ins[i]) return NULL;
-  Node *nd = onnx_emit(k->cx, k->n, op, nin, ins, 1, k->d);
-  if (nd && attr) ir_set_int(onnx_graph(k->cx), nd, attr, v);
-  Value *y = NULL;
-  return onnx_finish_one(k->cx, k->n, nd, &y, k->d) ? NULL : y;
+  return onnx_apply(k->cx, k->n, op, nin, ins, attr, v, k->d);
 }
 
 /* the reduction op (sum, min, max) of v over axis, the axis dropped */
@@ -711,12 +706,12 @@ static mlc_status tfidf_vectorizer(OnnxCtx *cx, const OnnxNode *n, Value **outs,
   }
   Value *y;
   if (used == 0) { /* no window can hold a counted n-gram: zeros */
-    double *z = arena_alloc(k.a, sizeof(double) * (size_t)(N * O));
-    memset(z, 0, sizeof(double) * (size_t)(N * O));
+    double *z = arena_alloc(k.a, sizeof(double) * (size_t)(N * O + 1));
+    memset(z, 0, sizeof(double) * (size_t)(N * O + 1));
     y = tr_const(&k, "zeros", MLC_F32, N, N * O, z);
   } else {
-    double *zc = arena_alloc(k.a, sizeof(double) * (size_t)N);
-    memset(zc, 0, sizeof(double) * (size_t)N);
+    double *zc = arena_alloc(k.a, sizeof(double) * (size_t)(N + 1));
+    memset(zc, 0, sizeof(double) * (size_t)(N + 1));
     parts[nparts++] = tr_const(&k, "zero_column", MLC_F32, N, N, zc);
     Node *cat = onnx_emit(cx, n, "concatenate", nparts, parts, 1, d);
     if (cat) ir_set_int(onnx_graph(cx), cat, "axis", 1);

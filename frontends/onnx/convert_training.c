@@ -29,11 +29,7 @@ static Value *bin(Step *s, const char *op, Value *a, Value *b) {
 
 static Value *num(Step *s, double v) { return onnx_scalar(s->cx, s->n, "c", s->t, v); }
 
-static Value *unary(Step *s, const char *op, Value *x) {
-  if (!x) return NULL;
-  Value *y = NULL;
-  return onnx_finish_one(s->cx, s->n, onnx_emit(s->cx, s->n, op, 1, &x, 1, s->d), &y, s->d) ? NULL : y;
-}
+static Value *unary(Step *s, const char *op, Value *x) { return onnx_apply(s->cx, s->n, op, 1, &x, NULL, 0, s->d); }
 
 static Value *as_float(Step *s, Value *x) {
   if (!x || x->type.dtype == s->t) return x;

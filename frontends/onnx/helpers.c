@@ -360,6 +360,15 @@ Value *onnx_extent_const(OnnxCtx *cx, int64_t v) {
   return onnx_const(cx, NULL, t, &v);
 }
 
+Value *onnx_apply(OnnxCtx *cx, const OnnxNode *n, const char *op, int nin, Value **ins, const char *attr, int64_t v,
+                  Diag *d) {
+  for (int i = 0; i < nin; i++)
+    if (!ins[i]) return NULL;
+  Node *nd = onnx_emit(cx, n, op, nin, ins, 1, d);
+  if (nd && attr) ir_set_int(onnx_graph(cx), nd, attr, v);
+  return nd && onnx_finish(cx, n, nd, d) == MLC_OK ? nd->outputs[0] : NULL;
+}
+
 Value *onnx_binary(OnnxCtx *cx, const OnnxNode *n, const char *op, Value *a, Value *b, Diag *d) {
   Value *ins[2] = {a, b};
   return a && b ? emit1(cx, n, op, 2, ins, d) : NULL;

@@ -245,7 +245,7 @@ static mlc_status import_input(OnnxCtx *cx, const Onnx__ValueInfoProto *vi, cons
   const char *name = S(vi->name);
   const Onnx__TypeProto *tp = vi->type;
   if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
-    return diag_set(d, MLC_ERR_UNSUPPORTED, "%s: input '%s' is not a tensor or a sequence of tensors (map, optional and sparse inputs are not supported)", cx->path, name);
+    return diag_set(d, MLC_ERR_UNSUPPORTED, "%s: input '%s' is not a tensor, a sequence or an optional (map and sparse inputs are not supported)", cx->path, name);
   const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
   int32_t et = tt->has_elem_type ? tt->elem_type : 0;
   TensorType t = {onnx_dtype(et), 0, {0}};
@@ -561,8 +561,8 @@ static mlc_status fold_shape_value(OnnxCtx *cx, const char *name, Value **slot, 
   return MLC_OK;
 }
 
-/* The ops that may see a sequence value (convert_sequence.c) as an input: the sequence ops, Identity, and Loop /
- * If, whose bodies are inlined with it in scope. */
+/* The ops that may see a sequence or an empty optional (convert_sequence.c) as an input: the sequence and
+ * optional ops, Identity, and Loop / If, whose bodies are inlined with it in scope. */
 static bool takes_sequences(const OnnxNode *n) {
   static const char *const ops[] = {"SequenceConstruct", "SequenceLength", "SequenceAt", "SequenceInsert",
                                     "SequenceErase", "ConcatFromSequence", "SequenceMap", "Identity", "Loop", "If",

@@ -125,6 +125,10 @@ Value *onnx_dyn_mask(OnnxCtx *cx, const OnnxNode *n, Value *x, const char *fill,
 Value *onnx_dyn_pack(OnnxCtx *cx, const OnnxNode *n, int axis, int np, Value **pieces, Value **extents, Diag *d);
 Value *onnx_extent_const(OnnxCtx *cx, int64_t v);
 Value *onnx_binary(OnnxCtx *cx, const OnnxNode *n, const char *op, Value *a, Value *b, Diag *d);
+/* One graph op on ins (NULL when an input is: the failure of the step that made it), with the integer attribute
+ * attr = v unless attr is NULL: its first output, or NULL with d set. */
+Value *onnx_apply(OnnxCtx *cx, const OnnxNode *n, const char *op, int nin, Value **ins, const char *attr, int64_t v,
+                  Diag *d);
 void onnx_extent_free(OnnxCtx *cx);
 /* Shape of a value x with a data-dependent extent is a run-time value, followed through the shape arithmetic
  * of exported models (sym_shape.c). onnx_sym_shape gives such a value's elements: n of them, dims[at] is the

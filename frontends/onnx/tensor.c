@@ -265,6 +265,18 @@ char *onnx_dir_of(Arena *a, const char *path) {
 }
 
 
+/* The message of type desc serialized in file path (free with protobuf_c_message_free_unpacked), or NULL with
+ * the error in d. */
+static void *read_message(const char *path, const ProtobufCMessageDescriptor *desc, Diag *d) {
+  void *buf = NULL;
+  size_t size = 0;
+  if (file_read(path, &buf, &size, d) != MLC_OK) return NULL;
+  ProtobufCMessage *m = protobuf_c_message_unpack(desc, NULL, size, buf);
+  free(buf);
+  if (!m) diag_set(d, MLC_ERR_INVALID, "%s: not a valid ONNX %s (protobuf parse failed)", path, desc->short_name);
+  return m;
+}
+
 /* the type and data (in a) of the parsed tensor t of file path */
 static mlc_status tensor_of(Arena *a, const Onnx__TensorProto *t, const char *path, TensorType *type, void **data,
                             Diag *d) {
@@ -279,15 +291,11 @@ static mlc_status tensor_of(Arena *a, const Onnx__TensorProto *t, const char *pa
 
 mlc_status onnx_read_tensor_file(Arena *a, const char *path, const char **name, TensorType *type, void **data,
                                  Diag *d) {
-  void *buf = NULL;
-  size_t size = 0;
-  if (file_read(path, &buf, &size, d) != MLC_OK) return d->status;
-  Onnx__TensorProto *t = onnx__tensor_proto__unpack(NULL, size, buf);
-  free(buf);
-  if (!t) return diag_set(d, MLC_ERR_INVALID, "%s: not a valid ONNX TensorProto (protobuf parse failed)", path);
+  Onnx__TensorProto *t = read_message(path, &onnx__tensor_proto__descriptor, d);
+  if (!t) return d->status;
   mlc_status st = tensor_of(a, t, path, type, data, d);
   if (st == MLC_OK && name) *name = arena_strdup(a, t->name ? t->name : "");
-  onnx__tensor_proto__free_unpacked(t, NULL);
+  protobuf_c_message_free_unpacked(&t->base, NULL);
   return st;
 }
 
@@ -307,26 +315,19 @@ static mlc_status sequence_of(Arena *a, const Onnx__SequenceProto *s, const char
 }
 
 mlc_status onnx_read_sequence_file(Arena *a, const char *path, int *n, TensorType **types, void ***data, Diag *d) {
-  void *buf = NULL;
-  size_t size = 0;
-  if (file_read(path, &buf, &size, d) != MLC_OK) return d->status;
-  Onnx__SequenceProto *s = onnx__sequence_proto__unpack(NULL, size, buf);
-  free(buf);
-  if (!s) return diag_set(d, MLC_ERR_INVALID, "%s: not a valid ONNX SequenceProto (protobuf parse failed)", path);
+  Onnx__SequenceProto *s = read_message(path, &onnx__sequence_proto__descriptor, d);
+  if (!s) return d->status;
   mlc_status st = sequence_of(a, s, path, n, types, data, d);
-  onnx__sequence_proto__free_unpacked(s, NULL);
+  protobuf_c_message_free_unpacked(&s->base, NULL);
   return st;
 }
 
 mlc_status onnx_read_optional_file(Arena *a, const char *path, OnnxOptionalKind *kind, int *n, TensorType **types,
                                    void ***data, Diag *d) {
-  void *buf = NULL;
-  size_t size = 0;
-  if (file_read(path, &buf, &size, d) != MLC_OK) return d->status;
-  Onnx__OptionalProto *o = onnx__optional_proto__unpack(NULL, size, buf);
-  free(buf);
-  if (!o) return diag_set(d, MLC_ERR_INVALID, "%s: not a valid ONNX OptionalProto (protobuf parse failed)", path);
+  Onnx__OptionalProto *o = read_message(path, &onnx__optional_proto__descriptor, d);
+  if (!o) return d->status;
   mlc_status st = MLC_OK;
+  *kind = ONNX_OPTIONAL_EMPTY;
   *n = 0;
   *types = arena_alloc(a, sizeof(TensorType));
   *data = arena_alloc(a, sizeof(void *));
@@ -340,9 +341,7 @@ mlc_status onnx_read_optional_file(Arena *a, const char *path, OnnxOptionalKind 
   } else if (o->has_elem_type && o->elem_type != 0) {
     st = diag_set(d, MLC_ERR_UNSUPPORTED, "%s: an optional of element kind %d; mlc reads tensors and sequences",
                   path, o->elem_type);
-  } else {
-    *kind = ONNX_OPTIONAL_EMPTY;
   }
-  onnx__optional_proto__free_unpacked(o, NULL);
+  protobuf_c_message_free_unpacked(&o->base, NULL);
   return st;
 }
