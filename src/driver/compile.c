@@ -62,6 +62,32 @@ static Expr *copy_body(TeCtx *c, Expr **idx, void *user) {
   return te_read(c, t, t->ndim, idx);
 }
 
+/* a constant scalar of a plain numeric dtype as an immediate (NULL otherwise) */
+static Expr *scalar_immediate(Arena *a, const Value *v) {
+  if (!v->data || tt_numel(&v->type) != 1) return NULL;
+  const void *p = v->data;
+  switch (v->type.dtype) {
+  case MLC_F32: return tir_float(a, MLC_F32, *(const float *)p);
+  case MLC_F64: return tir_float(a, MLC_F64, *(const double *)p);
+  case MLC_I8: return tir_int(a, MLC_I8, *(const int8_t *)p);
+  case MLC_U8: return tir_int(a, MLC_U8, *(const uint8_t *)p);
+  case MLC_I16: return tir_int(a, MLC_I16, *(const int16_t *)p);
+  case MLC_U16: return tir_int(a, MLC_U16, *(const uint16_t *)p);
+  case MLC_I32: return tir_int(a, MLC_I32, *(const int32_t *)p);
+  case MLC_I64: return tir_int(a, MLC_I64, *(const int64_t *)p);
+  default: return NULL;
+  }
+}
+
+static Expr *scalar_body(TeCtx *c, Expr **idx, void *user) {
+  (void)idx;
+  return scalar_immediate(c->arena, user);
+}
+
+/* The TE of one group: a placeholder per input, each node's compute, the outputs. A constant scalar input
+ * (a quantization scale or zero point, an epsilon) stays a kernel argument but is read as an inlined stage
+ * whose body is its value, so the kernel folds it: a zero point of 0 is no subtraction, a per-channel
+ * multiplier of constant scales is computed once at compile time. */
 mlc_status mlc_group_te(Arena *a, const Graph *g, TeCtx *tc, const FusedGroup *grp, TeTensor ***args_out, Diag *d) {
   TeTensor **tensor_of = arena_alloc(a, sizeof(TeTensor *) * (size_t)(g->values.n + 1));
   int nargs = grp->inputs.n + grp->outputs.n;
@@ -70,6 +96,9 @@ mlc_status mlc_group_te(Arena *a, const Graph *g, TeCtx *tc, const FusedGroup *g
     Value *v = grp->inputs.v[i];
     args[i] = te_placeholder(tc, c_name(a, v->name), v->type.dtype, v->type.ndim, v->type.dims);
     tensor_of[v->id] = args[i];
+    if (scalar_immediate(a, v))
+      tensor_of[v->id] = te_compute(tc, c_name(a, v->name), "broadcast", v->type.dtype, v->type.ndim, v->type.dims,
+                                    scalar_body, v);
   }
   for (int j = 0; j < grp->nodes.n; j++) {
     Node *n = grp->nodes.v[j];

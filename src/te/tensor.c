@@ -66,6 +66,9 @@ Expr *te_reduce(TeCtx *c, ReduceKind k, Expr *source, int naxes, IterVar **axes,
 }
 
 Expr *te_read(TeCtx *c, TeTensor *t, int n, Expr **idx) {
+  Expr *body = t->op->kind == TE_COMPUTE ? t->op->body : NULL;
+  if (body && body->kind == E_INT) return tir_int(c->arena, body->dtype, body->ival); /* a constant stage */
+  if (body && body->kind == E_FLOAT) return tir_float(c->arena, body->dtype, body->fval);
   Expr *e = arena_alloc(c->arena, sizeof(Expr));
   e->kind = E_TENSOR;
   e->dtype = t->dtype;

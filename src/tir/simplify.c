@@ -15,6 +15,7 @@
  * in a scope stack and uses it inside the body. Loops of extent 1 are replaced by their min, loops of extent
  * <= 0 and ifs with a provably false condition vanish (an empty S_SEQ), provably true conditions are dropped.
  * The mutator rule holds: a result structurally equal to the input is returned as the input pointer. */
+#include <math.h>
 #include <string.h>
 #include "tir/mutate.h"
 
@@ -333,6 +334,76 @@ static Expr *simp_divmod(Simp *s, Expr *e) {
 
 /* ---- expressions ---- */
 
+/* ---- integer-valued floats ---- */
+
+/* every value of the float e that is finite is an integer (round, floor, an int converted, sums of those) */
+static bool float_integral(const Expr *e) {
+  switch (e->kind) {
+  case E_FLOAT: return e->fval != e->fval || e->fval == floor(e->fval);
+  case E_CAST: return !dtype_is_float(e->op.a->dtype) || float_integral(e->op.a);
+  case E_CALL: {
+    Intrin k = e->call.intrin;
+    return k == INTRIN_ROUND || k == INTRIN_FLOOR || k == INTRIN_CEIL || k == INTRIN_TRUNC;
+  }
+  case E_ADD: case E_SUB: case E_MUL: case E_MIN: case E_MAX: return float_integral(e->op.a) && float_integral(e->op.b);
+  case E_SELECT: return float_integral(e->op.a) && float_integral(e->op.b);
+  default: return false;
+  }
+}
+
+/* the float e is never NaN and lies in [lo, hi]: a clamp written as ordered compares, x > c ? x : c (NaN ->
+ * c) or x < c ? x : c, of a constant c */
+static bool float_clamped(const Expr *e, double *lo, double *hi) {
+  if (e->kind == E_FLOAT) {
+    *lo = *hi = e->fval;
+    return e->fval == e->fval;
+  }
+  const Expr *cond = e->kind == E_SELECT ? e->op.c : NULL;
+  if (!cond || !(cond->kind == E_GT || cond->kind == E_GE || cond->kind == E_LT || cond->kind == E_LE) ||
+      cond->op.b->kind != E_FLOAT || !tir_expr_equal(cond->op.a, e->op.a) || !tir_expr_equal(cond->op.b, e->op.b) ||
+      cond->op.b->fval != cond->op.b->fval)
+    return false;
+  double c = cond->op.b->fval, xlo, xhi;
+  if (!float_clamped(e->op.a, &xlo, &xhi)) { xlo = -HUGE_VAL; xhi = HUGE_VAL; }
+  bool above = cond->kind == E_GT || cond->kind == E_GE;
+  *lo = above ? (xlo > c ? xlo : c) : (xlo < c ? xlo : c);
+  *hi = above ? (xhi > c ? xhi : c) : (xhi < c ? xhi : c);
+  return true;
+}
+
+/* the range of an integer dtype (false for others) */
+static bool int_dtype_range(mlc_dtype t, double *lo, double *hi) {
+  switch (t) {
+  case MLC_I8: *lo = -128; *hi = 127; return true;
+  case MLC_U8: *lo = 0; *hi = 255; return true;
+  case MLC_I16: *lo = -32768; *hi = 32767; return true;
+  case MLC_U16: *lo = 0; *hi = 65535; return true;
+  case MLC_I32: *lo = -0x1p31; *hi = 0x1p31 - 1; return true;
+  case MLC_U32: *lo = 0; *hi = 0x1p32 - 1; return true;
+  case MLC_I64: *lo = -0x1p63; *hi = 0x1p63 - 1024; return true;
+  case MLC_U64: *lo = 0; *hi = 0x1p64 - 2048; return true;
+  default: return false;
+  }
+}
+
+/* float(int(..(x))) for an x of that float type that is integer-valued, never NaN and inside the range of
+ * each integer type on the way (a requantized 8-bit value dequantized in the same kernel): x. NULL otherwise */
+static Expr *float_int_round_trip(Expr *e) {
+  if (e->kind != E_CAST || !dtype_is_float(e->dtype)) return NULL;
+  Expr *x = e->op.a;
+  double lo = -HUGE_VAL, hi = HUGE_VAL, tlo, thi;
+  int casts = 0;
+  for (; x->kind == E_CAST && int_dtype_range(x->dtype, &tlo, &thi); x = x->op.a, casts++) {
+    if (tlo > lo) lo = tlo;
+    if (thi < hi) hi = thi;
+  }
+  double xlo, xhi;
+  if (!casts || x->dtype != e->dtype || x->lanes != e->lanes || !float_integral(x) || !float_clamped(x, &xlo, &xhi) ||
+      xlo < lo || xhi > hi)
+    return NULL;
+  return x;
+}
+
 static Expr *simp_expr(void *ctx, Expr *e);
 
 static Expr *rewrite(Simp *s, Expr *e) {
@@ -340,6 +411,10 @@ static Expr *rewrite(Simp *s, Expr *e) {
   if (e->lanes != 1) return e;
   int64_t lo, hi;
   switch (e->kind) {
+  case E_CAST: {
+    Expr *x = float_int_round_trip(e);
+    return x ? x : e;
+  }
   case E_ADD: case E_SUB: case E_MUL: {
     if (!dtype_is_int(e->dtype)) return e;
     Lin l;

@@ -78,6 +78,14 @@ static Expr *param_read(TeCtx *c, TeTensor *p, Expr **idx, int64_t axis, int64_t
   return te_read(c, p, p->ndim, pi);
 }
 
+/* the zero point zp read for idx, or NULL where it is a constant 0 (nothing to add or subtract in integers or
+ * before a clamp, where -0.0 + 0 and -0.0 saturate alike) */
+static Expr *zero_point_read(TeCtx *c, TeTensor *zp, Expr **idx, int64_t axis, int64_t block) {
+  if (!zp) return NULL;
+  Expr *z = param_read(c, zp, idx, axis, block);
+  return z->kind == E_INT && z->ival == 0 ? NULL : z;
+}
+
 static Expr *to(TeCtx *c, mlc_dtype t, Expr *e) { return e->dtype == t ? e : tir_cast(c->arena, t, e); }
 
 /* a op b rounded to dtype t (float16/bfloat16 computed in float32 and rounded back) */
@@ -87,10 +95,16 @@ static Expr *fop(TeCtx *c, ExprKind k, mlc_dtype t, Expr *a, Expr *b) {
   return w == t ? r : tir_cast(c->arena, t, r);
 }
 
+/* saturate v to out's range and convert. A float v is clamped by ordered compares (v > lo ? v : lo), which
+ * x86 does in one vmaxps / vminps each where numpy's NaN-propagating maximum takes three, and which sends NaN
+ * to lo instead of converting it (undefined) */
 static Expr *clamp_cast(TeCtx *c, Expr *v, mlc_dtype out) {
   Arena *A = c->arena;
-  v = tir_bin(A, E_MAX, v, tir_const(A, v->dtype, topi_int_lo(out)));
-  v = tir_bin(A, E_MIN, v, tir_const(A, v->dtype, topi_int_hi(out)));
+  Expr *lo = tir_const(A, v->dtype, topi_int_lo(out)), *hi = tir_const(A, v->dtype, topi_int_hi(out));
+  if (!dtype_is_float(v->dtype))
+    return tir_cast(A, out, tir_bin(A, E_MIN, tir_bin(A, E_MAX, v, lo), hi));
+  v = tir_select(A, tir_bin(A, E_GT, v, lo), v, lo);
+  v = tir_select(A, tir_bin(A, E_LT, v, hi), v, hi);
   return tir_cast(A, out, v);
 }
 
@@ -160,7 +174,8 @@ static Expr *quantize_body(TeCtx *c, Expr **idx, void *user) {
    * larger |v| saturates alike */
   mlc_dtype at = k->div != MLC_F64 && small_int(k->out) ? MLC_F32 : MLC_F64;
   v = to(c, at, v);
-  if (k->zp) v = tir_add(c->arena, v, to(c, at, param_read(c, k->zp, idx, k->axis, k->block)));
+  Expr *zp = zero_point_read(c, k->zp, idx, k->axis, k->block);
+  if (zp) v = tir_add(c->arena, v, to(c, at, zp));
   return clamp_cast(c, v, k->out);
 }
 
@@ -171,7 +186,8 @@ static Expr *dequantize_body(TeCtx *c, Expr **idx, void *user) {
    * its float32 are exact), others to int64 */
   mlc_dtype xt = dtype_is_lowfloat(k->x->dtype) ? MLC_F32 : small_int(k->x->dtype) ? MLC_I32 : MLC_I64;
   Expr *x = to(c, xt, te_read(c, k->x, k->x->ndim, idx));
-  if (k->zp) x = tir_sub(A, x, to(c, xt, param_read(c, k->zp, idx, k->axis, k->block)));
+  Expr *zp = zero_point_read(c, k->zp, idx, k->axis, k->block);
+  if (zp) x = tir_sub(A, x, to(c, xt, zp));
   Expr *s = param_read(c, k->scale, idx, k->axis, k->block);
   mlc_dtype w = k->out == MLC_F64 ? MLC_F64 : MLC_F32;
   return to(c, k->out, fop(c, E_MUL, k->out == MLC_F64 ? MLC_F64 : k->out, to(c, w, x), s));
@@ -425,7 +441,8 @@ static int64_t bias_bound(const Value *b) {
 
 /* round half to even of a * m, for float32 a (an integer below 2^24 in magnitude) and m, exactly: r =
  * round(hi) and t = hi - r; on a tie of hi (|t| = 0.5) that lo's sign contradicts (t * lo > 0: hi rounded
- * down while a * m is above it, or up while it is below), the other neighbour r + 2t */
+ * down while a * m is above it, or up while it is below), the other neighbour r + 2t, written round(hi + t)
+ * (hi + t = r + 2t exactly) so that the simplifier sees an integer-valued result */
 static Expr *round_product_f32(TeCtx *c, Expr *a, Expr *m) {
   Arena *A = c->arena;
   Expr *hi = tir_mul(A, a, m), *zero = tir_float(A, MLC_F32, 0);
@@ -433,7 +450,7 @@ static Expr *round_product_f32(TeCtx *c, Expr *a, Expr *m) {
   Expr *lo = tir_call(A, INTRIN_FMA, MLC_F32, 3, fa), *r = round_he(c, hi), *t = tir_sub(A, hi, r);
   Expr *tie = tir_bin(A, E_EQ, tir_call(A, INTRIN_FABS, MLC_F32, 1, &t), tir_float(A, MLC_F32, 0.5));
   Expr *wrong = tir_bin(A, E_AND, tie, tir_bin(A, E_GT, tir_mul(A, t, lo), zero));
-  return tir_select(A, wrong, tir_add(A, r, tir_add(A, t, t)), r);
+  return tir_select(A, wrong, round_he(c, tir_add(A, hi, t)), r);
 }
 
 static Expr *requant_body(TeCtx *c, Expr **idx, void *user) {
@@ -450,7 +467,8 @@ static Expr *requant_body(TeCtx *c, Expr **idx, void *user) {
             : k->f32  ? round_product_f32(c, to(c, MLC_F32, acc), mult)
                       : round_he(c, tir_mul(A, to(c, MLC_F64, acc), to(c, MLC_F64, mult)));
   v = to(c, ft, v);
-  if (k->zp) v = tir_add(A, v, to(c, ft, param_read(c, k->zp, idx, -1, 0)));
+  Expr *zp = zero_point_read(c, k->zp, idx, -1, 0);
+  if (zp) v = tir_add(A, v, to(c, ft, zp));
   return clamp_cast(c, v, k->out);
 }
 

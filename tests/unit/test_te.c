@@ -823,6 +823,34 @@ static void test_simplify(void) {
   arena_free(a);
 }
 
+/* float(int(uint8(v))) of a float v that is integer-valued and clamped into the integers' range by ordered
+ * compares is v (a requantized value dequantized in the same kernel); not when v may be fractional, NaN, or
+ * outside a range on the way */
+static Expr *clamp_sel(Arena *a, Expr *v, double lo, double hi) {
+  Expr *l = tir_float(a, MLC_F32, lo), *h = tir_float(a, MLC_F32, hi);
+  v = tir_select(a, tir_bin(a, E_GT, v, l), v, l);
+  return tir_select(a, tir_bin(a, E_LT, v, h), v, h);
+}
+
+static void test_simplify_float_round_trip(void) {
+  Arena *a = arena_new();
+  Var *x = tir_var(a, "x", MLC_F32);
+  Expr *ex = tir_varref(a, x), *r = tir_call(a, INTRIN_ROUND, MLC_F32, 1, &ex);
+  Expr *q = clamp_sel(a, tir_add(a, r, tir_float(a, MLC_F32, 3)), 0, 255);
+  Expr *trip = tir_cast(a, MLC_F32, tir_cast(a, MLC_I32, tir_cast(a, MLC_U8, q)));
+  CHECK(tir_simplify(a, trip) == q, "round-clamp-u8-i32-f32 folds");
+  CHECK(tir_simplify(a, tir_cast(a, MLC_F32, tir_cast(a, MLC_I8, q))) != q, "255 is outside int8");
+  Expr *frac = clamp_sel(a, ex, 0, 255);
+  CHECK(tir_simplify(a, tir_cast(a, MLC_F32, tir_cast(a, MLC_U8, frac))) != frac, "x may be fractional");
+  Expr *h = tir_float(a, MLC_F32, 255), *upper_only = tir_select(a, tir_bin(a, E_LT, r, h), r, h);
+  CHECK(tir_simplify(a, tir_cast(a, MLC_F32, tir_cast(a, MLC_U8, upper_only))) != upper_only,
+        "no lower clamp: may be negative");
+  Expr *f64 = tir_cast(a, MLC_F64, tir_cast(a, MLC_U8, q));
+  CHECK(tir_simplify(a, f64) != tir_cast(a, MLC_F64, q) && tir_simplify(a, f64)->kind == E_CAST,
+        "another float type is not folded");
+  arena_free(a);
+}
+
 
 /* ---- randomized: simplified index expressions evaluate like the originals over the loop ranges ---- */
 
@@ -1132,6 +1160,7 @@ static void test_cache_write(int variant) {
 int main(void) {
   if (getenv("TEST_TE_SEED")) rng = strtoull(getenv("TEST_TE_SEED"), NULL, 10) | 1;
   test_simplify();
+  test_simplify_float_round_trip();
   test_simplify_random();
   test_random_schedules();
   test_broadcast_add();
