@@ -1,6 +1,7 @@
 #!/bin/sh
 # Deterministic builds: the same model, target and options compiled twice (to different paths) give
-# byte-identical packages, shared libraries, objects and headers.
+# byte-identical packages, shared libraries, objects and headers; and on 2 or 4 compile threads (a fixed number
+# of partitions, whatever the core count).
 # usage: test_deterministic.sh MLC BUILD_DIR MODEL.onnx
 set -eu
 mlc=$1 dir=$2/deterministic model=$3
@@ -13,4 +14,7 @@ for fmt in tar so obj; do
   cmp "$dir/a/m1.$fmt" "$dir/b/m2.$fmt"
 done
 cmp "$dir/a/m1.h" "$dir/b/m2.h"
-echo "deterministic: tar, so, obj and header identical"
+MLC_COMPILE_THREADS=2 "$mlc" compile "$model" --output "$dir/a/t2.tar" >/dev/null
+MLC_COMPILE_THREADS=4 "$mlc" compile "$model" --output "$dir/b/t4.tar" >/dev/null
+cmp "$dir/a/t2.tar" "$dir/b/t4.tar"
+echo "deterministic: tar, so, obj and header identical, and on 2 or 4 compile threads"

@@ -517,12 +517,18 @@ int main(int argc, char **argv) {
       bool timed_out = now() - ch->start > timeout;
       if (timed_out) kill(ch->pid, SIGKILL);
       if (ch->fd >= 0 && !timed_out) continue; /* wait for EOF first */
-      if (waitpid(ch->pid, &status, timed_out ? 0 : WNOHANG) == 0) continue;
+      /* after EOF the child only calls _exit: wait for it here rather than in the next poll's 100 ms */
+      pid_t w;
+      do w = waitpid(ch->pid, &status, 0);
+      while (w == -1 && errno == EINTR);
       ch->buf[ch->len] = 0;
       Result r;
       const char *name = names[ch->index];
       if (timed_out) {
         printf("FAIL %s: timed out after %.0f s\n", name, timeout);
+        r = R_FAIL;
+      } else if (w != ch->pid) {
+        printf("FAIL %s: cannot wait for its process: %s\n", name, strerror(errno));
         r = R_FAIL;
       } else if (WIFSIGNALED(status)) {
         printf("FAIL %s: crashed (signal %d)\n", name, WTERMSIG(status));
