@@ -6,6 +6,7 @@
 set -eu
 mlc=$1 dir=$2 gen=$3
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/sample.sh"
 rm -rf "$dir" && mkdir -p "$dir"
 /usr/bin/python3 "$gen" "$dir"
 tab=$(printf '\t')
@@ -14,4 +15,6 @@ while IFS="$tab" read -r m tol; do
   "$mlc" compile "$dir/$m.onnx" --output "$dir/$m.tar"
   "$mlc" run "$dir/$m.tar" --inputs "$dir/${m}_inputs.npz" --outputs "$dir/${m}_out.npz"
   /usr/bin/python3 "$here/compare_npz.py" "$dir/${m}_out.npz" "$dir/${m}_ref.npz" --tol "$tol"
-done <"$dir/models.txt"
+done <<EOF
+$(sample <"$dir/models.txt")
+EOF

@@ -8,9 +8,10 @@
 set -eu
 mlc=$1 dir=$2/dense_packed
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/sample.sh"
 rm -rf "$dir" && mkdir -p "$dir"
 cases=$(/usr/bin/python3 "$here/make_dense_models.py" "$dir")
-for c in $cases; do
+for c in $(printf "%s\n" $cases | sample); do
   echo "== $c"
   "$mlc" compile "$dir/$c.onnx" --target llvm --output "$dir/$c.tar" --dump-ir "$dir/$c.d" >/dev/null
   case $c in

@@ -15,9 +15,10 @@
 set -eu
 mlc=$1 dir=$2/dwpool
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/sample.sh"
 rm -rf "$dir" && mkdir -p "$dir"
 /usr/bin/python3 "$here/make_dwpool_models.py" "$dir"
-for m in $(cat "$dir/models.txt"); do
+for m in $(sample <"$dir/models.txt"); do
   echo "== $m"
   "$mlc" compile "$dir/$m.onnx" --target llvm --output "$dir/$m.tar" --dump-ir "$dir/$m.d"
   case $m in

@@ -11,10 +11,11 @@
 set -eu
 mlc=$1 dir=$2/dynshape
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/sample.sh"
 rm -rf "$dir" && mkdir -p "$dir"
 /usr/bin/python3 "$here/make_dynshape_models.py" "$dir" 2>/dev/null
 ptxas=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
-for m in $(cat "$dir/models.txt"); do
+for m in $(sample <"$dir/models.txt"); do
   echo "== $m"
   "$mlc" compile "$dir/$m.onnx" --output "$dir/$m.tar"
   "$mlc" compile "$dir/$m.onnx" --target cuda --output "$dir/$m.cuda.tar" >/dev/null # NVPTX compiles too

@@ -11,9 +11,10 @@
 set -eu
 mlc=$1 dir=$2/fasterrcnn
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/sample.sh"
 rm -rf "$dir" && mkdir -p "$dir"
 /usr/bin/python3 "$here/make_fasterrcnn_model.py" "$dir" "${3:-5}"
-for m in $(cat "$dir/models.txt"); do
+for m in $(sample <"$dir/models.txt"); do
   echo "== $m"
   "$mlc" compile "$dir/$m.onnx" --output "$dir/$m.tar" --dump-ir "$dir/$m.d"
   # each level's RoiAlign is given its run-time number of proposals (the padding ones are skipped)

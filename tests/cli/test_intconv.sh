@@ -15,6 +15,7 @@
 set -eu
 mlc=$1 dir=$2/intconv
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/sample.sh"
 rm -rf "$dir" && mkdir -p "$dir"
 /usr/bin/python3 "$here/make_intconv_models.py" "$dir"
 
@@ -55,5 +56,7 @@ while IFS="$tab" read -r m want int8; do
     "$mlc" run "$dir/$m.f32.tar" --inputs "$dir/${m}_inputs.npz" --outputs "$dir/${m}_out_f32.npz"
     /usr/bin/python3 "$here/compare_npz.py" "$dir/${m}_out_f32.npz" "$dir/${m}_ref_f32.npz" --tol 0
   fi
-done <"$dir/chunks.txt"
+done <<EOF
+$(sample <"$dir/chunks.txt")
+EOF
 echo "intconv: all passed"

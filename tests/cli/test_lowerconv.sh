@@ -10,9 +10,10 @@
 set -eu
 mlc=$1 dir=$2/lowerconv
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/sample.sh"
 rm -rf "$dir" && mkdir -p "$dir"
 /usr/bin/python3 "$here/make_lowerconv_models.py" "$dir"
-for m in $(cat "$dir/models.txt"); do
+for m in $(sample <"$dir/models.txt"); do
   echo "== $m"
   "$mlc" compile "$dir/$m.onnx" --output "$dir/$m.tar" --dump-ir "$dir/$m.d" >/dev/null
   if grep -q "nn.conv1d\|_transpose(" "$dir/$m.d/"*_after_DeadCodeElim.txt; then echo "FAIL $m: not lowered"; exit 1; fi

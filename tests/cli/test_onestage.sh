@@ -8,9 +8,10 @@
 set -eu
 mlc=$1 dir=$2/onestage
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/sample.sh"
 rm -rf "$dir" && mkdir -p "$dir"
 /usr/bin/python3 "$here/make_onestage_models.py" "$dir"
-for m in $(cat "$dir/models.txt"); do
+for m in $(sample <"$dir/models.txt"); do
   echo "== $m"
   "$mlc" compile "$dir/$m.onnx" --output "$dir/$m.tar"
   "$mlc" run "$dir/$m.tar" --inputs "$dir/onestage_inputs.npz" --outputs "$dir/${m}_out.npz"

@@ -15,6 +15,7 @@
 set -eu
 mlc=$1 dir=$2/qoperator
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/sample.sh"
 rm -rf "$dir" && mkdir -p "$dir"
 /usr/bin/python3 "$here/make_qoperator_models.py" "$dir" --units --resnet18 64 --mobilenet-v2 64 --qdq
 tab=$(printf '\t')
@@ -23,7 +24,9 @@ while IFS="$tab" read -r m tol; do
   "$mlc" compile "$dir/$m.onnx" --output "$dir/$m.tar"
   "$mlc" run "$dir/$m.tar" --inputs "$dir/${m}_inputs.npz" --outputs "$dir/${m}_out.npz"
   /usr/bin/python3 "$here/compare_npz.py" "$dir/${m}_out.npz" "$dir/${m}_ref.npz" --abs --tol "$tol"
-done <"$dir/models.txt"
+done <<EOF
+$(sample <"$dir/models.txt")
+EOF
 "$mlc" compile "$dir/qresnet18_64.onnx" --target "llvm -mcpu=znver4" --output "$dir/vnni.tar" --dump-ir "$dir/vnni.ir"
 n=$(grep -c "nn.conv2d_packed(%[a-z_0-9]*, .*pad_byte=" "$dir/vnni.ir/15_after_DeadCodeElim.txt" || true)
 [ "$n" = 20 ] || { echo "FAIL: $n of the 20 QLinearConvs are 8-bit packed convs for znver4"; exit 1; }
@@ -33,7 +36,7 @@ n=$(grep -c "^fused_nn_conv2d_packed_qnn_requantize_qnn_dequantize_qnn_dequantiz
   --dump-ir "$dir/vnni_qdq.ir"
 n=$(grep -c "nn.conv2d_packed(.*ty=Tensor\[([0-9, ]*), int32\]" "$dir/vnni_qdq.ir/15_after_DeadCodeElim.txt" || true)
 [ "$n" = 21 ] || { echo "FAIL: $n of the QDQ ResNet's 20 Convs and Gemm are 8-bit packed convs for znver4"; exit 1; }
-for m in qmobilenet_v2_64 qdqmobilenet_v2_64; do
+for m in $(printf "%s\n" qmobilenet_v2_64 qdqmobilenet_v2_64 | sample); do
   "$mlc" compile "$dir/$m.onnx" --target "llvm -mcpu=znver4" --output "$dir/$m.vnni.tar" --dump-ir "$dir/$m.ir"
   g="$dir/$m.ir/15_after_DeadCodeElim.txt"
   n=$(grep -c "nn.depthwise_conv2d(%[a-z_0-9A-Z]*, .*zero_point=" "$g" || true)
@@ -43,7 +46,7 @@ for m in qmobilenet_v2_64 qdqmobilenet_v2_64; do
 done
 # ONNX Runtime's rounding (LowerConv.requantize_float32=1): each QDQ network's convs become float32 requantizes,
 # as ONNX Runtime fuses QDQ into QLinearConv, so its outputs equal its QOperator twin's exactly
-for m in resnet18_64 mobilenet_v2_64; do
+for m in $(printf "%s\n" resnet18_64 mobilenet_v2_64 | sample); do
   for f in q qdq; do
     "$mlc" compile "$dir/$f$m.onnx" --pass-config LowerConv.requantize_float32=1 --output "$dir/$f$m.ort.tar"
     "$mlc" run "$dir/$f$m.ort.tar" --inputs "$dir/q${m}_inputs.npz" --outputs "$dir/$f${m}_ort_out.npz"

@@ -9,9 +9,10 @@
 set -eu
 mlc=$1 dir=$2/ssdlite
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/sample.sh"
 rm -rf "$dir" && mkdir -p "$dir"
 /usr/bin/python3 "$here/make_ssdlite_model.py" "$dir" "${3:-5}"
-for m in $(cat "$dir/models.txt"); do
+for m in $(sample <"$dir/models.txt"); do
   echo "== $m"
   "$mlc" compile "$dir/$m.onnx" --output "$dir/$m.tar"
   "$mlc" run "$dir/$m.tar" --inputs "$dir/ssdlite_inputs.npz" --outputs "$dir/${m}_out.npz"

@@ -11,9 +11,10 @@
 set -eu
 mlc=$1 dir=$2/winograd
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/sample.sh"
 rm -rf "$dir" && mkdir -p "$dir"
 /usr/bin/python3 "$here/make_winograd_models.py" "$dir"
-for m in wino_bias_relu wino_residual wino_block wino_nchwc16 wino_nchwc8; do
+for m in $(printf "%s\n" wino_bias_relu wino_residual wino_block wino_nchwc16 wino_nchwc8 | sample); do
   for run in 2.4 2.2 1.0 0.0; do
     mode=${run%.*} tile=${run#*.} out="$dir/$m.$run"
     echo "== $m with AlterOpLayout.winograd=$mode AlterOpLayout.winograd_tile=$tile"

@@ -8,6 +8,7 @@
 set -eu
 mlc=$1 dir=$2/zoo
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/sample.sh"
 small=--small
 [ "${3:-}" = --all ] && small=
 rm -rf "$dir" && mkdir -p "$dir"
@@ -25,6 +26,8 @@ while read -r m tol extra; do
   else
     failed="$failed $m"
   fi
-done < "$dir/models.txt"
+done <<EOF
+$(sample <"$dir/models.txt")
+EOF
 [ -z "$failed" ] || { echo "zoo: failed:$failed"; exit 1; }
 echo "zoo: all passed"

@@ -4,12 +4,13 @@
 # compares every output with the x86-64 build's on the same seeded random inputs (tests/cross/npz_compare.c).
 # Models: models/cnn_small.onnx and the conv / dense / elementwise tests of the core conformance tier that
 # tests/onnx/expected_pass.txt lists. Exits 77 (ctest: skipped) when the cross tools are not installed.
-# MLC_CROSS_SAMPLE=N keeps every N-th of those conformance models (the sanitizer build's run).
+# MLC_TEST_SAMPLE=N keeps every N-th of those conformance models (tests/cli/sample.sh).
 # usage: test_aarch64.sh MLC BUILD_DIR [TEST_REGEX]
 MLC=$1
 B=$2/aarch64
 REGEX=${3:-'^test_(conv|gemm|matmul|add|sub|mul|div|relu|sigmoid|tanh|exp|log|sqrt|abs|neg|leakyrelu|elu|selu|clip|max|min|softplus|hardsigmoid|erf|reciprocal|averagepool|maxpool|globalaveragepool|globalmaxpool|batchnorm|softmax)(_|$)'}
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
+. "$SRC/tests/cli/sample.sh"
 NODE=$SRC/../shared/onnx-tests/node
 TIER=$SRC/../shared/onnx-tests/tiers/core.txt
 SYSROOT=/usr/aarch64-linux-gnu
@@ -49,7 +50,7 @@ rc=$?
 if [ $rc -ne 3 ] || ! grep -q "compiled for aarch64" $B/refuse.log; then
   echo "FAIL: mlc run of an AArch64 package: exit $rc:"; cat $B/refuse.log; fail=$((fail + 1))
 fi
-for t in $(grep -E "$REGEX" $TIER | grep -Fx -f - $SRC/tests/onnx/expected_pass.txt | awk -v n="${MLC_CROSS_SAMPLE:-1}" '(NR - 1) % n == 0'); do
+for t in $(grep -E "$REGEX" $TIER | grep -Fx -f - $SRC/tests/onnx/expected_pass.txt | sample); do
   check $t $NODE/$t/model.onnx
 done
 echo "aarch64 under qemu: $pass passed, $fail failed"

@@ -3,12 +3,13 @@
 # lists for `--target "cuda -mcpu=sm_90"`, takes mod.ptx out of each package and assembles it with
 # `ptxas -arch=sm_90`; fails on any compile or ptxas error. Exits 77 (ctest: skipped) without ptxas
 # (looked up in PATH, then /usr/local/cuda/bin).
-# MLC_CROSS_SAMPLE=N keeps every N-th of those conformance models (the sanitizer build's run).
+# MLC_TEST_SAMPLE=N keeps every N-th of those conformance models (tests/cli/sample.sh).
 # usage: test_ptx.sh MLC BUILD_DIR [TEST_REGEX]
 MLC=$1
 B=$2/ptx
 REGEX=${3:-.}
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
+. "$SRC/tests/cli/sample.sh"
 NODE=$SRC/../shared/onnx-tests/node
 TIER=$SRC/../shared/onnx-tests/tiers/core.txt
 PTXAS=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
@@ -31,7 +32,7 @@ check() { # name model.onnx
   fi
 }
 check cnn_small $SRC/models/cnn_small.onnx
-for t in $(grep -E "$REGEX" $TIER | grep -Fx -f - $SRC/tests/onnx/expected_pass.txt | awk -v n="${MLC_CROSS_SAMPLE:-1}" '(NR - 1) % n == 0'); do
+for t in $(grep -E "$REGEX" $TIER | grep -Fx -f - $SRC/tests/onnx/expected_pass.txt | sample); do
   check $t $NODE/$t/model.onnx
 done
 echo "ptxas -arch=sm_90 accepted $pass PTX files; $fail failed; $unsupported models unsupported on cuda"
