@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <pthread.h>
+#include <sched.h>
 #include <llvm-c/BitReader.h>
 #include <llvm-c/BitWriter.h>
 #include <llvm-c/Linker.h>
@@ -55,8 +56,10 @@ void cg_diag_handler(LLVMDiagnosticInfoRef di, void *cgmodule) {
  * order. Every worker thread parses the module's bitcode into its own LLVMContext, deletes the kernels of other
  * partitions, runs "globaldce" and the default<On> pipeline with its own target machine, and writes bitcode
  * back; the main thread links the optimised partitions, in partition order, into a fresh module of the
- * CgModule's context (the IR linker renames clashing internal symbols deterministically). The partition count
- * is fixed, not the thread count, so the result does not depend on the machine's core count. */
+ * CgModule's context (the IR linker renames clashing internal symbols deterministically). The partitions are
+ * the same whatever the number of threads, one included (the partitions then run one after another), so the
+ * result does not depend on the machine's core count. MLC_COMPILE_THREADS=1 asks for the whole module in one
+ * pass instead: no bitcode round trips (the quickest on one core), deterministic too, but other bytes. */
 
 #define CG_PARTS 4
 
@@ -136,17 +139,25 @@ static int fn_size(LLVMValueRef fn) {
   return n;
 }
 
+/* The worker threads: MLC_COMPILE_THREADS, else the CPUs this process may run on (its affinity mask: a
+ * container's or taskset's share, not the machine's count), at most CG_PARTS. 0: MLC_COMPILE_THREADS=1, one
+ * unpartitioned pass. */
 static int compile_threads(void) {
   const char *e = getenv("MLC_COMPILE_THREADS");
-  long n = e && *e ? strtol(e, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
-  return n < 1 ? 1 : n > CG_PARTS ? CG_PARTS : (int)n;
+  if (e && *e) {
+    long n = strtol(e, NULL, 10);
+    return n <= 1 ? 0 : n > CG_PARTS ? CG_PARTS : (int)n;
+  }
+  cpu_set_t set;
+  int n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : (int)sysconf(_SC_NPROCESSORS_ONLN);
+  return n < 1 ? 1 : n > CG_PARTS ? CG_PARTS : n;
 }
 
-/* MLC_OK with *done false when the module is not worth splitting (or threads are not available). */
+/* MLC_OK with *done false when the module is not split (one kernel, or MLC_COMPILE_THREADS=1). */
 static mlc_status optimize_partitioned(CgModule *m, int lv, bool *done, Diag *d) {
   *done = false;
   int nthreads = compile_threads();
-  if (nthreads < 2) return MLC_OK;
+  if (nthreads == 0) return MLC_OK;
   /* kernels: defined functions with external linkage, in module order; weight = their call tree's size */
   VEC(const char *) names = {0};
   VEC(int) weight = {0};
@@ -198,12 +209,12 @@ static mlc_status optimize_partitioned(CgModule *m, int lv, bool *done, Diag *d)
   mlc_status st = MLC_OK;
   for (int i = 0; i < nparts && !st; i++)
     if (!(parts[i].tm = cg_create_tm(&m->target, false, d))) st = d->status;
-  /* nthreads workers: partitions i, i + nthreads, ... run in turn on worker i % nthreads */
+  /* nthreads workers: partitions i, i + nthreads, ... run in turn on worker i % nthreads (on one thread: here) */
   pthread_t tid[CG_PARTS];
   bool started[CG_PARTS] = {0};
   for (int base = 0; base < nparts && !st; base += nthreads) {
     for (int i = base; i < nparts && i < base + nthreads; i++)
-      started[i] = pthread_create(&tid[i], NULL, opt_part_main, &parts[i]) == 0;
+      started[i] = nthreads > 1 && pthread_create(&tid[i], NULL, opt_part_main, &parts[i]) == 0;
     for (int i = base; i < nparts && i < base + nthreads; i++) {
       if (started[i]) pthread_join(tid[i], NULL);
       else opt_part_main(&parts[i]);
