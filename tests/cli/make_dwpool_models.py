@@ -315,6 +315,24 @@ padded_blocks("padc_116_14x14", 32, 116, 14, 14)
 padded_blocks("padc_21_20x20", 40, 21, 20, 20)  # 21 classes: padded to 24 (blocks of 8), not 32
 
 
+def wide_head(name, c, oc, h, w_):
+    """SqueezeNet's classifier: a 1x1 conv c -> oc + Relu, then a global average pool; oc a multiple of 8 but
+    not of 16 and at least 256: with AVX-512 its last block is zero-padded to 16 channels (channels=oc) instead
+    of every block being 8 wide, half a vector"""
+    x = rng.standard_normal((1, c, h, w_)).astype(np.float32)
+    w1 = (rng.standard_normal((oc, c, 1, 1)) / 8).astype(np.float32)
+    b1 = rng.standard_normal(oc).astype(np.float32)
+    inits = [numpy_helper.from_array(w1, "W1"), numpy_helper.from_array(b1, "B1")]
+    nodes = [helper.make_node("Conv", ["x", "W1", "B1"], ["c1"], kernel_shape=[1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("GlobalAveragePool", ["r1"], ["y"])]
+    r1 = np.maximum(conv_ref(x, w1, b1, 1, 0), 0)
+    save(name, nodes, x, inits, r1.mean(axis=(2, 3), keepdims=True))
+
+
+wide_head("padw_1000_13x13", 64, 1000, 13, 13)
+
+
 def global_pool(name, kind, shape, p=2):
     x = (rng.standard_normal(shape) * 2 - 0.5).astype(np.float32)
     axes = tuple(range(2, len(shape)))

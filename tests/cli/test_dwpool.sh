@@ -8,8 +8,8 @@
 # grouped convs (grp_*) are packed, their channel block inside one group, and between packed convs (grpc_*)
 # read and write NCHWc, with groups of 4 or 8 channels merged into groups of 16 (grpm_*: 8 and 4 groups; with
 # AlterOpLayout.merge_groups=1 they stay unmerged, same output); convs of 58 or 116 output channels pad their
-# last block (padc_*: channels=58, 116); global pools of NCHW rows of at
-# least a vector (gpool_*) take the row form (a gpool_part stage); 3-D convs (c3d_*) are packed
+# last block (padc_*: channels=58, 116), and with AVX-512 so does a 1000-class head (padw_*); global pools of
+# NCHW rows of at least a vector (gpool_*) take the row form (a gpool_part stage); 3-D convs (c3d_*) are packed
 # (nn.conv3d_packed), the (3, 1, 1) one over 8x8 frames in its temporal form.
 # usage: test_dwpool.sh MLC BUILD_DIR
 set -eu
@@ -29,6 +29,8 @@ for m in $(sample <"$dir/models.txt"); do
   grpc_*) want="nn.conv2d_packed(.*groups=[23], data_block=[0-9]*, out_block=" file=after_DeadCodeElim.txt ;;
   grpm_*) want="nn.conv2d_packed(.*groups=[48], data_block=16, out_block=16" file=after_DeadCodeElim.txt ;;
   padc_*) ch=${m#padc_} && want="nn.conv2d_packed(.*channels=${ch%%_*}" file=after_DeadCodeElim.txt ;;
+  padw_*) ch=${m#padw_} && want="nn.conv2d_packed(.*channels=${ch%%_*}" file=after_DeadCodeElim.txt
+    grep -q avx512f /proc/cpuinfo || want="nn.conv2d_packed(" ;; # blocks of 8 fill a whole AVX2 vector
   c3d_padc_*) want="nn.conv3d_packed(.*channels=${m#c3d_padc_}" file=after_DeadCodeElim.txt ;;
   c3d_temporal_form) want='compute "conv3d_packed" float32\[[0-9]*, [0-9]*, [0-9]*, [0-9]*\]' file=schedules.txt ;;
   c3d_*) want="nn.conv3d_packed(" file=after_DeadCodeElim.txt ;;
