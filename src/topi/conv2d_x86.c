@@ -47,7 +47,13 @@
  * channel range per reduction (ic, kh, kw walk the packed weight contiguously). When that tile would not
  * divide OW or would hold too few accumulators to hide the FMA latency (squeezenet's 27, 13, 111), the packed
  * conv is computed over a width padded up to a multiple of a better tile (padded_width), reading a padding
- * stage widened with zeros; only the store of the last tile is guarded. */
+ * stage widened with zeros; only the store of the last tile is guarded.
+ * Knob tile_ocn widens the register tile to ocn output channel blocks (occ split, occ.i unrolled between ic.i
+ * and ocb): each broadcast of an input column feeds ocn FMAs, so a step costs ocn weight vector loads and reg_n
+ * broadcasts for ocn x reg_n FMAs. The fallback takes ocn = 2 where a one-block tile holds fewer than 16
+ * accumulators (OW <= 15: ResNet's 7x7 and 14x14 layers) and a divisor of that tile gives two blocks at least as
+ * many (reg_n 14 -> 2 x 7): with two 512-bit FMA pipes (Zen 5) a narrow one-block tile is bound by its FMA
+ * latency and its broadcast loads (ResNet-50's 512 -> 2048 1x1 conv at 7x7: 132 -> 182 GFLOP/s on one core). */
 #include <string.h>
 #include "topi/topi.h"
 
@@ -147,6 +153,7 @@ static mlc_status packed_infer(Node *n, Diag *d) {
 
 static int64_t reg_n_max(const Target *t, int64_t ocb, bool int8);
 static int64_t default_reg_n(int64_t ow, int64_t max);
+static int64_t largest_divisor_upto(int64_t n, int64_t max);
 
 /* The fallback register tile and the packed conv's width. When the default tile divides OW and holds enough
  * accumulators to cover the FMA latency (8 vectors in flight: 2 FMA pipes x 4 cycles), that tile over OW
@@ -179,6 +186,32 @@ int64_t topi_conv_packed_tile(const Target *t, int64_t ow, int64_t ocb, int64_t 
 }
 
 int64_t topi_conv_packed_reg_max(const Target *t, int64_t ocb) { return reg_n_max(t, ocb, false); }
+
+/* The most accumulators of a tile of several channel blocks: 2 x 14 spilled (the 14 broadcasts shared by both
+ * blocks stay live too), 2 x 12 did not. */
+#define OCN_MAX_ACC 24
+/* ... and of the fallback's: the Winograd GEMM's 2 x 12 ran slower than 1 x 12, its 2 x 10 faster than 1 x 10 */
+#define OCN_DEFAULT_ACC 20
+
+static bool ocn_ok(int64_t occ, int64_t ocn, int64_t reg_n) {
+  return ocn >= 1 && occ % ocn == 0 && (ocn == 1 || ocn * reg_n <= OCN_MAX_ACC);
+}
+
+/* The fallback register tile of the packed conv a: *reg_n columns x the returned number of channel blocks (see
+ * tile_ocn above). Two blocks halve the parallel loop (n x occ x oh); where that would leave fewer than 32
+ * iterations (DenseNet's 7x7 convs: 7 and 28) the threads wait on each other more than the tile saves
+ * (DenseNet-121 on 2 threads: 8% slower with 16 as the bound). */
+static int64_t fallback_ocn(const Target *t, const TeOp *a, int64_t *reg_n) {
+  int64_t owp, n = a->axes[0]->extent, occ = a->axes[1]->extent, oh = a->axes[2]->extent, ocb = a->axes[4]->extent;
+  bool int8 = a->outputs[0]->dtype == MLC_I32;
+  *reg_n = fallback_tile(t, a->axes[3]->extent, ocb, int8, &owp);
+  int vb = t && t->vector_bytes > 0 ? t->vector_bytes : 16;
+  if (int8 || vb < 64 || ocb != vb / 4 || occ % 2 || *reg_n >= 16 || n * (occ / 2) * oh < 32) return 1;
+  int64_t r = largest_divisor_upto(*reg_n, OCN_DEFAULT_ACC / 2);
+  if (2 * r < *reg_n) return 1;
+  *reg_n = r;
+  return 2;
+}
 
 static int64_t padded_width(const Target *t, int64_t ow, int64_t ocb, bool int8) {
   int64_t owp;
@@ -517,6 +550,10 @@ void topi_conv2d_packed_space(const Target *t, const TeOp *a, TopiConfigSpace *s
   for (int64_t b = 8; b <= 32; b *= 2)
     if (oc % b == 0 || b == ocb) k->choices[k->nchoices++] = b;
   if (ocb < 8 || ocb > 32 || (ocb & (ocb - 1))) k->choices[k->nchoices++] = ocb;
+  k = &s->knobs[s->nknobs++];
+  k->name = "tile_ocn";
+  for (int64_t b = 1; b <= 4; b *= 2)
+    if (a->axes[1]->extent % b == 0 && (b == 1 || !int8)) k->choices[k->nchoices++] = b;
   add_order_knob(s);
 }
 
@@ -535,16 +572,18 @@ void topi_conv2d_packed_fallback(const Target *t, const TeOp *a, TopiConfig *cfg
     return;
   }
   if (!anchor_ok(a)) return;
-  int64_t owp;
+  int64_t reg_n, ocn = fallback_ocn(t, a, &reg_n);
   cfg->names[0] = "tile_ow";
-  cfg->values[0] = fallback_tile(t, a->axes[3]->extent, a->axes[4]->extent, a->outputs[0]->dtype == MLC_I32, &owp);
+  cfg->values[0] = reg_n;
   cfg->names[1] = "tile_ic";
   cfg->values[1] = a->reduce_axes[0]->extent;
   cfg->names[2] = "tile_oc";
   cfg->values[2] = a->axes[4]->extent;
-  cfg->names[3] = "order";
-  cfg->values[3] = direct_order(t, a);
-  cfg->nknobs = 4;
+  cfg->names[3] = "tile_ocn";
+  cfg->values[3] = ocn;
+  cfg->names[4] = "order";
+  cfg->values[4] = direct_order(t, a);
+  cfg->nknobs = 5;
 }
 
 /* the padding stage: rows in parallel, the width innermost (then the channel block, one vector) */
@@ -626,16 +665,20 @@ void topi_conv2d_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out
   else
     tiled_out = tiled_out && out && out->ndim == 4 && out->shape[1] > (a->axes[1]->extent - 1) * ocb &&
                 out->shape[1] <= a->axes[1]->extent * ocb; /* a padded last block: its channels < OC stored */
-  int64_t owp;
   bool int8 = a->outputs[0]->dtype == MLC_I32;
-  int64_t reg_n = topi_config_get(cfg, "tile_ow", fallback_tile(c->target, a->axes[3]->extent, ocb, int8, &owp));
+  int64_t occ = a->axes[1]->extent, dflt_reg_n, dflt_ocn = fallback_ocn(c->target, a, &dflt_reg_n);
+  int64_t reg_n = topi_config_get(cfg, "tile_ow", dflt_reg_n);
+  int64_t ocn = topi_config_get(cfg, "tile_ocn", dflt_ocn);
+  while (ocn > 1 && (int8 || !ocn_ok(occ, ocn, reg_n))) ocn /= 2; /* a tile too wide for the register file */
+  if (!ocn_ok(occ, ocn, reg_n)) ocn = 1;
   int64_t tic = topi_config_get(cfg, "tile_ic", a->reduce_axes[0]->extent);
-  /* the packed conv: n, occ, oh, ow.o, ic.o, kh, kw, ic.i, ocb (vector), ow.i (unrolled); with the whole
-   * channel range in one block: ic, kh, kw, which walks the packed weight contiguously */
-  IterVar *owo, *owi, *ico = NULL, *ici = NULL;
+  /* the packed conv: n, occ.o, oh, ow.o, ic.o, kh, kw, ic.i, occ.i (unrolled), ocb (vector), ow.i (unrolled);
+   * with the whole channel range in one block: ic, kh, kw, which walks the packed weight contiguously */
+  IterVar *owo, *owi, *ico = NULL, *ici = NULL, *occo = a->axes[1], *occi = NULL;
+  if (ocn > 1) topi_split(cs, a->axes[1], ocn, &occo, &occi);
   topi_split(cs, a->axes[3], reg_n, &owo, &owi);
   if (tic < a->reduce_axes[0]->extent) topi_split(cs, a->reduce_axes[0], tic, &ico, &ici);
-  IterVar *order[11] = {a->axes[0], a->axes[1], a->axes[2], owo};
+  IterVar *order[12] = {a->axes[0], occo, a->axes[2], owo};
   int k = 4;
   order[k++] = ico ? ico : a->reduce_axes[0];
   order[k++] = a->reduce_axes[1];
@@ -643,14 +686,19 @@ void topi_conv2d_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out
   if (ici) order[k++] = ici;
   if (a->nreduce == 4) order[k++] = a->reduce_axes[3]; /* ic.i: the input channel block */
   /* the 8-bit form (int32 sums) puts the vector innermost: TIR's vectorizer takes only straight-line bodies,
-   * and its dot_u8s8 must become vpdpbusd, which LLVM's loop vectorizer would not make of the scalar call */
-  order[k++] = int8 ? owi : a->axes[4];
-  order[k++] = int8 ? a->axes[4] : owi;
+   * and its dot_u8s8 must become vpdpbusd, which LLVM's loop vectorizer would not make of the scalar call. So
+   * does a tile of several channel blocks (occ.i, ow.i, ocb): left to LLVM's loop vectorizer, the second
+   * block's weight vector became a gather where the input is blocked (ResNet-50's layer3: 3x slower) */
+  bool vec_inner = int8 || occi;
+  if (occi) order[k++] = occi;
+  order[k++] = vec_inner ? owi : a->axes[4];
+  order[k++] = vec_inner ? a->axes[4] : owi;
   te_reorder(cs, k, order);
   te_vectorize(cs, a->axes[4]);
   te_unroll(cs, owi);
+  if (occi) te_unroll(cs, occi);
   if (!tiled_out) { /* the packed conv is materialised whole: parallel over its rows */
-    IterVar *f = te_fuse(cs, a->axes[0], a->axes[1]);
+    IterVar *f = te_fuse(cs, a->axes[0], occo);
     f = te_fuse(cs, f, a->axes[2]);
     if (f->extent > 1) te_parallel(cs, f);
     return;
@@ -664,19 +712,24 @@ void topi_conv2d_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out
   } else {
     topi_split(os, o->axes[1], ocb, &oco, &oci);
   }
+  IterVar *ocni = NULL; /* the tile's channel blocks */
+  if (ocn > 1) topi_split(os, oco, ocn, &oco, &ocni);
   topi_split(os, o->axes[3], reg_n, &wo, &wi);
   bool rows_outer = topi_config_get(cfg, "order", direct_order(c->target, a)) == 1;
   /* NCHW output: a tile's ocb x reg_n results stored channel by channel, as reg_n contiguous columns (LLVM
    * transposes the accumulators in registers), instead of each column's ocb channels scattered H*W apart;
    * MobileNetV3's 3 -> 16 stem at 160x160 ran 2.4x faster. Narrow tiles keep the scatter. */
   bool rows_store = !nchwc_out && reg_n >= 8 && !int8;
-  IterVar *oorder[6] = {o->axes[0], rows_outer ? o->axes[2] : oco, rows_outer ? oco : o->axes[2], wo,
-                        rows_store ? oci : wi, rows_store ? wi : oci};
-  te_reorder(os, 6, oorder);
+  IterVar *oorder[7] = {o->axes[0], rows_outer ? o->axes[2] : oco, rows_outer ? oco : o->axes[2], wo};
+  int no = 4;
+  if (ocni) oorder[no++] = ocni;
+  oorder[no++] = rows_store ? oci : wi;
+  oorder[no++] = rows_store ? wi : oci;
+  te_reorder(os, no, oorder);
   IterVar *f = te_fuse(os, o->axes[0], oorder[1]);
   f = te_fuse(os, f, oorder[2]);
   if (f->extent > 1) te_parallel(os, f);
-  te_unroll(os, oorder[4]);
-  te_vectorize(os, oorder[5]);
+  te_unroll(os, oorder[no - 2]);
+  te_vectorize(os, oorder[no - 1]);
   te_compute_at(cs, os, wo);
 }

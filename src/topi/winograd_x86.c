@@ -505,6 +505,28 @@ int64_t topi_winograd_padded_tiles(const Target *t, int64_t tiles, int64_t kb) {
 /* the GEMM anchor: M[alpha^2, K/kb, PP, kb] with its one reduce axis (the input channels) */
 static bool gemm_anchor_ok(const TeOp *a) { return a->kind == TE_COMPUTE && a->naxes == 4 && a->nreduce == 1; }
 
+/* Knob tile_k: the accumulator tile spans tile_k channel blocks (K/kb split, k.i unrolled), so each broadcast
+ * of V feeds tile_k FMAs: per channel step tile_k U vector loads and tile_p broadcasts for tile_k x tile_p
+ * FMAs. With two 512-bit FMA pipes (Zen 5) one block is bound by its broadcast loads: the fallback takes two
+ * blocks on AVX-512 where K/kb is even (a 256-channel F(2x2) GEMM at 14x14: 183 -> 210 GFLOP/s). At most
+ * WINO_MAX_ACC accumulators: more spill the broadcasts that both blocks share. */
+#define WINO_MAX_ACC 24
+/* ... and in the fallback: 2 x 12 tiles ran slower than 1 x 12 (DenseNet's 128 -> 32 GEMMs at 56x56: 154 -> 119
+ * GFLOP/s), 2 x 10 faster than 1 x 10 */
+#define WINO_DEFAULT_ACC 20
+
+static bool tile_k_ok(int64_t kblocks, int64_t tk, int64_t tp) {
+  return tk >= 1 && kblocks % tk == 0 && (tk == 1 || tk * tp <= WINO_MAX_ACC);
+}
+
+static int64_t default_tile_k(const Target *t, const TeOp *a, int64_t tp) {
+  int lanes = topi_vector_lanes(t, MLC_F32);
+  /* as the packed conv's tile_ocn: not where it leaves the parallel loop (alpha^2 x K/kb/2) under 16 */
+  if (vector_regs(t) < 32 || a->axes[3]->extent != lanes || a->axes[0]->extent * (a->axes[1]->extent / 2) < 16)
+    return 1;
+  return 2 * tp <= WINO_DEFAULT_ACC && tile_k_ok(a->axes[1]->extent, 2, tp) ? 2 : 1;
+}
+
 void topi_conv2d_winograd_space(const Target *t, const TeOp *a, TopiConfigSpace *s) {
   memset(s, 0, sizeof *s);
   if (!gemm_anchor_ok(a)) return;
@@ -512,6 +534,9 @@ void topi_conv2d_winograd_space(const Target *t, const TeOp *a, TopiConfigSpace 
   TopiKnob *k = topi_knob_add(s, "tile_p");
   for (int64_t f = 1; f <= pp && f <= mx + 2; f++)
     if (pp % f == 0) topi_knob_choice(k, f);
+  k = topi_knob_add(s, "tile_k");
+  for (int64_t f = 1; f <= 4; f *= 2)
+    if (a->axes[1]->extent % f == 0) topi_knob_choice(k, f);
 }
 
 void topi_conv2d_winograd_fallback(const Target *t, const TeOp *a, TopiConfig *cfg) {
@@ -519,7 +544,9 @@ void topi_conv2d_winograd_fallback(const Target *t, const TeOp *a, TopiConfig *c
   if (!gemm_anchor_ok(a)) return;
   /* AlterOpLayout padded the tiles to a multiple of the default register tile: the largest divisor within
    * the register budget is that tile or a larger one */
-  topi_cfg_set(cfg, "tile_p", topi_largest_divisor(a->axes[2]->extent, tile_p_max(t, a->axes[3]->extent)));
+  int64_t tp = topi_largest_divisor(a->axes[2]->extent, tile_p_max(t, a->axes[3]->extent));
+  topi_cfg_set(cfg, "tile_p", tp);
+  topi_cfg_set(cfg, "tile_k", default_tile_k(t, a, tp));
 }
 
 /* The GEMM (TVM's dense_pack form): an accumulator tile of tile_p tiles x kb channels in a local stage, loops
@@ -531,22 +558,33 @@ void topi_conv2d_winograd_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *o
     if (gs) topi_schedule_stage_generic(c, gs);
     return;
   }
-  int64_t pp = a->axes[2]->extent, tp = topi_config_get(cfg, "tile_p", 1);
+  int64_t pp = a->axes[2]->extent, tp = topi_config_get(cfg, "tile_p", 1), kblocks = a->axes[1]->extent;
+  if (tp > pp) tp = pp;
+  int64_t tk = topi_config_get(cfg, "tile_k", 1);
+  while (tk > 1 && !tile_k_ok(kblocks, tk, tp)) tk /= 2; /* a tile too wide for the register file */
+  if (!tile_k_ok(kblocks, tk, tp)) tk = 1;
   IterVar *rc = a->reduce_axes[0];
   TeTensor *L = te_cache_write(s, a->outputs[0]);
   if (L == a->outputs[0]) return;
   TeStage *ls = te_stage(s, L);
   gs = te_stage(s, a->outputs[0]);
-  IterVar *po, *pi;
-  topi_split(gs, a->axes[2], tp > pp ? pp : tp, &po, &pi);
-  IterVar *order[5] = {a->axes[0], a->axes[1], po, pi, a->axes[3]};
-  te_reorder(gs, 5, order);
-  te_parallel(gs, te_fuse(gs, a->axes[0], a->axes[1]));
+  IterVar *po, *pi, *ko = a->axes[1], *ki = NULL;
+  if (tk > 1) topi_split(gs, a->axes[1], tk, &ko, &ki);
+  topi_split(gs, a->axes[2], tp, &po, &pi);
+  IterVar *order[6] = {a->axes[0], ko, po};
+  int n = 3;
+  if (ki) order[n++] = ki;
+  order[n++] = pi;
+  order[n++] = a->axes[3];
+  te_reorder(gs, n, order);
+  te_parallel(gs, te_fuse(gs, a->axes[0], ko));
+  if (ki) te_unroll(gs, ki);
   if (pi->extent > 1) te_unroll(gs, pi);
   te_vectorize(gs, a->axes[3]);
   TeOp *lo = ls->op;
-  IterVar *lorder[5] = {lo->axes[0], lo->axes[1], rc, lo->axes[2], lo->axes[3]};
+  IterVar *lorder[5] = {lo->axes[0], ki ? rc : lo->axes[1], ki ? lo->axes[1] : rc, lo->axes[2], lo->axes[3]};
   te_reorder(ls, 5, lorder);
+  if (ki) te_unroll(ls, lo->axes[1]);
   te_unroll(ls, lo->axes[2]);
   te_vectorize(ls, lo->axes[3]);
   te_compute_at(ls, gs, po);

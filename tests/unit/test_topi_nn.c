@@ -214,8 +214,8 @@ static void test_conv(const char *name, int nsp, const int64_t *xs, const int64_
 /* nn.conv2d_packed (src/topi/conv2d_x86.c): the weight packed [OC/ocb][IC][KH][KW][ocb] here, the result
  * against the plain conv reference; widths the register tile does not divide (13, 27, 11 with stride 2, no
  * padding) take the padded-width path, whose extra columns must never reach the output */
-static void test_conv_packed(const char *name, const int64_t *xs, const int64_t *ws, int64_t ocb, int64_t stride,
-                             const int64_t *pads) {
+static void test_conv_packed_cfg(const char *name, const int64_t *xs, const int64_t *ws, int64_t ocb,
+                                 int64_t stride, const int64_t *pads, const TopiConfig *cfg) {
   conv_p.nsp = 2;
   for (int i = 0; i < 2; i++) conv_p.strides[i] = stride, conv_p.dil[i] = 1;
   memcpy(conv_p.pads, pads, sizeof(int64_t) * 4);
@@ -230,7 +230,7 @@ static void test_conv_packed(const char *name, const int64_t *xs, const int64_t 
     for (int64_t i = 0; i < IC * KH * KW; i++) packed[((o / ocb) * IC * KH * KW + i) * ocb + o % ocb] = data[1][o * IC * KH * KW + i];
   float *pdata[2] = {data[0], packed};
   TensorType ot;
-  float *got = run_op(name, "nn.conv2d_packed", 2, pin, pdata, conv_set, NULL, &ot);
+  float *got = run_op(name, "nn.conv2d_packed", 2, pin, pdata, conv_set, cfg, &ot);
   if (got) {
     float *want = calloc((size_t)tt_numel(&ot), sizeof(float));
     conv_ref(&tin[0], data[0], &tin[1], data[1], &ot, want);
@@ -241,6 +241,11 @@ static void test_conv_packed(const char *name, const int64_t *xs, const int64_t 
   free(packed);
   free(data[0]);
   free(data[1]);
+}
+
+static void test_conv_packed(const char *name, const int64_t *xs, const int64_t *ws, int64_t ocb, int64_t stride,
+                             const int64_t *pads) {
+  test_conv_packed_cfg(name, xs, ws, ocb, stride, pads, NULL);
 }
 
 /* nn.conv2d_packed with NCHWc activations: data_block ib reads data [N, C/ib, H, W, ib] with the weight
@@ -255,7 +260,7 @@ static void conv_nchwc_set(Graph *g, Node *n) {
 }
 
 static void test_conv_packed_nchwc(const char *name, const int64_t *xs, const int64_t *ws, int64_t ocb, int64_t ib,
-                                   int64_t out_block, int64_t stride, const int64_t *pads) {
+                                   int64_t out_block, int64_t stride, const int64_t *pads, const TopiConfig *cfg) {
   conv_p.nsp = 2;
   for (int i = 0; i < 2; i++) conv_p.strides[i] = stride, conv_p.dil[i] = 1;
   memcpy(conv_p.pads, pads, sizeof(int64_t) * 4);
@@ -280,7 +285,7 @@ static void test_conv_packed_nchwc(const char *name, const int64_t *xs, const in
            o % ocb] = data[1][(o * C + c) * KH * KW + k];
   float *pdata[2] = {ib ? px : data[0], pw};
   TensorType ot;
-  float *got = run_op(name, "nn.conv2d_packed", 2, pin, pdata, conv_nchwc_set, NULL, &ot);
+  float *got = run_op(name, "nn.conv2d_packed", 2, pin, pdata, conv_nchwc_set, cfg, &ot);
   if (got) {
     TensorType rt = ot;
     if (out_block) rt = (TensorType){.dtype = MLC_F32, .ndim = 4, .dims = {N, OC, ot.dims[2], ot.dims[3]}};
@@ -563,14 +568,24 @@ int main(void) {
   }
   {
     int64_t xs[4] = {1, 16, 6, 14}, ws[4] = {32, 16, 3, 3}, p[4] = {1, 1, 1, 1}, p0[4] = {0, 0, 0, 0};
-    test_conv_packed_nchwc("conv2d_packed NCHW in, NCHWc out", xs, ws, 16, 0, 16, 1, p);
-    test_conv_packed_nchwc("conv2d_packed NCHWc in, NCHW out", xs, ws, 16, 8, 0, 1, p);
-    test_conv_packed_nchwc("conv2d_packed NCHWc in and out", xs, ws, 8, 16, 8, 1, p);
-    test_conv_packed_nchwc("conv2d_packed NCHWc stride 2", xs, ws, 16, 16, 16, 2, p);
+    test_conv_packed_nchwc("conv2d_packed NCHW in, NCHWc out", xs, ws, 16, 0, 16, 1, p, NULL);
+    test_conv_packed_nchwc("conv2d_packed NCHWc in, NCHW out", xs, ws, 16, 8, 0, 1, p, NULL);
+    test_conv_packed_nchwc("conv2d_packed NCHWc in and out", xs, ws, 8, 16, 8, 1, p, NULL);
+    test_conv_packed_nchwc("conv2d_packed NCHWc stride 2", xs, ws, 16, 16, 16, 2, p, NULL);
     int64_t xs2[4] = {2, 8, 5, 13}, ws2[4] = {16, 8, 1, 1};
-    test_conv_packed_nchwc("conv2d_packed NCHWc 1x1 width 13", xs2, ws2, 16, 8, 16, 1, p0);
+    test_conv_packed_nchwc("conv2d_packed NCHWc 1x1 width 13", xs2, ws2, 16, 8, 16, 1, p0, NULL);
     int64_t xs3[4] = {1, 16, 7, 27};
-    test_conv_packed_nchwc("conv2d_packed NCHWc width 27", xs3, ws, 16, 16, 16, 1, p);
+    test_conv_packed_nchwc("conv2d_packed NCHWc width 27", xs3, ws, 16, 16, 16, 1, p, NULL);
+    /* register tiles of several output channel blocks (tile_ocn): 4 blocks x 3 columns; 4 x 7 exceeds the
+     * accumulator budget and runs as 2 x 7; 2 blocks x 14 columns as 1 x 14; NCHW and NCHWc outputs */
+    int64_t ws4[4] = {64, 16, 3, 3};
+    TopiConfig c4x3 = {.nknobs = 2, .names = {"tile_ocn", "tile_ow"}, .values = {4, 3}};
+    TopiConfig c4x7 = {.nknobs = 2, .names = {"tile_ocn", "tile_ow"}, .values = {4, 7}};
+    TopiConfig c2x14 = {.nknobs = 2, .names = {"tile_ocn", "tile_ow"}, .values = {2, 14}};
+    test_conv_packed_nchwc("conv2d_packed NCHWc 4 blocks x 3", xs, ws4, 16, 16, 16, 1, p, &c4x3);
+    test_conv_packed_nchwc("conv2d_packed NCHWc in, NCHW out, 4 blocks x 7", xs, ws4, 16, 16, 0, 1, p, &c4x7);
+    test_conv_packed_nchwc("conv2d_packed NCHW in, NCHWc out, 2 blocks x 14", xs, ws4, 16, 0, 16, 1, p, &c2x14);
+    test_conv_packed_cfg("conv2d_packed NCHW 4 blocks x 7", xs, ws4, 16, 1, p, &c4x7);
   }
   {
     int64_t xs[3] = {1, 2, 11}, ws[3] = {3, 2, 4}, s[1] = {2}, dl[1] = {1}, p[2] = {1, 3};
