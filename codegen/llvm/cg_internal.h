@@ -54,6 +54,10 @@ struct CgModule {
   LLVMTargetMachineRef tm;
   LLVMTargetDataRef td;
   bool optimized;
+  /* the optimised partitions' bitcode (emit.c), kept so that their objects are emitted in parallel; 0 when the
+   * module was optimised whole */
+  int nparts;
+  LLVMMemoryBufferRef part_bc[CG_MAX_OBJECTS];
   int noutlined;
   Diag *d; /* diagnostic of the call in progress */
   char llvm_error[512]; /* the first error LLVM reported through the context's diagnostic handler */

@@ -72,6 +72,7 @@ void cg_module_free(CgModule *m) {
   if (!m) return;
   if (m->b) LLVMDisposeBuilder(m->b);
   if (m->mod) LLVMDisposeModule(m->mod);
+  for (int i = 0; i < m->nparts; i++) LLVMDisposeMemoryBuffer(m->part_bc[i]);
   if (m->tsc) LLVMOrcDisposeThreadSafeContext(m->tsc);
   if (m->td) LLVMDisposeTargetData(m->td);
   if (m->tm) LLVMDisposeTargetMachine(m->tm);

@@ -31,6 +31,11 @@ char *cg_print_ir(CgModule *m);
 char *cg_print_asm(CgModule *m, Diag *d);
 /* Writes an object file. */
 mlc_status cg_emit_object(CgModule *m, const char *path, Diag *d);
+/* Writes the kernels' object code as STEM.o, or where the module was optimised in partitions (emit.c) as one
+ * object per partition, STEM.0.o, STEM.1.o, ..., emitted in parallel; *nobjs and objs (malloc'd paths, the
+ * caller frees them) say which. */
+#define CG_MAX_OBJECTS 4
+mlc_status cg_emit_objects(CgModule *m, const char *stem, int *nobjs, char *objs[CG_MAX_OBJECTS], Diag *d);
 /* Links object files into a shared library with the system compiler driver (cc -shared). */
 mlc_status cg_link_shared(const Target *t, int nobjs, const char **objs, const char *out_path, Diag *d);
 

@@ -1,10 +1,10 @@
 /* The linkable outputs of a compilation (DESIGN.md "Packages"): `--output-format so` and `obj`.
  *
- * so:  one shared library = the kernels' object + a bundle object exporting the package's other members as
+ * so:  one shared library = the kernels' objects + a bundle object exporting the package's other members as
  *      data symbols (mlc_so_plan = mod.json, mlc_so_params = mod.params, mlc_so_meta = meta.json, each with
  *      a uint64_t SYM_size). mlc_module_load opens it with dlopen and reads the plan from those symbols, so the
  *      format is the package's, minus the tar.
- * obj: one relocatable object = the kernels' object + a bundle object holding the weights as constant data and
+ * obj: one relocatable object = the kernels' objects + a bundle object holding the weights as constant data and
  *      the entry points NAME_run / NAME_run_ctx (codegen/llvm/bundle.c), linked with `cc -r` and every symbol
  *      but the entry points made local; plus a C header declaring them with the workspace size, the inputs'
  *      and outputs' names, dtypes and shapes as constants (Glow bundles, TVM AOT's tvmgen_default.h).
@@ -33,14 +33,15 @@ mlc_status mlc_write_shared(Compiled *c, const char *path, Diag *d) {
     return diag_set(d, MLC_ERR_UNSUPPORTED, "--output-format so: GPU target '%s' is unsupported", c->target.str);
   char dir[] = "/tmp/mlc-so-XXXXXX";
   if (!mkdtemp(dir)) return diag_set(d, MLC_ERR_INTERNAL, "cannot create a temporary directory");
-  char kobj[64], bobj[64];
-  snprintf(kobj, sizeof kobj, "%s/kernels.o", dir);
+  char kstem[64], bobj[64], *kobjs[CG_MAX_OBJECTS];
+  int nk = 0;
+  snprintf(kstem, sizeof kstem, "%s/kernels", dir);
   snprintf(bobj, sizeof bobj, "%s/bundle.o", dir);
   rt_plan plan = {0};
   void *params = NULL;
   size_t params_size = 0;
   char *json = NULL, *meta = NULL, *kinfo = mlc_kernels_json(c);
-  if (cg_emit_object(c->cg, kobj, d) == MLC_OK && mlc_build_plan(c, &plan, d) == MLC_OK) {
+  if (cg_emit_objects(c->cg, kstem, &nk, kobjs, d) == MLC_OK && mlc_build_plan(c, &plan, d) == MLC_OK) {
     json = rt_plan_to_json(&plan);
     meta = mlc_meta_json(c, &plan);
     if (!json || !meta || !kinfo || rt_params_serialize(&plan, &params, &params_size) != 0)
@@ -53,10 +54,13 @@ mlc_status mlc_write_shared(Compiled *c, const char *path, Diag *d) {
           {"mlc_so_kernels", kinfo, strlen(kinfo)},
       };
       CgBundle b = {.nblobs = (int)countof(blobs), .blobs = blobs};
-      const char *objs[] = {kobj, bobj};
-      if (cg_emit_bundle(&c->target, &b, bobj, d) == MLC_OK) cg_link_shared(&c->target, 2, objs, path, d);
+      const char *objs[CG_MAX_OBJECTS + 1];
+      for (int i = 0; i < nk; i++) objs[i] = kobjs[i];
+      objs[nk] = bobj;
+      if (cg_emit_bundle(&c->target, &b, bobj, d) == MLC_OK) cg_link_shared(&c->target, nk + 1, objs, path, d);
     }
   }
+  for (int i = 0; i < nk; i++) free(kobjs[i]);
   free(params);
   free(json);
   free(meta);
@@ -153,8 +157,9 @@ mlc_status mlc_write_object(Compiled *c, const char *path, const char *header_pa
     return diag_set(d, MLC_ERR_UNSUPPORTED, "--output-format obj: GPU target '%s' is unsupported", c->target.str);
   char dir[] = "/tmp/mlc-obj-XXXXXX";
   if (!mkdtemp(dir)) return diag_set(d, MLC_ERR_INTERNAL, "cannot create a temporary directory");
-  char kobj[64], bobj[64];
-  snprintf(kobj, sizeof kobj, "%s/kernels.o", dir);
+  char kstem[64], bobj[64], *kobjs[CG_MAX_OBJECTS];
+  int nk = 0;
+  snprintf(kstem, sizeof kstem, "%s/kernels", dir);
   snprintf(bobj, sizeof bobj, "%s/bundle.o", dir);
   rt_plan plan = {0};
   int64_t *base = NULL;
@@ -165,7 +170,7 @@ mlc_status mlc_write_object(Compiled *c, const char *path, const char *header_pa
   CgArg *args = NULL, *out_src = NULL;
   int64_t *out_bytes = NULL;
   char *header = NULL;
-  if (cg_emit_object(c->cg, kobj, d) != MLC_OK || mlc_build_plan(c, &plan, d) != MLC_OK) goto done;
+  if (cg_emit_objects(c->cg, kstem, &nk, kobjs, d) != MLC_OK || mlc_build_plan(c, &plan, d) != MLC_OK) goto done;
   if (plan.ndynamic) {
     /* the generated entry points return fixed-size outputs; a data-dependent one needs the runtime's trimming */
     const rt_tensor *t = &plan.tensors[plan.outputs[plan.dynamic[0].output]];
@@ -227,10 +232,13 @@ mlc_status mlc_write_object(Compiled *c, const char *path, const char *header_pa
   char run[96], run_ctx[96];
   snprintf(run, sizeof run, "%s_run", name);
   snprintf(run_ctx, sizeof run_ctx, "%s_run_ctx", name);
-  const char *objs[] = {kobj, bobj}, *keep[] = {run, run_ctx};
-  if (cg_link_relocatable(&c->target, 2, objs, 2, keep, path, d) != MLC_OK) goto done;
+  const char *objs[CG_MAX_OBJECTS + 1], *keep[] = {run, run_ctx};
+  for (int i = 0; i < nk; i++) objs[i] = kobjs[i];
+  objs[nk] = bobj;
+  if (cg_link_relocatable(&c->target, nk + 1, objs, 2, keep, path, d) != MLC_OK) goto done;
   if (header_path && file_write_atomic(header_path, header, strlen(header), d) != MLC_OK) unlink(path);
 done:
+  for (int i = 0; i < nk; i++) free(kobjs[i]);
   free(header);
   free(base);
   free(param_index);

@@ -175,16 +175,18 @@ mlc_status mlc_write_package(Compiled *c, const char *path, Diag *d) {
   if (c->target.kind == TARGET_GPU) return write_gpu_package(c, path, d);
   char dir[] = "/tmp/mlc-pkg-XXXXXX";
   if (!mkdtemp(dir)) return diag_set(d, MLC_ERR_INTERNAL, "cannot create a temporary directory");
-  char obj[4200], so[4200];
-  snprintf(obj, sizeof obj, "%s/mod.o", dir);
+  char stem[4200], so[4200];
+  snprintf(stem, sizeof stem, "%s/mod", dir);
   snprintf(so, sizeof so, "%s/mod.so", dir);
   rt_plan plan = {0};
   void *so_data = NULL, *params = NULL;
   char *json = NULL, *meta = NULL, *kinfo = NULL;
   size_t so_size = 0, params_size = 0;
-  const char *objs[] = {obj};
+  char *objs[CG_MAX_OBJECTS];
+  int nobjs = 0;
   char err[RT_ERRLEN] = "";
-  if (cg_emit_object(c->cg, obj, d) == MLC_OK && cg_link_shared(&c->target, 1, objs, so, d) == MLC_OK &&
+  if (cg_emit_objects(c->cg, stem, &nobjs, objs, d) == MLC_OK &&
+      cg_link_shared(&c->target, nobjs, (const char **)objs, so, d) == MLC_OK &&
       file_read(so, &so_data, &so_size, d) == MLC_OK && mlc_build_plan(c, &plan, d) == MLC_OK) {
     json = rt_plan_to_json(&plan);
     meta = mlc_meta_json(c, &plan);
@@ -202,6 +204,7 @@ mlc_status mlc_write_package(Compiled *c, const char *path, Diag *d) {
       if (rt_tar_write(path, (int)countof(files), files, err) != 0) diag_set(d, MLC_ERR_INVALID, "%s", err);
     }
   }
+  for (int i = 0; i < nobjs; i++) free(objs[i]);
   free(so_data);
   free(params);
   free(json);
