@@ -507,9 +507,11 @@ static bool gemm_anchor_ok(const TeOp *a) { return a->kind == TE_COMPUTE && a->n
 
 /* Knob tile_k: the accumulator tile spans tile_k channel blocks (K/kb split, k.i unrolled), so each broadcast
  * of V feeds tile_k FMAs: per channel step tile_k U vector loads and tile_p broadcasts for tile_k x tile_p
- * FMAs. With two 512-bit FMA pipes (Zen 5) one block is bound by its broadcast loads: the fallback takes two
- * blocks on AVX-512 where K/kb is even (a 256-channel F(2x2) GEMM at 14x14: 183 -> 210 GFLOP/s). At most
- * WINO_MAX_ACC accumulators: more spill the broadcasts that both blocks share. */
+ * FMAs. With two 512-bit FMA pipes (Zen 5) one block is bound by its broadcast loads. The fallback on AVX-512
+ * (what whole-space tuning of ResNet-18 picked on every Winograd task): 4 blocks x a tile_p of 4 to 6 dividing
+ * the padded tiles where K/kb allows (1.07x-1.20x over 2 x 10 and 1 x 12), else 2 blocks x tile_p <= 10 (a
+ * 256-channel F(2x2) GEMM at 14x14: 183 -> 210 GFLOP/s over 1 x 10). At most WINO_MAX_ACC accumulators: more
+ * spill the broadcasts that the blocks share. */
 #define WINO_MAX_ACC 24
 /* ... and in the fallback: 2 x 12 tiles ran slower than 1 x 12 (DenseNet's 128 -> 32 GEMMs at 56x56: 154 -> 119
  * GFLOP/s), 2 x 10 faster than 1 x 10 */
@@ -519,12 +521,19 @@ static bool tile_k_ok(int64_t kblocks, int64_t tk, int64_t tp) {
   return tk >= 1 && kblocks % tk == 0 && (tk == 1 || tk * tp <= WINO_MAX_ACC);
 }
 
-static int64_t default_tile_k(const Target *t, const TeOp *a, int64_t tp) {
+/* the fallback tile: returns tile_k, *tp tile_p (on entry the one-block tile) */
+static int64_t default_tile_k(const Target *t, const TeOp *a, int64_t *tp) {
   int lanes = topi_vector_lanes(t, MLC_F32);
-  /* as the packed conv's tile_ocn: not where it leaves the parallel loop (alpha^2 x K/kb/2) under 16 */
-  if (vector_regs(t) < 32 || a->axes[3]->extent != lanes || a->axes[0]->extent * (a->axes[1]->extent / 2) < 16)
-    return 1;
-  return 2 * tp <= WINO_DEFAULT_ACC && tile_k_ok(a->axes[1]->extent, 2, tp) ? 2 : 1;
+  int64_t e = a->axes[0]->extent, kblocks = a->axes[1]->extent, pp = a->axes[2]->extent;
+  if (vector_regs(t) < 32 || a->axes[3]->extent != lanes) return 1;
+  /* as the packed conv's tile_ocn: not where it leaves the parallel loop (alpha^2 x K/kb/tk) under 16 */
+  int64_t tp4 = topi_largest_divisor(pp, WINO_MAX_ACC / 4);
+  if (tp4 >= 4 && e * (kblocks / 4) >= 16 && tile_k_ok(kblocks, 4, tp4)) {
+    *tp = tp4;
+    return 4;
+  }
+  if (e * (kblocks / 2) < 16) return 1;
+  return 2 * *tp <= WINO_DEFAULT_ACC && tile_k_ok(kblocks, 2, *tp) ? 2 : 1;
 }
 
 void topi_conv2d_winograd_space(const Target *t, const TeOp *a, TopiConfigSpace *s) {
@@ -545,8 +554,9 @@ void topi_conv2d_winograd_fallback(const Target *t, const TeOp *a, TopiConfig *c
   /* AlterOpLayout padded the tiles to a multiple of the default register tile: the largest divisor within
    * the register budget is that tile or a larger one */
   int64_t tp = topi_largest_divisor(a->axes[2]->extent, tile_p_max(t, a->axes[3]->extent));
+  int64_t tk = default_tile_k(t, a, &tp);
   topi_cfg_set(cfg, "tile_p", tp);
-  topi_cfg_set(cfg, "tile_k", default_tile_k(t, a, tp));
+  topi_cfg_set(cfg, "tile_k", tk);
 }
 
 /* The GEMM (TVM's dense_pack form): an accumulator tile of tile_p tiles x kb channels in a local stage, loops
