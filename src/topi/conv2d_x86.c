@@ -50,10 +50,12 @@
  * stage widened with zeros; only the store of the last tile is guarded.
  * Knob tile_ocn widens the register tile to ocn output channel blocks (occ split, occ.i unrolled between ic.i
  * and ocb): each broadcast of an input column feeds ocn FMAs, so a step costs ocn weight vector loads and reg_n
- * broadcasts for ocn x reg_n FMAs. The fallback takes ocn = 2 where a one-block tile holds fewer than 16
- * accumulators (OW <= 15: ResNet's 7x7 and 14x14 layers) and a divisor of that tile gives two blocks at least as
- * many (reg_n 14 -> 2 x 7): with two 512-bit FMA pipes (Zen 5) a narrow one-block tile is bound by its FMA
- * latency and its broadcast loads (ResNet-50's 512 -> 2048 1x1 conv at 7x7: 132 -> 182 GFLOP/s on one core). */
+ * broadcasts for ocn x reg_n FMAs. With two 512-bit FMA pipes (Zen 5) a one-block tile is bound by its
+ * broadcast loads, and a narrow one by its FMA latency too (ResNet-50's 512 -> 2048 1x1 conv at 7x7: 132 -> 182
+ * GFLOP/s on one core with 2 x 7). The AVX-512 fallback takes ocn = 2 x the largest divisor of the one-block
+ * tile up to 10 columns, when that is at least 4 (OW 28 -> 2 x 7, 14 -> 2 x 7, 56 -> 2 x 7): whole-space tuning
+ * of ResNet-18 found 2 x 7 within 1% of the best on every packed conv (1x28 was 4-45% slower on its stride-2
+ * convs); resnet50 and densenet121 ran 2-3% faster than with 2 blocks on narrow maps only. */
 #include <string.h>
 #include "topi/topi.h"
 
@@ -206,9 +208,9 @@ static int64_t fallback_ocn(const Target *t, const TeOp *a, int64_t *reg_n) {
   bool int8 = a->outputs[0]->dtype == MLC_I32;
   *reg_n = fallback_tile(t, a->axes[3]->extent, ocb, int8, &owp);
   int vb = t && t->vector_bytes > 0 ? t->vector_bytes : 16;
-  if (int8 || vb < 64 || ocb != vb / 4 || occ % 2 || *reg_n >= 16 || n * (occ / 2) * oh < 32) return 1;
-  int64_t r = largest_divisor_upto(*reg_n, OCN_DEFAULT_ACC / 2);
-  if (2 * r < *reg_n) return 1;
+  if (int8 || vb < 64 || ocb != vb / 4 || occ % 2 || n * (occ / 2) * oh < 32) return 1;
+  int64_t r = largest_divisor_upto(*reg_n, OCN_DEFAULT_ACC / 2); /* 28 -> 7: 2 x 14 would spill */
+  if (r < 4) return 1;
   *reg_n = r;
   return 2;
 }
