@@ -155,6 +155,21 @@ static int compile_threads(void) {
   return n < 1 ? 1 : n > CG_PARTS ? CG_PARTS : n;
 }
 
+/* Runs fn on the n partitions' items (size bytes each) on nthreads workers: partitions i, i + nthreads, ... in
+ * turn on worker i % nthreads (on one thread: here, in order). */
+static void run_parts(void *(*fn)(void *), void *items, size_t size, int n, int nthreads) {
+  pthread_t tid[CG_PARTS];
+  bool started[CG_PARTS] = {0};
+  for (int base = 0; base < n; base += nthreads) {
+    for (int i = base; i < n && i < base + nthreads; i++)
+      started[i] = nthreads > 1 && pthread_create(&tid[i], NULL, fn, (char *)items + (size_t)i * size) == 0;
+    for (int i = base; i < n && i < base + nthreads; i++) {
+      if (started[i]) pthread_join(tid[i], NULL);
+      else fn((char *)items + (size_t)i * size);
+    }
+  }
+}
+
 /* MLC_OK with *done false when the module is not split (one kernel, or MLC_COMPILE_THREADS=1). */
 static mlc_status optimize_partitioned(CgModule *m, int lv, bool *done, Diag *d) {
   *done = false;
@@ -211,17 +226,7 @@ static mlc_status optimize_partitioned(CgModule *m, int lv, bool *done, Diag *d)
   mlc_status st = MLC_OK;
   for (int i = 0; i < nparts && !st; i++)
     if (!(parts[i].tm = cg_create_tm(&m->target, false, d))) st = d->status;
-  /* nthreads workers: partitions i, i + nthreads, ... run in turn on worker i % nthreads (on one thread: here) */
-  pthread_t tid[CG_PARTS];
-  bool started[CG_PARTS] = {0};
-  for (int base = 0; base < nparts && !st; base += nthreads) {
-    for (int i = base; i < nparts && i < base + nthreads; i++)
-      started[i] = nthreads > 1 && pthread_create(&tid[i], NULL, opt_part_main, &parts[i]) == 0;
-    for (int i = base; i < nparts && i < base + nthreads; i++) {
-      if (started[i]) pthread_join(tid[i], NULL);
-      else opt_part_main(&parts[i]);
-    }
-  }
+  if (!st) run_parts(opt_part_main, parts, sizeof parts[0], nparts, nthreads);
   for (int i = 0; i < nparts && !st; i++)
     if (parts[i].err[0] || !parts[i].out)
       st = diag_set(d, MLC_ERR_INTERNAL, "internal error: LLVM optimisation failed: %s",
@@ -396,16 +401,7 @@ mlc_status cg_emit_objects(CgModule *m, const char *stem, int *nobjs, char *objs
     parts[i] = (EmitPart){.bc = m->part_bc[i], .path = objs[i]};
     if (!(parts[i].tm = cg_create_tm(&m->target, false, d))) st = d->status;
   }
-  pthread_t tid[CG_MAX_OBJECTS];
-  bool started[CG_MAX_OBJECTS] = {0};
-  for (int base = 0; base < n && !st; base += nthreads) {
-    for (int i = base; i < n && i < base + nthreads; i++)
-      started[i] = nthreads > 1 && pthread_create(&tid[i], NULL, emit_part_main, &parts[i]) == 0;
-    for (int i = base; i < n && i < base + nthreads; i++) {
-      if (started[i]) pthread_join(tid[i], NULL);
-      else emit_part_main(&parts[i]);
-    }
-  }
+  if (!st) run_parts(emit_part_main, parts, sizeof parts[0], n, nthreads);
   for (int i = 0; i < n; i++) {
     if (!st && parts[i].d.status) st = diag_set(d, parts[i].d.status, "%s", parts[i].d.msg);
     if (parts[i].tm) LLVMDisposeTargetMachine(parts[i].tm);
