@@ -189,16 +189,6 @@ int64_t topi_conv_packed_tile(const Target *t, int64_t ow, int64_t ocb, int64_t 
 
 int64_t topi_conv_packed_reg_max(const Target *t, int64_t ocb) { return reg_n_max(t, ocb, false); }
 
-/* The most accumulators of a tile of several channel blocks: 2 x 14 spilled (the 14 broadcasts shared by both
- * blocks stay live too), 2 x 12 did not. */
-#define OCN_MAX_ACC 24
-/* ... and of the fallback's: the Winograd GEMM's 2 x 12 ran slower than 1 x 12, its 2 x 10 faster than 1 x 10 */
-#define OCN_DEFAULT_ACC 20
-
-static bool ocn_ok(int64_t occ, int64_t ocn, int64_t reg_n) {
-  return ocn >= 1 && occ % ocn == 0 && (ocn == 1 || ocn * reg_n <= OCN_MAX_ACC);
-}
-
 /* The fallback register tile of the packed conv a: *reg_n columns x the returned number of channel blocks (see
  * tile_ocn above). Two blocks halve the parallel loop (n x occ x oh); where that would leave fewer than 32
  * iterations (DenseNet's 7x7 convs: 7 and 28) the threads wait on each other more than the tile saves
@@ -209,7 +199,7 @@ static int64_t fallback_ocn(const Target *t, const TeOp *a, int64_t *reg_n) {
   *reg_n = fallback_tile(t, a->axes[3]->extent, ocb, int8, &owp);
   int vb = t && t->vector_bytes > 0 ? t->vector_bytes : 16;
   if (int8 || vb < 64 || ocb != vb / 4 || occ % 2 || n * (occ / 2) * oh < 32) return 1;
-  int64_t r = largest_divisor_upto(*reg_n, OCN_DEFAULT_ACC / 2); /* 28 -> 7: 2 x 14 would spill */
+  int64_t r = largest_divisor_upto(*reg_n, TOPI_BLOCKS_DEFAULT_ACC / 2); /* 28 -> 7: 2 x 14 would spill */
   if (r < 4) return 1;
   *reg_n = r;
   return 2;
@@ -670,9 +660,7 @@ void topi_conv2d_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out
   bool int8 = a->outputs[0]->dtype == MLC_I32;
   int64_t occ = a->axes[1]->extent, dflt_reg_n, dflt_ocn = fallback_ocn(c->target, a, &dflt_reg_n);
   int64_t reg_n = topi_config_get(cfg, "tile_ow", dflt_reg_n);
-  int64_t ocn = topi_config_get(cfg, "tile_ocn", dflt_ocn);
-  while (ocn > 1 && (int8 || !ocn_ok(occ, ocn, reg_n))) ocn /= 2; /* a tile too wide for the register file */
-  if (!ocn_ok(occ, ocn, reg_n)) ocn = 1;
+  int64_t ocn = int8 ? 1 : topi_fit_blocks(occ, topi_config_get(cfg, "tile_ocn", dflt_ocn), reg_n);
   int64_t tic = topi_config_get(cfg, "tile_ic", a->reduce_axes[0]->extent);
   /* the packed conv: n, occ.o, oh, ow.o, ic.o, kh, kw, ic.i, occ.i (unrolled), ocb (vector), ow.i (unrolled);
    * with the whole channel range in one block: ic, kh, kw, which walks the packed weight contiguously */

@@ -36,6 +36,11 @@ int64_t topi_config_get(const TopiConfig *c, const char *name, int64_t dflt) {
   return dflt;
 }
 
+int64_t topi_fit_blocks(int64_t nblocks, int64_t want, int64_t cols) {
+  while (want > 1 && (nblocks % want || want * cols > TOPI_BLOCKS_MAX_ACC)) want /= 2;
+  return want < 1 ? 1 : want;
+}
+
 void topi_cfg_set(TopiConfig *c, const char *name, int64_t v) {
   for (int i = 0; i < c->nknobs; i++)
     if (strcmp(c->names[i], name) == 0) {

@@ -53,6 +53,13 @@ void topi_knob_choice(TopiKnob *k, int64_t v);
 int topi_vector_lanes(const Target *t, mlc_dtype dt); /* elements of dt per vector register */
 int topi_num_cores(const Target *t);
 int64_t topi_largest_divisor(int64_t n, int64_t max);  /* the largest divisor of n that is <= max */
+/* Register tiles of several channel blocks x cols columns (conv2d_packed's tile_ocn, conv2d_winograd's tile_k):
+ * at most TOPI_BLOCKS_MAX_ACC accumulators (2 x 14 spilled the 14 broadcasts the blocks share, 2 x 12 did not);
+ * the fallbacks stay at TOPI_BLOCKS_DEFAULT_ACC (the Winograd GEMM's 2 x 12 ran slower than 1 x 12, its 2 x 10
+ * faster than 1 x 10). topi_fit_blocks halves `want` until it divides nblocks and the tile fits (1 always does). */
+#define TOPI_BLOCKS_MAX_ACC 24
+#define TOPI_BLOCKS_DEFAULT_ACC 20
+int64_t topi_fit_blocks(int64_t nblocks, int64_t want, int64_t cols);
 /* the range of an integer dtype of at most 32 bits (int2 .. uint32; 0 for others) */
 double topi_int_lo(mlc_dtype t);
 double topi_int_hi(mlc_dtype t);

@@ -510,16 +510,8 @@ static bool gemm_anchor_ok(const TeOp *a) { return a->kind == TE_COMPUTE && a->n
  * FMAs. With two 512-bit FMA pipes (Zen 5) one block is bound by its broadcast loads. The fallback on AVX-512
  * (what whole-space tuning of ResNet-18 picked on every Winograd task): 4 blocks x a tile_p of 4 to 6 dividing
  * the padded tiles where K/kb allows (1.07x-1.20x over 2 x 10 and 1 x 12), else 2 blocks x tile_p <= 10 (a
- * 256-channel F(2x2) GEMM at 14x14: 183 -> 210 GFLOP/s over 1 x 10). At most WINO_MAX_ACC accumulators: more
- * spill the broadcasts that the blocks share. */
-#define WINO_MAX_ACC 24
-/* ... and in the fallback: 2 x 12 tiles ran slower than 1 x 12 (DenseNet's 128 -> 32 GEMMs at 56x56: 154 -> 119
- * GFLOP/s), 2 x 10 faster than 1 x 10 */
-#define WINO_DEFAULT_ACC 20
-
-static bool tile_k_ok(int64_t kblocks, int64_t tk, int64_t tp) {
-  return tk >= 1 && kblocks % tk == 0 && (tk == 1 || tk * tp <= WINO_MAX_ACC);
-}
+ * 256-channel F(2x2) GEMM at 14x14: 183 -> 210 GFLOP/s over 1 x 10; 2 x 12 was slower than 1 x 12, DenseNet's
+ * 128 -> 32 GEMMs at 56x56: 154 -> 119 GFLOP/s). The accumulator budget: topi_fit_blocks. */
 
 /* the fallback tile: returns tile_k, *tp tile_p (on entry the one-block tile) */
 static int64_t default_tile_k(const Target *t, const TeOp *a, int64_t *tp) {
@@ -527,13 +519,13 @@ static int64_t default_tile_k(const Target *t, const TeOp *a, int64_t *tp) {
   int64_t e = a->axes[0]->extent, kblocks = a->axes[1]->extent, pp = a->axes[2]->extent;
   if (vector_regs(t) < 32 || a->axes[3]->extent != lanes) return 1;
   /* as the packed conv's tile_ocn: not where it leaves the parallel loop (alpha^2 x K/kb/tk) under 16 */
-  int64_t tp4 = topi_largest_divisor(pp, WINO_MAX_ACC / 4);
-  if (tp4 >= 4 && e * (kblocks / 4) >= 16 && tile_k_ok(kblocks, 4, tp4)) {
+  int64_t tp4 = topi_largest_divisor(pp, TOPI_BLOCKS_MAX_ACC / 4);
+  if (tp4 >= 4 && e * (kblocks / 4) >= 16 && topi_fit_blocks(kblocks, 4, tp4) == 4) {
     *tp = tp4;
     return 4;
   }
   if (e * (kblocks / 2) < 16) return 1;
-  return 2 * *tp <= WINO_DEFAULT_ACC && tile_k_ok(kblocks, 2, *tp) ? 2 : 1;
+  return 2 * *tp <= TOPI_BLOCKS_DEFAULT_ACC && topi_fit_blocks(kblocks, 2, *tp) == 2 ? 2 : 1;
 }
 
 void topi_conv2d_winograd_space(const Target *t, const TeOp *a, TopiConfigSpace *s) {
@@ -570,9 +562,7 @@ void topi_conv2d_winograd_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *o
   }
   int64_t pp = a->axes[2]->extent, tp = topi_config_get(cfg, "tile_p", 1), kblocks = a->axes[1]->extent;
   if (tp > pp) tp = pp;
-  int64_t tk = topi_config_get(cfg, "tile_k", 1);
-  while (tk > 1 && !tile_k_ok(kblocks, tk, tp)) tk /= 2; /* a tile too wide for the register file */
-  if (!tile_k_ok(kblocks, tk, tp)) tk = 1;
+  int64_t tk = topi_fit_blocks(kblocks, topi_config_get(cfg, "tile_k", 1), tp);
   IterVar *rc = a->reduce_axes[0];
   TeTensor *L = te_cache_write(s, a->outputs[0]);
   if (L == a->outputs[0]) return;
