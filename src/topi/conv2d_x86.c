@@ -34,9 +34,9 @@
  * epilogue (bias, relu, residual add): a scatter of each ocb vector into NCHW, or with out_block the same
  * NCHWc block (contiguous vector stores).
  *
- * Schedule "conv2d_packed.x86" (knobs tile_ow = reg_n, tile_ic, row_groups (see fallback_row_groups: the
- * rows cut into G groups outside the channel blocks); tile_oc, the block ocb, is applied by AlterOpLayout from
- * the tuning records): the group output is tiled n, oh.o (G groups), oc.o, oh.i,
+ * Schedule "conv2d_packed.x86" (knobs tile_ow = reg_n, tile_ic, order (see order_by_traffic: oc.o or oh
+ * outermost, and row_groups); tile_oc, the block ocb, is applied by AlterOpLayout from the tuning records):
+ * with order 0 the group output is tiled n, oh.o (two halves where OH is even), oc.o, oh.i,
  * ow.o | ow.i (unrolled), oc.i (vectorized) with n x oh.o x oc.o x oh.i fused into the parallel loop (NCHWc
  * output: its occ and ocb axes are oc.o and oc.i); the packed conv is attached at ow.o (compute_at), so per tile it
  * computes a reg_n x ocb block whose loops are ic.o, kh, kw, ic.i | ocb (vectorized), ow.i (unrolled): reg_n
@@ -452,10 +452,10 @@ void topi_conv_rows_tile(const Target *t, int64_t oc, int64_t nvec, int64_t *row
   *vecs = bv;
 }
 
-/* Loop order of the tiles (the rows form's knob "order"; the direct form's row_groups 1 and OH): 0 walks the
- * output channel blocks outermost, so a block's weights stay in cache while the whole input streams past once
- * per block; 1 walks the output rows (or, in the rows form, the hw tiles) outermost, so a row's input stays in
- * cache while every block's weights stream past once per row. The fallback counts the bytes each order fetches from beyond a core's L2 (an operand larger than
+/* Loop order of the tiles (knob "order"): 0 walks the output channel blocks outermost (in the direct form:
+ * within each half of the rows, see row_groups), so a block's weights stay in cache while the input streams
+ * past once per block; 1 walks the output rows (or, in the rows form, the hw tiles) outermost, so a row's input
+ * stays in cache while every block's weights stream past once per row. The fallback counts the bytes each order fetches from beyond a core's L2 (an operand larger than
  * 3/4 of L2 is refetched on every pass over it) and takes order 1 only when that is clearly less: ResNet-50's
  * 256 -> 512 1x1 stride-2 conv at 56x56 reads its 3.2 MB input 32 times in order 0, once in order 1. */
 static int64_t l2_budget(const Target *t) {
@@ -510,19 +510,16 @@ static int direct_order(const Target *t, const TeOp *a) {
   return order_by_traffic(t, in, w, (double)a->axes[1]->extent, (double)(a->axes[0]->extent * a->axes[2]->extent));
 }
 
-/* The direct form's row groups G (knob row_groups): the output rows cut into G equal groups outside the channel
- * blocks, n x oh.o x oc.o x oh.i fused into the parallel loop. G = 1 is order 0 above, G = OH order 1. The
- * parallel loop is cut into contiguous chunks, one per thread, so with G = 1 each of two threads takes half
- * the channel blocks and reads the whole input, half of which its neighbour's core wrote (the previous kernel
- * split the same way) and holds in its L2; with G = 2 each thread reads the rows it wrote itself and the
- * weights from the shared L3. ResNet-50's 1024 -> 256 1x1 convs at 14x14 on 2 threads: 0.51 -> 0.34 ms
- * (one thread: unchanged, 2.1x scaling instead of 1.0x); the 28x28 layers 10-15% faster. The fallback takes
- * G = 2 wherever OH is even and order 0 is chosen. */
-static int64_t fallback_row_groups(const Target *t, const TeOp *a) {
-  int64_t oh = a->axes[2]->extent;
-  if (direct_order(t, a) == 1) return oh;
-  return oh % 2 == 0 && oh > 2 ? 2 : 1;
-}
+/* The direct form's row groups in order 0: the output rows cut into two halves outside the channel blocks
+ * where OH is even, n x oh.o x oc.o x oh.i fused into the parallel loop. The runtime cuts a parallel loop into
+ * contiguous chunks, one per thread, so with the channel blocks outermost each of two threads takes half the
+ * blocks and reads the whole input, half of which its neighbour's core wrote (the previous kernel split the
+ * same way) and holds in its L2; with two row halves each reads the rows it wrote itself, and the weights from
+ * the shared L3. ResNet-50's 1024 -> 256 1x1 convs at 14x14 on 2 threads: 0.51 -> 0.34 ms (2.1x over one
+ * thread instead of 1.0x), the 28x28 layers 10-15% faster; one thread unchanged (the weights are read twice,
+ * each half's input once per block from L2). Not a knob: a kernel tuned alone reads an input that one thread
+ * wrote, so tuning could not see what the halves buy in the model. */
+static int64_t row_groups(int64_t oh) { return oh % 2 == 0 && oh > 2 ? 2 : 1; }
 
 /* rows form: input passes = row blocks, weight passes = hw tiles */
 static int rows_order(const Target *t, const TeOp *a, int64_t rows, int64_t vecs) {
@@ -577,12 +574,7 @@ void topi_conv2d_packed_space(const Target *t, const TeOp *a, TopiConfigSpace *s
   k->name = "tile_ocn";
   for (int64_t b = 1; b <= 4; b *= 2)
     if (a->axes[1]->extent % b == 0 && (b == 1 || !int8)) k->choices[k->nchoices++] = b;
-  k = &s->knobs[s->nknobs++];
-  k->name = "row_groups";
-  int64_t oh = a->axes[2]->extent;
-  for (int64_t g = 1; g < oh && k->nchoices < TOPI_MAX_CHOICES - 1; g *= 2)
-    if (oh % g == 0) k->choices[k->nchoices++] = g;
-  k->choices[k->nchoices++] = oh;
+  add_order_knob(s);
 }
 
 void topi_conv2d_packed_fallback(const Target *t, const TeOp *a, TopiConfig *cfg) {
@@ -609,8 +601,8 @@ void topi_conv2d_packed_fallback(const Target *t, const TeOp *a, TopiConfig *cfg
   cfg->values[2] = a->axes[4]->extent;
   cfg->names[3] = "tile_ocn";
   cfg->values[3] = ocn;
-  cfg->names[4] = "row_groups";
-  cfg->values[4] = fallback_row_groups(t, a);
+  cfg->names[4] = "order";
+  cfg->values[4] = direct_order(t, a);
   cfg->nknobs = 5;
 }
 
@@ -741,11 +733,10 @@ void topi_conv2d_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out
   IterVar *ocni = NULL; /* the tile's channel blocks */
   if (ocn > 1) topi_split(os, oco, ocn, &oco, &ocni);
   topi_split(os, o->axes[3], reg_n, &wo, &wi);
-  int64_t oh = o->axes[2]->extent, groups = topi_config_get(cfg, "row_groups", fallback_row_groups(c->target, a));
-  if (groups < 1 || oh % groups) groups = 1;
-  bool rows_outer = groups == oh && oh > 1;
+  bool rows_outer = topi_config_get(cfg, "order", direct_order(c->target, a)) == 1;
+  int64_t oh = o->axes[2]->extent, groups = rows_outer ? 1 : row_groups(oh);
   IterVar *gho = NULL, *ghi = o->axes[2];
-  if (groups > 1 && !rows_outer) topi_split(os, o->axes[2], oh / groups, &gho, &ghi);
+  if (groups > 1) topi_split(os, o->axes[2], oh / groups, &gho, &ghi);
   /* NCHW output: a tile's ocb x reg_n results stored channel by channel, as reg_n contiguous columns (LLVM
    * transposes the accumulators in registers), instead of each column's ocb channels scattered H*W apart;
    * MobileNetV3's 3 -> 16 stem at 160x160 ran 2.4x faster. Narrow tiles keep the scatter. */

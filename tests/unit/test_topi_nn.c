@@ -586,16 +586,16 @@ int main(void) {
     test_conv_packed_nchwc("conv2d_packed NCHWc in, NCHW out, 4 blocks x 7", xs, ws4, 16, 16, 0, 1, p, &c4x7);
     test_conv_packed_nchwc("conv2d_packed NCHW in, NCHWc out, 2 blocks x 14", xs, ws4, 16, 0, 16, 1, p, &c2x14);
     test_conv_packed_cfg("conv2d_packed NCHW 4 blocks x 7", xs, ws4, 16, 1, p, &c4x7);
-    /* the rows cut into groups outside the channel blocks (row_groups): 2 and 3 groups of the 6 rows, and 6
-     * (rows outermost), with 2-block tiles; 2 images; NCHW and NCHWc outputs */
-    TopiConfig g2 = {.nknobs = 3, .names = {"tile_ocn", "tile_ow", "row_groups"}, .values = {2, 7, 2}};
-    TopiConfig g3 = {.nknobs = 3, .names = {"tile_ocn", "tile_ow", "row_groups"}, .values = {1, 14, 3}};
-    TopiConfig g6 = {.nknobs = 3, .names = {"tile_ocn", "tile_ow", "row_groups"}, .values = {2, 7, 6}};
+    /* order 0 cuts the 6 rows into two halves outside the channel blocks; order 1 walks the rows outermost;
+     * 2-block tiles; 2 images; NCHW and NCHWc outputs */
+    TopiConfig g2 = {.nknobs = 3, .names = {"tile_ocn", "tile_ow", "order"}, .values = {2, 7, 0}};
+    TopiConfig g3 = {.nknobs = 3, .names = {"tile_ocn", "tile_ow", "order"}, .values = {1, 14, 0}};
+    TopiConfig g6 = {.nknobs = 3, .names = {"tile_ocn", "tile_ow", "order"}, .values = {2, 7, 1}};
     int64_t xs5[4] = {2, 16, 6, 14};
-    test_conv_packed_nchwc("conv2d_packed NCHWc 2 row groups", xs5, ws4, 16, 16, 16, 1, p, &g2);
-    test_conv_packed_nchwc("conv2d_packed NCHWc in, NCHW out, 3 row groups", xs5, ws4, 16, 16, 0, 1, p, &g3);
+    test_conv_packed_nchwc("conv2d_packed NCHWc row halves", xs5, ws4, 16, 16, 16, 1, p, &g2);
+    test_conv_packed_nchwc("conv2d_packed NCHWc in, NCHW out, row halves", xs5, ws4, 16, 16, 0, 1, p, &g3);
     test_conv_packed_nchwc("conv2d_packed NCHWc rows outermost", xs5, ws4, 16, 16, 16, 1, p, &g6);
-    test_conv_packed_cfg("conv2d_packed NCHW 2 row groups", xs5, ws4, 16, 1, p, &g2);
+    test_conv_packed_cfg("conv2d_packed NCHW row halves", xs5, ws4, 16, 1, p, &g2);
   }
   {
     int64_t xs[3] = {1, 2, 11}, ws[3] = {3, 2, 4}, s[1] = {2}, dl[1] = {1}, p[2] = {1, 3};
