@@ -158,6 +158,16 @@ static void schedule_injective(TeCtx *c, TeStage *st) {
   int64_t numel = op_numel(op);
   IterVar *ivs[MLC_MAX_DIMS + 1];
   memcpy(ivs, st->leaf, sizeof(IterVar *) * (size_t)nd);
+  if (nd == 5 && ivs[4]->extent >= 4 && ivs[4]->extent <= 64) {
+    /* an NCHWc tensor [N, C/b, H, W, b]: rows outside the channel blocks, so each thread's contiguous chunk of
+     * the parallel loop is a band of rows, which the convs before and after split the same way (see
+     * conv2d_x86.c's row_groups); DenseNet-121's concatenations (with the next layer's BN and ReLU) on two
+     * threads ran 2x slower than on one, reading half their channels from the other core */
+    IterVar *t = ivs[1];
+    ivs[1] = ivs[2];
+    ivs[2] = t;
+    te_reorder(st, nd, ivs);
+  }
   IterVar *last = ivs[nd - 1], *vec = NULL, *lo = NULL;
   int64_t wide = lanes > 1 && last->extent > 4 * lanes ? topi_largest_divisor(last->extent, 4 * lanes) : 0;
   if (lanes > 1 && last->extent >= lanes && last->extent % lanes == 0) {
