@@ -35,7 +35,7 @@
  * NCHWc block (contiguous vector stores).
  *
  * Schedule "conv2d_packed.x86" (knobs tile_ow = reg_n, tile_ic, order (see order_by_traffic: oc.o or oh
- * outermost, and row_groups); tile_oc, the block ocb, is applied by AlterOpLayout from the tuning records):
+ * outermost, and topi_row_groups); tile_oc, the block ocb, is applied by AlterOpLayout from the tuning records):
  * with order 0 the group output is tiled n, oh.o (two halves where OH is even), oc.o, oh.i,
  * ow.o | ow.i (unrolled), oc.i (vectorized) with n x oh.o x oc.o x oh.i fused into the parallel loop (NCHWc
  * output: its occ and ocb axes are oc.o and oc.i); the packed conv is attached at ow.o (compute_at), so per tile it
@@ -453,7 +453,7 @@ void topi_conv_rows_tile(const Target *t, int64_t oc, int64_t nvec, int64_t *row
 }
 
 /* Loop order of the tiles (knob "order"): 0 walks the output channel blocks outermost (in the direct form:
- * within each half of the rows, see row_groups), so a block's weights stay in cache while the input streams
+ * within each half of the rows, see topi_row_groups), so a block's weights stay in cache while the input streams
  * past once per block; 1 walks the output rows (or, in the rows form, the hw tiles) outermost, so a row's input
  * stays in cache while every block's weights stream past once per row. The fallback counts the bytes each order fetches from beyond a core's L2 (an operand larger than
  * 3/4 of L2 is refetched on every pass over it) and takes order 1 only when that is clearly less: ResNet-50's
@@ -510,17 +510,14 @@ static int direct_order(const Target *t, const TeOp *a) {
   return order_by_traffic(t, in, w, (double)a->axes[1]->extent, (double)(a->axes[0]->extent * a->axes[2]->extent));
 }
 
-/* The direct form's row groups in order 0: the output rows cut into two halves outside the channel blocks
- * where OH is even, n x oh.o x oc.o x oh.i fused into the parallel loop. The runtime cuts a parallel loop into
- * contiguous chunks, one per thread, so with the channel blocks outermost each of two threads takes half the
- * blocks and reads the whole input, half of which its neighbour's core wrote (the previous kernel split the
- * same way) and holds in its L2; with two row halves each reads the rows it wrote itself, and the weights from
- * the shared L3. ResNet-50's 1024 -> 256 1x1 convs at 14x14 on 2 threads: 0.51 -> 0.34 ms (2.1x over one
+/* The direct form's row groups in order 0 (topi_row_groups): the output rows cut into two halves outside the
+ * channel blocks where OH is even, n x oh.o x oc.o x oh.i fused into the parallel loop. With the channel
+ * blocks outermost each of two threads takes half the blocks and reads the whole input, half of which its
+ * neighbour's core wrote and holds in its L2; with two row halves each reads the rows it wrote itself, and
+ * the weights from the shared L3. ResNet-50's 1024 -> 256 1x1 convs at 14x14 on 2 threads: 0.51 -> 0.34 ms (2.1x over one
  * thread instead of 1.0x), the 28x28 layers 10-15% faster; one thread unchanged (the weights are read twice,
  * each half's input once per block from L2). Not a knob: a kernel tuned alone reads an input that one thread
  * wrote, so tuning could not see what the halves buy in the model. */
-static int64_t row_groups(int64_t oh) { return oh % 2 == 0 && oh > 2 ? 2 : 1; }
-
 /* rows form: input passes = row blocks, weight passes = hw tiles */
 static int rows_order(const Target *t, const TeOp *a, int64_t rows, int64_t vecs) {
   int64_t oc = a->axes[1]->extent, hw = a->axes[2]->extent, ic = a->reduce_axes[0]->extent;
@@ -606,12 +603,16 @@ void topi_conv2d_packed_fallback(const Target *t, const TeOp *a, TopiConfig *cfg
   cfg->nknobs = 5;
 }
 
-/* the padding stage: rows in parallel, the width innermost (then the channel block, one vector) */
+/* the padding stage: n x rows x channels (blocks) in parallel, rows outside the channels so each thread pads
+ * the rows its part of the conv reads (topi_row_groups), the width innermost (then the channel block, one
+ * vector) */
 static void schedule_pad(TeStage *st) {
   TeOp *op = st->op;
   st->attach = ATTACH_ROOT; /* the group schedule inlined it: the conv must read plain memory */
-  IterVar *f = te_fuse(st, op->axes[0], op->axes[1]);
-  f = te_fuse(st, f, op->axes[2]);
+  IterVar *order[5] = {op->axes[0], op->axes[2], op->axes[1], op->axes[3], op->naxes == 5 ? op->axes[4] : NULL};
+  te_reorder(st, op->naxes == 5 ? 5 : 4, order);
+  IterVar *f = te_fuse(st, op->axes[0], op->axes[2]);
+  f = te_fuse(st, f, op->axes[1]);
   int64_t inner = op->axes[3]->extent * (op->naxes == 5 ? op->axes[4]->extent : 1);
   if (f->extent * inner >= 16384) te_parallel(st, f);
   if (op->naxes == 5) te_vectorize(st, op->axes[4]);
@@ -734,7 +735,7 @@ void topi_conv2d_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out
   if (ocn > 1) topi_split(os, oco, ocn, &oco, &ocni);
   topi_split(os, o->axes[3], reg_n, &wo, &wi);
   bool rows_outer = topi_config_get(cfg, "order", direct_order(c->target, a)) == 1;
-  int64_t oh = o->axes[2]->extent, groups = rows_outer ? 1 : row_groups(oh);
+  int64_t oh = o->axes[2]->extent, groups = rows_outer ? 1 : topi_row_groups(oh);
   IterVar *gho = NULL, *ghi = o->axes[2];
   if (groups > 1) topi_split(os, o->axes[2], oh / groups, &gho, &ghi);
   /* NCHW output: a tile's ocb x reg_n results stored channel by channel, as reg_n contiguous columns (LLVM

@@ -103,6 +103,8 @@ int64_t topi_largest_divisor(int64_t n, int64_t max) {
   return 1;
 }
 
+int64_t topi_row_groups(int64_t rows) { return rows % 2 == 0 && rows > 2 ? 2 : 1; }
+
 /* the preferred vector tile of an axis of extent n: 2 or 1 vectors when they divide n, else the largest
  * divisor up to one vector (so the vector loop needs no guard) */
 static int64_t vector_tile(int64_t n, int lanes, bool allow_double) {
@@ -161,7 +163,7 @@ static void schedule_injective(TeCtx *c, TeStage *st) {
   if (nd == 5 && ivs[4]->extent >= 4 && ivs[4]->extent <= 64) {
     /* an NCHWc tensor [N, C/b, H, W, b]: rows outside the channel blocks, so each thread's contiguous chunk of
      * the parallel loop is a band of rows, which the convs before and after split the same way (see
-     * conv2d_x86.c's row_groups); DenseNet-121's concatenations (with the next layer's BN and ReLU) on two
+     * topi_row_groups); DenseNet-121's concatenations (with the next layer's BN and ReLU) on two
      * threads ran 2x slower than on one, reading half their channels from the other core */
     IterVar *t = ivs[1];
     ivs[1] = ivs[2];
@@ -417,9 +419,9 @@ static IterVar *pool_tile_output(TeCtx *c, TeStage *os, int64_t tile, bool taps,
   return f;
 }
 
-/* An NCHWc pool (axes n, c/b, oh, ow, lane; reduce kh, kw; nn.c's data_block): the output tiled n, c/b, oh,
- * ow.o | ow.i (unrolled), lane (vectorized) with n x c/b x oh fused into the parallel loop and pool_pad's rows
- * for that step computed there; the accumulator of ow.i vectors computed at ow.o, taps unrolled around the
+/* An NCHWc pool (axes n, c/b, oh, ow, lane; reduce kh, kw; nn.c's data_block): the output tiled n, oh, c/b,
+ * ow.o | ow.i (unrolled), lane (vectorized) with n x oh x c/b fused into the parallel loop (rows outside the
+ * channel blocks, as the convs around it: topi_row_groups) and pool_pad's rows for that step computed there; the accumulator of ow.i vectors computed at ow.o, taps unrolled around the
  * unrolled columns, so each tap is one contiguous vector load and one max/add per output vector. */
 static bool pool_blocked_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, TeStage *ps) {
   TeStage *st = te_stage(s, a->outputs[0]);
@@ -436,7 +438,7 @@ static bool pool_blocked_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *ou
   TeOp *o = os->op;
   IterVar *wo, *wi;
   topi_split(os, o->axes[3], tile, &wo, &wi);
-  IterVar *order[6] = {o->axes[0], o->axes[1], o->axes[2], wo, wi, o->axes[4]};
+  IterVar *order[6] = {o->axes[0], o->axes[2], o->axes[1], wo, wi, o->axes[4]};
   te_reorder(os, 6, order);
   IterVar *f = topi_fuse_range(os, order, 3);
   if (op_work(a) >= PARALLEL_MIN_WORK && f->extent > 1) te_parallel(os, f);

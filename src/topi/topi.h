@@ -53,6 +53,12 @@ void topi_knob_choice(TopiKnob *k, int64_t v);
 int topi_vector_lanes(const Target *t, mlc_dtype dt); /* elements of dt per vector register */
 int topi_num_cores(const Target *t);
 int64_t topi_largest_divisor(int64_t n, int64_t max);  /* the largest divisor of n that is <= max */
+/* Parallel loops are cut into contiguous chunks, one per thread, so a kernel whose parallel loop has the
+ * channel blocks outermost gives each of two threads half the channels of every row, and reads an input
+ * whose rows (the previous kernel split the same way) half sit in the neighbour core's cache. The schedules
+ * of the convolutions therefore cut the rows (or a GEMM's rows of tiles) into topi_row_groups(rows) groups
+ * outside the channel blocks: 2 where rows is even and > 2, else 1. */
+int64_t topi_row_groups(int64_t rows);
 /* Register tiles of several channel blocks x cols columns (conv2d_packed's tile_ocn, conv2d_winograd's tile_k):
  * at most TOPI_BLOCKS_MAX_ACC accumulators (2 x 14 spilled the 14 broadcasts the blocks share, 2 x 12 did not);
  * the fallbacks stay at TOPI_BLOCKS_DEFAULT_ACC (the Winograd GEMM's 2 x 12 ran slower than 1 x 12, its 2 x 10

@@ -104,8 +104,10 @@ def maxpool_ref(x, k, s, pad):
 # Winograd between packed convs, so ConvertLayoutNCHWc keeps the activations NCHWc through it (the pad reads
 # NCHWc, the output transform writes it): 1x1 conv + bias + relu -> max pool -> 3x3 Winograd conv + bias +
 # the pool's output (residual) + relu -> 3x3 stride-2 conv. nchwc16 has 32 channels (block 16), nchwc8 24
-# (block 8), batch 2 and sizes that are not whole tiles, and ends in a global average pool (which reads NCHWc).
-for name, n, c, k, hw, k2 in (("wino_nchwc16", 1, 16, 32, 26, 48), ("wino_nchwc8", 2, 8, 24, 22, 16)):
+# (block 8), batch 2 and sizes that are not whole tiles, and ends in a global average pool (which reads NCHWc);
+# nchwc16's 29x29 pooled input is 64 F(4x4) tiles, enough for its GEMM to take two groups of tiles
+# (gemm_tile_groups).
+for name, n, c, k, hw, k2 in (("wino_nchwc16", 1, 16, 32, 58, 48), ("wino_nchwc8", 2, 8, 24, 22, 16)):
     x, w0, b0 = arr([n, c, hw, hw]), arr([k, c, 1, 1], 0.3), arr([k])
     w1, b1, w2 = arr([k, k, 3, 3], 0.1), arr([k]), arr([k2, k, 3, 3], 0.1)
     p = maxpool_ref(np.maximum(conv_any(x, w0, 1, 0) + b0.reshape(1, -1, 1, 1), 0), 3, 2, 1).astype(np.float32)
