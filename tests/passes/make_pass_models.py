@@ -62,6 +62,8 @@ save("fuse_reduce", [helper.make_node("Transpose", ["x"], ["t"], name="transpose
      [helper.make_tensor_value_info("y", F, [4, 3, 1])],
      [numpy_helper.from_array(np.array([2], np.int64), "axes"), numpy_helper.from_array(np.float32(2.0), "two")])
 xl = helper.make_tensor_value_info("x", F, [1, 3, 16, 16])
+# conv3 has 16 output channels: with 32 its 8x8 output would be 16 F(2x2) tiles, and Winograd (see
+# alter_op_layout_winograd)
 save("convert_layout_nchwc", [
     helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1],
                      strides=[2, 2]),
@@ -74,7 +76,7 @@ save("convert_layout_nchwc", [
     helper.make_node("Conv", ["p", "w4"], ["y"], name="conv4", kernel_shape=[1, 1])], [xl],
     [helper.make_tensor_value_info("y", F, [1, 16, 4, 4])],
     [const("w1", [16, 3, 3, 3]), const("b1", [16]), const("scale", [16, 1, 1]), const("w2", [32, 16, 1, 1]),
-     const("b2", [32]), const("w3", [32, 32, 3, 3]), const("b3", [32]), const("w4", [16, 32, 1, 1])])
+     const("b2", [32]), const("w3", [16, 32, 3, 3]), const("b3", [16]), const("w4", [16, 16, 1, 1])])
 save("convert_layout_nchwc_pointwise", [
     helper.make_node("Conv", ["x", "w1"], ["c1"], name="expand", kernel_shape=[1, 1]),
     helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
