@@ -154,7 +154,7 @@ static mlc_status packed_infer(Node *n, Diag *d) {
 /* ---------------------------------------------------------------- compute */
 
 static int64_t reg_n_max(const Target *t, int64_t ocb, bool int8);
-static int64_t default_reg_n(int64_t ow, int64_t max);
+static int64_t default_reg_n(int64_t ow, int64_t max, int64_t vecs);
 static int64_t largest_divisor_upto(int64_t n, int64_t max);
 
 /* The fallback register tile and the packed conv's width. When the default tile divides OW and holds enough
@@ -167,7 +167,7 @@ static int64_t largest_divisor_upto(int64_t n, int64_t max);
 static int64_t fallback_tile(const Target *t, int64_t ow, int64_t ocb, bool int8, int64_t *owp) {
   int vb = t && t->vector_bytes > 0 ? t->vector_bytes : 16;
   int64_t lanes = vb / 4 < 1 ? 1 : vb / 4, vecs = (ocb + lanes - 1) / lanes;
-  int64_t mx = reg_n_max(t, ocb, int8), r0 = default_reg_n(ow, mx), rmin = (8 + vecs - 1) / vecs;
+  int64_t mx = reg_n_max(t, ocb, int8), r0 = default_reg_n(ow, mx, vecs), rmin = (8 + vecs - 1) / vecs;
   if (rmin > mx) rmin = mx;
   *owp = ow;
   if (ow % r0 == 0 && (r0 >= rmin || r0 == ow)) return r0;
@@ -409,13 +409,16 @@ static int64_t reg_n_max(const Target *t, int64_t ocb, bool int8) {
   return m < 1 ? 1 : m;
 }
 
-/* reg_n: OW itself when it fits; else a divisor of OW in [max/2, max] (no guard), else one register more
- * than the budget (a divisor max + 1, e.g. 7 of 14 with AVX2), else max with a guarded last tile */
-static int64_t default_reg_n(int64_t ow, int64_t max) {
+/* reg_n: OW itself when it fits; else a divisor of OW in [max/2, max] (no guard), else, with a one-vector
+ * block, one register more than the budget (a divisor max + 1: its broadcast can be an FMA's memory operand),
+ * else max with a guarded last tile. A block of several vectors (16 channels with AVX2) gets no extra column:
+ * 7 x 2 accumulators, two weight vectors and a broadcast spilled in the hot loop (ResNet-18's 7x7 stride-2
+ * conv: 2.2 ms on one thread, 4.1 on two, instead of ~1.1 with a 4-column tile over OW padded to 8) */
+static int64_t default_reg_n(int64_t ow, int64_t max, int64_t vecs) {
   if (ow <= max) return ow;
   int64_t r = largest_divisor_upto(ow, max);
   if (r >= (max + 1) / 2) return r;
-  if (ow % (max + 1) == 0) return max + 1;
+  if (vecs == 1 && ow % (max + 1) == 0) return max + 1;
   return max;
 }
 
@@ -550,10 +553,11 @@ void topi_conv2d_packed_space(const Target *t, const TeOp *a, TopiConfigSpace *s
   if (!anchor_ok(a)) return;
   bool int8 = a->outputs[0]->dtype == MLC_I32;
   int64_t ow = a->axes[3]->extent, ic = a->reduce_axes[0]->extent, mx = reg_n_max(t, a->axes[4]->extent, int8);
+  int64_t vecs = (a->axes[4]->extent + target_lanes(t) - 1) / target_lanes(t);
   TopiKnob *k = &s->knobs[s->nknobs++];
   k->name = "tile_ow";
   for (int64_t f = 1; f <= ow && f <= mx + 1 && k->nchoices < TOPI_MAX_CHOICES; f++)
-    if ((ow % f == 0 && f <= mx) || f == default_reg_n(ow, mx)) k->choices[k->nchoices++] = f;
+    if ((ow % f == 0 && f <= mx) || f == default_reg_n(ow, mx, vecs)) k->choices[k->nchoices++] = f;
   k = &s->knobs[s->nknobs++];
   k->name = "tile_ic";
   for (int64_t f = 1; f <= ic && k->nchoices < TOPI_MAX_CHOICES; f++)
@@ -707,8 +711,11 @@ void topi_conv2d_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out
   /* the 8-bit form (int32 sums) puts the vector innermost: TIR's vectorizer takes only straight-line bodies,
    * and its dot_u8s8 must become vpdpbusd, which LLVM's loop vectorizer would not make of the scalar call. So
    * does a tile of several channel blocks (occ.i, ow.i, ocb): left to LLVM's loop vectorizer, the second
-   * block's weight vector became a gather where the input is blocked (ResNet-50's layer3: 3x slower) */
-  bool vec_inner = int8 || occi;
+   * block's weight vector became a gather where the input is blocked (ResNet-50's layer3: 3x slower). And so
+   * does a block of several vectors (16 channels with AVX2): LLVM made the block a loop of two 8-lane steps
+   * whose ow.i accumulators stayed in memory, a load, FMA and store each (ResNet-18's convs at 30-41 GFLOP/s,
+   * its Winograd GEMMs at 79) */
+  bool vec_inner = int8 || occi || ocb > target_lanes(c->target);
   if (occi) order[k++] = occi;
   order[k++] = vec_inner ? owi : a->axes[4];
   order[k++] = vec_inner ? a->axes[4] : owi;
