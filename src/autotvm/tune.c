@@ -230,17 +230,19 @@ mlc_status tune_task_run(Arena *a, const TuneTasks *ts, const TuneTask *task, co
     MeasureResult again;
     tune_measure_default(m, &again);
     double c = tune_result_cost(&again);
-    bool default_again = again.error_no == TUNE_NO_ERROR;
-    if (default_again) sum->default_cost = c;
-    if (st == MLC_OK && default_again && task->default_index >= 0 && tune_set_has(&t->visited, task->default_index)) {
+    if (again.error_no == TUNE_NO_ERROR) sum->default_cost = c;
+    /* logged as the fallback config's second record, so that it counts as confirmed */
+    bool default_again = again.error_no == TUNE_NO_ERROR && task->default_index >= 0 &&
+                         tune_set_has(&t->visited, task->default_index);
+    if (st == MLC_OK && default_again) {
       st = log_record(ts, task, o, task->default_index, &again, d);
       sum->remeasured++;
       note(sum, task, c, task->default_index, sum->trials, &last_improve);
     }
     /* the task's result is what these measurements confirm, each config by its latest one, as
      * tune_records_best picks it for compile: the lowest first measurement of many is biased low */
-    double best = default_again && task->default_index >= 0 ? c : 1e9;
-    int64_t best_idx = best < 1e9 ? task->default_index : -1;
+    double best = default_again ? c : 1e9;
+    int64_t best_idx = default_again ? task->default_index : -1;
     for (int i = 0; i < k; i++) {
       if (res[i].error_no != TUNE_NO_ERROR || (default_again && idx[i] == task->default_index)) continue;
       double ci = tune_result_cost(&res[i]);
