@@ -155,6 +155,7 @@ static mlc_status packed_infer(Node *n, Diag *d) {
 
 static int64_t reg_n_max(const Target *t, int64_t ocb, bool int8);
 static int64_t default_reg_n(int64_t ow, int64_t max, int64_t vecs);
+static int64_t block_vecs(const Target *t, int64_t ocb);
 static int64_t largest_divisor_upto(int64_t n, int64_t max);
 
 /* The fallback register tile and the packed conv's width. When the default tile divides OW and holds enough
@@ -165,8 +166,7 @@ static int64_t largest_divisor_upto(int64_t n, int64_t max);
  * reduction, instead of a narrow tile (27 -> 3 columns) or a guard in the hot loop (13; 55 with a tile of 28).
  * The schedule's default tile_ow is this tile, so the packed width always is a multiple of it. */
 static int64_t fallback_tile(const Target *t, int64_t ow, int64_t ocb, bool int8, int64_t *owp) {
-  int vb = t && t->vector_bytes > 0 ? t->vector_bytes : 16;
-  int64_t lanes = vb / 4 < 1 ? 1 : vb / 4, vecs = (ocb + lanes - 1) / lanes;
+  int64_t vecs = block_vecs(t, ocb);
   int64_t mx = reg_n_max(t, ocb, int8), r0 = default_reg_n(ow, mx, vecs), rmin = (8 + vecs - 1) / vecs;
   if (rmin > mx) rmin = mx;
   *owp = ow;
@@ -307,6 +307,12 @@ static int64_t target_lanes(const Target *t) {
   return vb / 4 < 1 ? 1 : vb / 4;
 }
 
+/* the float vectors a channel block of ocb spans (16 channels: one zmm, two ymm, four NEON q) */
+static int64_t block_vecs(const Target *t, int64_t ocb) {
+  int64_t lanes = target_lanes(t);
+  return (ocb + lanes - 1) / lanes;
+}
+
 static bool rows_form(const Target *t, const PackedConv *p) {
   /* (8-bit: also with a partial last channel block, whose direct form scatters its output) */
   return p->ib == 0 && p->out_block == 0 && p->groups == 1 && (p->oc == p->occ * p->ocb || p->int8) && p->kh == 1 &&
@@ -401,8 +407,7 @@ static int64_t largest_divisor_upto(int64_t n, int64_t max) {
  * hoists: 28 columns spilled the accumulators (QLinearConv 64->64 3x3 at 56x56: 1.2 ms, 14 columns 0.64). */
 static int64_t reg_n_max(const Target *t, int64_t ocb, bool int8) {
   int vb = t && t->vector_bytes > 0 ? t->vector_bytes : 16;
-  int64_t lanes = vb / 4 < 1 ? 1 : vb / 4;
-  int64_t regs = vb >= 64 ? 32 : 16, vecs = (ocb + lanes - 1) / lanes;
+  int64_t regs = vb >= 64 ? 32 : 16, vecs = block_vecs(t, ocb);
   if (int8) regs /= 2;
   int64_t m = (regs - vecs - 1) / vecs;
   if (m > 28) m = 28;
@@ -513,14 +518,6 @@ static int direct_order(const Target *t, const TeOp *a) {
   return order_by_traffic(t, in, w, (double)a->axes[1]->extent, (double)(a->axes[0]->extent * a->axes[2]->extent));
 }
 
-/* The direct form's row groups in order 0 (topi_row_groups): the output rows cut into two halves outside the
- * channel blocks where OH is even, n x oh.o x oc.o x oh.i fused into the parallel loop. With the channel
- * blocks outermost each of two threads takes half the blocks and reads the whole input, half of which its
- * neighbour's core wrote and holds in its L2; with two row halves each reads the rows it wrote itself, and
- * the weights from the shared L3. ResNet-50's 1024 -> 256 1x1 convs at 14x14 on 2 threads: 0.51 -> 0.34 ms (2.1x over one
- * thread instead of 1.0x), the 28x28 layers 10-15% faster; one thread unchanged (the weights are read twice,
- * each half's input once per block from L2). Not a knob: a kernel tuned alone reads an input that one thread
- * wrote, so tuning could not see what the halves buy in the model. */
 /* rows form: input passes = row blocks, weight passes = hw tiles */
 static int rows_order(const Target *t, const TeOp *a, int64_t rows, int64_t vecs) {
   int64_t oc = a->axes[1]->extent, hw = a->axes[2]->extent, ic = a->reduce_axes[0]->extent;
@@ -553,7 +550,7 @@ void topi_conv2d_packed_space(const Target *t, const TeOp *a, TopiConfigSpace *s
   if (!anchor_ok(a)) return;
   bool int8 = a->outputs[0]->dtype == MLC_I32;
   int64_t ow = a->axes[3]->extent, ic = a->reduce_axes[0]->extent, mx = reg_n_max(t, a->axes[4]->extent, int8);
-  int64_t vecs = (a->axes[4]->extent + target_lanes(t) - 1) / target_lanes(t);
+  int64_t vecs = block_vecs(t, a->axes[4]->extent);
   TopiKnob *k = &s->knobs[s->nknobs++];
   k->name = "tile_ow";
   for (int64_t f = 1; f <= ow && f <= mx + 1 && k->nchoices < TOPI_MAX_CHOICES; f++)
@@ -715,7 +712,7 @@ void topi_conv2d_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out
    * does a block of several vectors (16 channels with AVX2): LLVM made the block a loop of two 8-lane steps
    * whose ow.i accumulators stayed in memory, a load, FMA and store each (ResNet-18's convs at 30-41 GFLOP/s,
    * its Winograd GEMMs at 79) */
-  bool vec_inner = int8 || occi || ocb > target_lanes(c->target);
+  bool vec_inner = int8 || occi || block_vecs(c->target, ocb) > 1;
   if (occi) order[k++] = occi;
   order[k++] = vec_inner ? owi : a->axes[4];
   order[k++] = vec_inner ? a->axes[4] : owi;
@@ -742,6 +739,11 @@ void topi_conv2d_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out
   if (ocn > 1) topi_split(os, oco, ocn, &oco, &ocni);
   topi_split(os, o->axes[3], reg_n, &wo, &wi);
   bool rows_outer = topi_config_get(cfg, "order", direct_order(c->target, a)) == 1;
+  /* order 0's row groups (topi_row_groups): the rows cut into two halves outside the channel blocks, so on
+   * two threads each reads the rows it wrote itself. ResNet-50's 1024 -> 256 1x1 convs at 14x14 on 2
+   * threads: 0.51 -> 0.34 ms (2.1x over one thread instead of 1.0x), the 28x28 layers 10-15% faster; one
+   * thread unchanged. Not a knob: a kernel tuned alone reads an input that one thread wrote, so tuning could
+   * not see what the halves buy in the model. */
   int64_t oh = o->axes[2]->extent, groups = rows_outer ? 1 : topi_row_groups(oh);
   IterVar *gho = NULL, *ghi = o->axes[2];
   if (groups > 1) topi_split(os, o->axes[2], oh / groups, &gho, &ghi);

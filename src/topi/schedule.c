@@ -421,8 +421,9 @@ static IterVar *pool_tile_output(TeCtx *c, TeStage *os, int64_t tile, bool taps,
 
 /* An NCHWc pool (axes n, c/b, oh, ow, lane; reduce kh, kw; nn.c's data_block): the output tiled n, oh, c/b,
  * ow.o | ow.i (unrolled), lane (vectorized) with n x oh x c/b fused into the parallel loop (rows outside the
- * channel blocks, as the convs around it: topi_row_groups) and pool_pad's rows for that step computed there; the accumulator of ow.i vectors computed at ow.o, taps unrolled around the
- * unrolled columns, so each tap is one contiguous vector load and one max/add per output vector. */
+ * channel blocks, as the convs around it: topi_row_groups) and pool_pad's rows for that step computed there;
+ * the accumulator of ow.i vectors computed at ow.o, taps unrolled around the unrolled columns, so each tap is
+ * one contiguous vector load and one max/add per output vector. */
 static bool pool_blocked_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out, TeStage *ps) {
   TeStage *st = te_stage(s, a->outputs[0]);
   if (a->naxes != 5 || a->nreduce != 2 || !st || st->nleaf != 7 || !pool_local_ok(s, a, out)) return false;

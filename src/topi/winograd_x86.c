@@ -556,13 +556,12 @@ void topi_conv2d_winograd_fallback(const Target *t, const TeOp *a, TopiConfig *c
 /* The GEMM's groups of tiles outside alpha^2 x K/kb in the parallel loop (topi_row_groups of the register tiles
  * po): on two threads each then multiplies the half of the tiles (the rows of the image) that its core
  * transformed, and writes the half of M its output transform reads, but reads all of U instead of half. Cut
- * where V and M outweigh U: ResNet-18's 64-channel GEMMs at 56x56 (V and M 1.8 MB each, U 0.6 MB) ran 1.1x
- * faster on two threads than on one with alpha^2 x K/kb outermost; at 28x28 and 14x14 U is the larger and
- * the split by alpha^2 x K/kb stays. */
+ * where V and M (per alpha^2 point PP x (C + K) values) outweigh U (C x K): ResNet-18's 64-channel GEMMs at
+ * 56x56 (V and M 1.8 MB each, U 0.6 MB) ran only 1.1-1.2x faster on two threads than on one with alpha^2 x
+ * K/kb outermost; at 28x28 and 14x14 U is the larger and that split stays. */
 static int64_t gemm_tile_groups(const TeOp *a, int64_t ptiles) {
-  int64_t e = a->axes[0]->extent, k = a->axes[1]->extent * a->axes[3]->extent, pp = a->axes[2]->extent;
-  int64_t c = a->reduce_axes[0]->extent;
-  return e * pp * (c + k) > e * c * k ? topi_row_groups(ptiles) : 1;
+  int64_t k = a->axes[1]->extent * a->axes[3]->extent, pp = a->axes[2]->extent, c = a->reduce_axes[0]->extent;
+  return pp * (c + k) > c * k ? topi_row_groups(ptiles) : 1;
 }
 
 /* The GEMM (TVM's dense_pack form): an accumulator tile of tile_p tiles x kb channels in a local stage, loops
