@@ -13,7 +13,8 @@ typedef struct PassOptions {
   int opt_level; /* 0..3 */
   int ndisabled;
   const char *const *disabled; /* pass names from --disable-pass */
-  const char *target;          /* for passes that compile (FoldConstant) */
+  const char *target;          /* the compile target (layout and lowering choices) */
+  const char *fold_target;     /* what FoldConstant builds its JIT code for: the host (NULL: target) */
   int nconfig;
   const char *const *config; /* "Pass.key=value" from --pass-config */
   /* AlterOpLayout: the output channel block of nn.conv2d node conv from the tuning records (knob tile_oc of

@@ -128,13 +128,10 @@ mlc_status tune_extract_tasks(Arena *a, Graph *g, const CompileOptions *opt, Tun
   if (cg_target_parse(opt->target ? opt->target : "llvm", &out->target, d) != MLC_OK) return d->status;
   if (out->target.kind == TARGET_GPU)
     return diag_set(d, MLC_ERR_UNSUPPORTED, "tuning: target '%s': only CPU targets can be tuned", out->target.str);
-  /* as mlc_compile_graph: FoldConstant computes on the host */
-  const char *fold_target = opt->target;
-  Target host;
-  Diag hd = {0};
-  if (cg_target_parse("llvm", &host, &hd) != MLC_OK || host.arch != out->target.arch) fold_target = "llvm";
+  const char *pass_target, *fold_target;
+  mlc_pass_targets(&out->target, opt->target, &pass_target, &fold_target);
   PassOptions po = {.opt_level = opt->opt_level, .ndisabled = opt->ndisabled, .disabled = opt->disabled,
-                    .target = fold_target, .nconfig = opt->npass_config, .config = opt->pass_config};
+                    .target = pass_target, .fold_target = fold_target, .nconfig = opt->npass_config, .config = opt->pass_config};
   if (pass_run_all(g, &po, NULL, NULL, d) != MLC_OK) return d->status;
   if (pass_fuse_ops(g, &po, &out->groups, d) != MLC_OK) return d->status;
   for (int gi = 0; gi < out->groups.groups.n; gi++) {

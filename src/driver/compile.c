@@ -186,6 +186,35 @@ static mlc_status lower_group(Compiled *cc, const CompileOptions *opt, TeCtx *tc
   return k->func ? MLC_OK : d->status;
 }
 
+/* Whether code built for t runs on the host: the host's CPU, and no feature enabled ("+x" in -mattr) that the
+ * host does not list (disabling features is fine). */
+static bool runs_on_host(const Target *t, const Target *host) {
+  if (t->kind != TARGET_CPU || t->arch != host->arch) return false;
+  if (strcmp(t->cpu, host->cpu)) return false;
+  for (const char *f = t->features; *f;) {
+    size_t len = strcspn(f, ",");
+    if (f[0] == '+') {
+      bool found = false;
+      for (const char *h = host->features; *h && !found;) {
+        size_t hl = strcspn(h, ",");
+        found = hl == len && !strncmp(h, f, len);
+        h += hl + (h[hl] == ',');
+      }
+      if (!found) return false;
+    }
+    f += len + (f[len] == ',');
+  }
+  return true;
+}
+
+void mlc_pass_targets(const Target *t, const char *target, const char **pass_target, const char **fold_target) {
+  Target host;
+  Diag hd = {0};
+  bool host_ok = cg_target_parse("llvm", &host, &hd) == MLC_OK;
+  *pass_target = t->kind == TARGET_GPU || !host_ok || host.arch != t->arch ? "llvm" : target;
+  *fold_target = host_ok && runs_on_host(t, &host) ? NULL : "llvm";
+}
+
 mlc_status mlc_compile_graph(Arena *a, Graph *g, const CompileOptions *opt, Compiled **out, Diag *d) {
   double t0 = now_seconds();
   topi_register_ops();
@@ -205,15 +234,11 @@ mlc_status mlc_compile_graph(Arena *a, Graph *g, const CompileOptions *opt, Comp
     dump(opt, "00_graph.txt", text.s);
     text.len = 0;
   }
-  /* FoldConstant runs what it folds on the JIT: for a cross or GPU target it compiles for the host instead
-   * (the values are the same; only where they are computed differs). */
-  const char *fold_target = opt->target;
-  Target host;
-  Diag hd = {0};
-  if (c->target.kind == TARGET_GPU || cg_target_parse("llvm", &host, &hd) != MLC_OK || host.arch != c->target.arch)
-    fold_target = "llvm";
+  const char *pass_target, *fold_target;
+  mlc_pass_targets(&c->target, opt->target, &pass_target, &fold_target);
   PassOptions po = {.opt_level = opt->opt_level, .ndisabled = opt->ndisabled, .disabled = opt->disabled,
-                    .target = fold_target, .nconfig = opt->npass_config, .config = opt->pass_config,
+                    .target = pass_target, .fold_target = fold_target, .nconfig = opt->npass_config,
+                    .config = opt->pass_config,
                     .conv_block = opt->conv_block, .conv_block_user = opt->conv_block_user};
   DumpState ds = {opt, 0};
   double tp = now_seconds();

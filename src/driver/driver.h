@@ -48,6 +48,11 @@ typedef struct Compiled {
 } Compiled;
 
 mlc_status mlc_compile_graph(Arena *a, Graph *g, const CompileOptions *opt, Compiled **out, Diag *d);
+/* The targets of the graph passes for target t (string target): the passes decide layouts for target, except
+ * for a cross or GPU target, which gets the host's graph ("llvm"); FoldConstant builds the constant part for
+ * the host ("llvm") unless code for t runs here (NULL): the same CPU and no feature the host lacks
+ * (-mcpu=znver4 on a Zen 3 died of SIGILL folding constants). */
+void mlc_pass_targets(const Target *t, const char *target, const char **pass_target, const char **fold_target);
 /* The TE of one fused group: (*args)[0..inputs+outputs) are its inputs (placeholders) then its outputs, the
  * kernel's parameter order (in a). */
 mlc_status mlc_group_te(Arena *a, const Graph *g, TeCtx *tc, const FusedGroup *grp, TeTensor ***args, Diag *d);
