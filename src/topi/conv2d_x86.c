@@ -525,11 +525,29 @@ static int rows_order(const Target *t, const TeOp *a, int64_t rows, int64_t vecs
   return order_by_traffic(t, in, w, (double)(oc / rows), (double)(hw / (vecs * target_lanes(t))));
 }
 
-static void add_order_knob(TopiConfigSpace *s) {
+static void add_order_knob(TopiConfigSpace *s, bool chunks_outer) {
   TopiKnob *k = &s->knobs[s->nknobs++];
   k->name = "order";
   k->choices[k->nchoices++] = 0;
   k->choices[k->nchoices++] = 1;
+  if (chunks_outer) k->choices[k->nchoices++] = 2;
+}
+
+/* Order 2 (the direct form's float convs): the input channel chunks of tile_ic blocks outermost within each
+ * output channel block, [n, oc.o | ic.o, oh, ow.o, kh, kw, ic.i, ...], the packed conv materialised whole and
+ * the epilogue a pass of its own. A register tile reuses each weight vector for its few columns only, so where a
+ * block's weights outgrow L1 every tile streams them from L2 again; a chunk's weights stay in L1 for all the
+ * block's tiles, which load and store their accumulators once per chunk instead. The fallback takes it, with
+ * one input block per chunk, where a block's weights exceed twice L1 and the map has at most 64 pixels, and the
+ * block spans several vectors (AVX2, NEON: their tiles have 4-6 columns; measured on Zen 3 AVX2). There
+ * ResNet-50's 2048 -> 512 and 2048 -> 1024 1x1 convs at 7x7 ran 1.89 -> 1.43 and 3.66 -> 2.81 ms (in a model,
+ * one thread); with 512 or 1024 input channels the gain was small or none, so those are left to tuning. */
+static bool chunks_outer_fallback(const Target *t, const TeOp *a) {
+  int64_t ocb = a->axes[4]->extent, l1 = t && t->l1_bytes > 0 ? t->l1_bytes : 32 * 1024;
+  double w = 4.0 * (double)ocb;
+  for (int i = 0; i < a->nreduce; i++) w *= (double)a->reduce_axes[i]->extent;
+  return a->outputs[0]->dtype == MLC_F32 && block_vecs(t, ocb) > 1 && w > 2.0 * (double)l1 &&
+         a->axes[2]->extent * a->axes[3]->extent <= 64 && a->reduce_axes[0]->extent > 1;
 }
 
 void topi_conv2d_packed_space(const Target *t, const TeOp *a, TopiConfigSpace *s) {
@@ -544,7 +562,7 @@ void topi_conv2d_packed_space(const Target *t, const TeOp *a, TopiConfigSpace *s
     k->name = "tile_vecs";
     for (int64_t v = 1; v <= 4 && v <= nvec; v++)
       if (nvec % v == 0) k->choices[k->nchoices++] = v;
-    add_order_knob(s);
+    add_order_knob(s, false);
     return;
   }
   if (!anchor_ok(a)) return;
@@ -572,7 +590,7 @@ void topi_conv2d_packed_space(const Target *t, const TeOp *a, TopiConfigSpace *s
   k->name = "tile_ocn";
   for (int64_t b = 1; b <= 4; b *= 2)
     if (a->axes[1]->extent % b == 0 && (b == 1 || !int8)) k->choices[k->nchoices++] = b;
-  add_order_knob(s);
+  add_order_knob(s, !int8);
 }
 
 void topi_conv2d_packed_fallback(const Target *t, const TeOp *a, TopiConfig *cfg) {
@@ -593,14 +611,15 @@ void topi_conv2d_packed_fallback(const Target *t, const TeOp *a, TopiConfig *cfg
   int64_t reg_n, ocn = fallback_ocn(t, a, &reg_n);
   cfg->names[0] = "tile_ow";
   cfg->values[0] = reg_n;
+  bool chunks = chunks_outer_fallback(t, a);
   cfg->names[1] = "tile_ic";
-  cfg->values[1] = a->reduce_axes[0]->extent;
+  cfg->values[1] = chunks ? 1 : a->reduce_axes[0]->extent;
   cfg->names[2] = "tile_oc";
   cfg->values[2] = a->axes[4]->extent;
   cfg->names[3] = "tile_ocn";
   cfg->values[3] = ocn;
   cfg->names[4] = "order";
-  cfg->values[4] = direct_order(t, a);
+  cfg->values[4] = chunks ? 2 : direct_order(t, a);
   cfg->nknobs = 5;
 }
 
@@ -693,14 +712,20 @@ void topi_conv2d_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out
   int64_t ocn = int8 ? 1 : topi_fit_blocks(occ, topi_config_get(cfg, "tile_ocn", dflt_ocn), reg_n);
   int64_t tic = topi_config_get(cfg, "tile_ic", a->reduce_axes[0]->extent);
   /* the packed conv: n, occ.o, oh, ow.o, ic.o, kh, kw, ic.i, occ.i (unrolled), ocb (vector), ow.i (unrolled);
-   * with the whole channel range in one block: ic, kh, kw, which walks the packed weight contiguously */
+   * with the whole channel range in one block: ic, kh, kw, which walks the packed weight contiguously; order
+   * 2 (chunks_outer_fallback): n, occ.o, ic.o, oh, ow.o, kh, kw, ic.i, ..., materialised whole */
+  int64_t order_v = topi_config_get(cfg, "order", direct_order(c->target, a));
+  bool chunks_outer = order_v == 2 && !int8 && nchwc_out && tiled_out && tic < a->reduce_axes[0]->extent;
   IterVar *owo, *owi, *ico = NULL, *ici = NULL, *occo = a->axes[1], *occi = NULL;
   if (ocn > 1) topi_split(cs, a->axes[1], ocn, &occo, &occi);
   topi_split(cs, a->axes[3], reg_n, &owo, &owi);
   if (tic < a->reduce_axes[0]->extent) topi_split(cs, a->reduce_axes[0], tic, &ico, &ici);
-  IterVar *order[12] = {a->axes[0], occo, a->axes[2], owo};
-  int k = 4;
-  order[k++] = ico ? ico : a->reduce_axes[0];
+  IterVar *order[12] = {a->axes[0], occo};
+  int k = 2;
+  if (chunks_outer) order[k++] = ico;
+  order[k++] = a->axes[2];
+  order[k++] = owo;
+  if (!chunks_outer) order[k++] = ico ? ico : a->reduce_axes[0];
   order[k++] = a->reduce_axes[1];
   order[k++] = a->reduce_axes[2];
   if (ici) order[k++] = ici;
@@ -737,8 +762,18 @@ void topi_conv2d_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out
   }
   IterVar *ocni = NULL; /* the tile's channel blocks */
   if (ocn > 1) topi_split(os, oco, ocn, &oco, &ocni);
+  if (chunks_outer) { /* n, oc.o (parallel) | the tile's blocks, oh, ow, oc.i (vector); the conv at oc.o */
+    IterVar *corder[6] = {o->axes[0], oco, ocni, o->axes[2], o->axes[3], oci};
+    if (!ocni) corder[2] = o->axes[2], corder[3] = o->axes[3], corder[4] = oci;
+    te_reorder(os, ocni ? 6 : 5, corder);
+    IterVar *f = te_fuse(os, o->axes[0], oco);
+    if (f->extent > 1) te_parallel(os, f);
+    te_vectorize(os, oci);
+    te_compute_at(cs, os, f);
+    return;
+  }
   topi_split(os, o->axes[3], reg_n, &wo, &wi);
-  bool rows_outer = topi_config_get(cfg, "order", direct_order(c->target, a)) == 1;
+  bool rows_outer = order_v == 1;
   /* order 0's row groups (topi_row_groups): the rows cut into two halves outside the channel blocks, so on
    * two threads each reads the rows it wrote itself. ResNet-50's 1024 -> 256 1x1 convs at 14x14 on 2
    * threads: 0.51 -> 0.34 ms (2.1x over one thread instead of 1.0x), the 28x28 layers 10-15% faster; one
