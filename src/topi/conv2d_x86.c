@@ -533,15 +533,18 @@ static void add_order_knob(TopiConfigSpace *s, bool chunks_outer) {
   if (chunks_outer) k->choices[k->nchoices++] = 2;
 }
 
-/* Order 2 (the direct form's float convs): the input channel chunks of tile_ic blocks outermost within each
- * output channel block, [n, oc.o | ic.o, oh, ow.o, kh, kw, ic.i, ...], the packed conv materialised whole and
- * the epilogue a pass of its own. A register tile reuses each weight vector for its few columns only, so where a
+/* Order 2 (the direct form's float convs with an NCHWc output; elsewhere it is order 0): the input channel
+ * chunks of tile_ic blocks outermost within each output channel block: the epilogue's loop over the blocks
+ * (n x oc.o, parallel) computes a block's conv, ic.o, oh, ow.o, kh, kw, ic.i, ... into a block-sized buffer,
+ * then the block's epilogue. A register tile reuses each weight vector for its few columns only, so where a
  * block's weights outgrow L1 every tile streams them from L2 again; a chunk's weights stay in L1 for all the
  * block's tiles, which load and store their accumulators once per chunk instead. The fallback takes it, with
  * one input block per chunk, where a block's weights exceed twice L1 and the map has at most 64 pixels, and the
- * block spans several vectors (AVX2, NEON: their tiles have 4-6 columns; measured on Zen 3 AVX2). There
- * ResNet-50's 2048 -> 512 and 2048 -> 1024 1x1 convs at 7x7 ran 1.89 -> 1.43 and 3.66 -> 2.81 ms (in a model,
- * one thread); with 512 or 1024 input channels the gain was small or none, so those are left to tuning. */
+ * block spans several vectors (AVX2, NEON: their tiles have 4-6 columns; measured on Zen 3 AVX2). There, in a
+ * two-conv model on one thread, 2048 -> 512 and 2048 -> 1024 1x1 convs at 7x7 ran 1.89 -> 1.43 and
+ * 3.66 -> 2.81 ms; with 512 or 1024 input channels the gain was small or none, so those are left to tuning.
+ * (Materialising the whole conv instead made it scratch over 128 KiB, which glibc maps and unmaps per call:
+ * every other kernel of ResNet-50 ran 5-10% slower.) */
 static bool chunks_outer_fallback(const Target *t, const TeOp *a) {
   int64_t ocb = a->axes[4]->extent, l1 = t && t->l1_bytes > 0 ? t->l1_bytes : 32 * 1024;
   double w = 4.0 * (double)ocb;
@@ -713,7 +716,7 @@ void topi_conv2d_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out
   int64_t tic = topi_config_get(cfg, "tile_ic", a->reduce_axes[0]->extent);
   /* the packed conv: n, occ.o, oh, ow.o, ic.o, kh, kw, ic.i, occ.i (unrolled), ocb (vector), ow.i (unrolled);
    * with the whole channel range in one block: ic, kh, kw, which walks the packed weight contiguously; order
-   * 2 (chunks_outer_fallback): n, occ.o, ic.o, oh, ow.o, kh, kw, ic.i, ..., materialised whole */
+   * 2 (chunks_outer_fallback): n, occ.o, ic.o, oh, ow.o, kh, kw, ic.i, ..., computed per output block */
   int64_t order_v = topi_config_get(cfg, "order", direct_order(c->target, a));
   bool chunks_outer = order_v == 2 && !int8 && nchwc_out && tiled_out && tic < a->reduce_axes[0]->extent;
   IterVar *owo, *owi, *ico = NULL, *ici = NULL, *occo = a->axes[1], *occi = NULL;
