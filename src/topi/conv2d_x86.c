@@ -765,11 +765,24 @@ void topi_conv2d_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out
   }
   IterVar *ocni = NULL; /* the tile's channel blocks */
   if (ocn > 1) topi_split(os, oco, ocn, &oco, &ocni);
-  if (chunks_outer) { /* n, oc.o (parallel) | the tile's blocks, oh, ow, oc.i (vector); the conv at oc.o */
-    IterVar *corder[6] = {o->axes[0], oco, ocni, o->axes[2], o->axes[3], oci};
-    if (!ocni) corder[2] = o->axes[2], corder[3] = o->axes[3], corder[4] = oci;
-    te_reorder(os, ocni ? 6 : 5, corder);
-    IterVar *f = te_fuse(os, o->axes[0], oco);
+  if (chunks_outer) { /* n, row group, oc.o (parallel) | the tile's blocks, oh.i, ow, oc.i (vector); the conv
+                        * at oc.o: per block and row group (see topi_row_groups below) */
+    int64_t oh = o->axes[2]->extent, groups = topi_row_groups(oh);
+    IterVar *gho = NULL, *ghi = o->axes[2];
+    if (groups > 1) topi_split(os, o->axes[2], oh / groups, &gho, &ghi);
+    IterVar *corder[7];
+    int nc = 0;
+    corder[nc++] = o->axes[0];
+    if (gho) corder[nc++] = gho;
+    corder[nc++] = oco;
+    int nfused = nc;
+    if (ocni) corder[nc++] = ocni;
+    corder[nc++] = ghi;
+    corder[nc++] = o->axes[3];
+    corder[nc++] = oci;
+    te_reorder(os, nc, corder);
+    IterVar *f = corder[0];
+    for (int i = 1; i < nfused; i++) f = te_fuse(os, f, corder[i]);
     if (f->extent > 1) te_parallel(os, f);
     te_vectorize(os, oci);
     te_compute_at(cs, os, f);

@@ -130,16 +130,17 @@ for name, n, c, k, hw, k2 in (("wino_nchwc16", 1, 16, 32, 58, 48), ("wino_nchwc8
         [numpy_helper.from_array(a, nm) for a, nm in ((w0, "w0"), (b0, "b0"), (w1, "w1"), (b1, "b1"), (w2, "w2"))],
         {"x": x}, y)
 
-# A direct conv whose weights per output block outgrow twice L1 (128 x 3 x 3 x 16 floats: 72 KiB) on a 7x7 map:
+# A direct conv whose weights per output block outgrow twice L1 (128 x 3 x 3 x 16 floats: 72 KiB) on an 8x8 map:
 # without AVX-512 its schedule walks the input channel chunks outermost (order 2, chunks_outer_fallback), the
-# conv computed per output block and its bias + relu epilogue after it; batch 2, NCHWc output (read by a 1x1 conv).
-x, w0, b0, w1 = arr([2, 128, 14, 14]), arr([64, 128, 3, 3], 0.05), arr([64]), arr([32, 64, 1, 1], 0.2)
+# conv computed per output block and half of the rows (topi_row_groups), its bias + relu epilogue after it;
+# batch 2, NCHWc output (read by a 1x1 conv).
+x, w0, b0, w1 = arr([2, 128, 16, 16]), arr([64, 128, 3, 3], 0.05), arr([64]), arr([32, 64, 1, 1], 0.2)
 h = np.maximum(conv_any(x, w0, 2, 1) + b0.reshape(1, -1, 1, 1), 0).astype(np.float32)
 save("chunks_nchwc", [
     helper.make_node("Conv", ["x", "w0", "b0"], ["c0"], name="conv0", kernel_shape=[3, 3], strides=[2, 2],
                      pads=[1, 1, 1, 1]),
     helper.make_node("Relu", ["c0"], ["r0"], name="relu0"),
     helper.make_node("Conv", ["r0", "w1"], ["y"], name="conv1", kernel_shape=[1, 1])],
-    [vi("x", [2, 128, 14, 14])], [vi("y", [2, 32, 7, 7])],
+    [vi("x", [2, 128, 16, 16])], [vi("y", [2, 32, 8, 8])],
     [numpy_helper.from_array(a, nm) for a, nm in ((w0, "w0"), (b0, "b0"), (w1, "w1"))], {"x": x},
     conv_any(h, w1, 1, 0))
