@@ -50,6 +50,9 @@ rc=$?
 if [ $rc -ne 3 ] || ! grep -q "compiled for aarch64" $B/refuse.log; then
   echo "FAIL: mlc run of an AArch64 package: exit $rc:"; cat $B/refuse.log; fail=$((fail + 1))
 fi
+# a direct conv whose schedule walks its input channel chunks outermost (order 2) with NEON's 4-vector blocks
+/usr/bin/python3 "$SRC/tests/cli/make_winograd_models.py" $B/wino >/dev/null || { echo "FAIL: test models"; exit 1; }
+check chunks_nchwc $B/wino/chunks_nchwc.onnx
 for t in $(grep -E "$REGEX" $TIER | grep -Fx -f - $SRC/tests/onnx/expected_pass.txt | sample); do
   check $t $NODE/$t/model.onnx
 done
