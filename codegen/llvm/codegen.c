@@ -19,7 +19,7 @@
 #include "codegen/llvm/cg_internal.h"
 #include "passes/tir/vectorize.h"
 
-#define CG_STACK_SCRATCH_MAX (64 * 1024)
+#define CG_STACK_SCRATCH_MAX MLC_STACK_SCRATCH_MAX
 #define CG_UNROLL_MAX 32
 
 LLVMValueRef cg_const_i64(CgModule *m, int64_t v) { return LLVMConstInt(m->t_i64, (unsigned long long)v, 1); }

@@ -15,6 +15,9 @@
 /* Parses a tvmc-style target string: "llvm", "llvm -mcpu=znver4", "llvm -mtriple=aarch64-linux-gnu
  * -mattr=+neon", "cuda", "nvptx -mcpu=sm_90". Fills every field of t (host values where unspecified). */
 mlc_status cg_target_parse(const char *str, Target *t, Diag *d);
+/* Whether code built for t runs on this host: a CPU target of the host's arch and CPU that enables no feature the
+ * host lacks (disabling some is fine). FoldConstant runs its JIT code for t only then (mlc_pass_targets). */
+bool cg_target_runs_on_host(const Target *t);
 
 /* The text of `mlc compile --target help`: the kinds, options and known CPUs cg_target_parse accepts. */
 const char *cg_target_help(void);

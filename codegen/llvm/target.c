@@ -193,6 +193,25 @@ static void read_host_once(void) {
   host_caches(&host_info.caches);
 }
 
+bool cg_target_runs_on_host(const Target *t) {
+  Target host;
+  Diag d = {0};
+  if (t->kind != TARGET_CPU || cg_target_parse("llvm", &host, &d) != MLC_OK || host.arch != t->arch ||
+      strcmp(t->cpu, host.cpu))
+    return false;
+  for (const char *p = t->features; *p;) { /* every feature t enables, the host has */
+    size_t len = strcspn(p, ",");
+    char name[64];
+    if (p[0] == '+' && len - 1 < sizeof name) {
+      memcpy(name, p + 1, len - 1);
+      name[len - 1] = 0;
+      if (feature_state(host.features, name) != 1) return false;
+    }
+    p += len + (p[len] == ',');
+  }
+  return true;
+}
+
 /* Runs LLVMCreateTargetMachine with stderr redirected to a memory file and returns what LLVM wrote there. */
 static LLVMTargetMachineRef create_tm_capture(LLVMTargetRef tgt, const Target *t, LLVMCodeGenOptLevel lv,
                                               LLVMRelocMode reloc, LLVMCodeModel cm, char *warn, size_t cap) {

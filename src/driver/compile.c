@@ -186,33 +186,12 @@ static mlc_status lower_group(Compiled *cc, const CompileOptions *opt, TeCtx *tc
   return k->func ? MLC_OK : d->status;
 }
 
-/* Whether code built for t runs on the host: the host's CPU, and no feature enabled ("+x" in -mattr) that the
- * host does not list (disabling features is fine). */
-static bool runs_on_host(const Target *t, const Target *host) {
-  if (t->kind != TARGET_CPU || t->arch != host->arch) return false;
-  if (strcmp(t->cpu, host->cpu)) return false;
-  for (const char *f = t->features; *f;) {
-    size_t len = strcspn(f, ",");
-    if (f[0] == '+') {
-      bool found = false;
-      for (const char *h = host->features; *h && !found;) {
-        size_t hl = strcspn(h, ",");
-        found = hl == len && !strncmp(h, f, len);
-        h += hl + (h[hl] == ',');
-      }
-      if (!found) return false;
-    }
-    f += len + (f[len] == ',');
-  }
-  return true;
-}
-
 void mlc_pass_targets(const Target *t, const char *target, const char **pass_target, const char **fold_target) {
   Target host;
   Diag hd = {0};
   bool host_ok = cg_target_parse("llvm", &host, &hd) == MLC_OK;
   *pass_target = t->kind == TARGET_GPU || !host_ok || host.arch != t->arch ? "llvm" : target;
-  *fold_target = host_ok && runs_on_host(t, &host) ? NULL : "llvm";
+  *fold_target = cg_target_runs_on_host(t) ? NULL : "llvm";
 }
 
 mlc_status mlc_compile_graph(Arena *a, Graph *g, const CompileOptions *opt, Compiled **out, Diag *d) {

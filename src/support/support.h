@@ -74,6 +74,10 @@ mlc_status file_read(const char *path, void **data, size_t *size, Diag *d);
 /* Writes atomically: to "path.tmp.PID" then rename, so no half-written output is ever left. */
 mlc_status file_write_atomic(const char *path, const void *data, size_t size, Diag *d);
 
+/* Scratch a generated kernel allocates: up to this many bytes an alloca on the stack, beyond it aligned_alloc
+ * per call (which glibc serves with mmap from 128 KiB on: page faults and unmaps on every call). */
+#define MLC_STACK_SCRATCH_MAX (64 * 1024)
+
 /* ---- target.h: the target description, parsed from the target string in codegen/llvm/target.c ---- */
 typedef enum TargetKind { TARGET_CPU, TARGET_GPU } TargetKind;
 typedef enum TargetArch { ARCH_X86_64, ARCH_AARCH64, ARCH_NVPTX } TargetArch;

@@ -718,7 +718,10 @@ void topi_conv2d_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out
    * with the whole channel range in one block: ic, kh, kw, which walks the packed weight contiguously; order
    * 2 (chunks_outer_fallback): n, occ.o, ic.o, oh, ow.o, kh, kw, ic.i, ..., computed per output block */
   int64_t order_v = topi_config_get(cfg, "order", direct_order(c->target, a));
-  bool chunks_outer = order_v == 2 && !int8 && nchwc_out && tiled_out && tic < a->reduce_axes[0]->extent;
+  /* (order 2's per-block buffer stays within the stack scratch: heap scratch costs every other kernel, above) */
+  int64_t chunk_rows = a->axes[2]->extent / topi_row_groups(a->axes[2]->extent);
+  bool chunks_outer = order_v == 2 && !int8 && nchwc_out && tiled_out && tic < a->reduce_axes[0]->extent &&
+                      4 * chunk_rows * a->axes[3]->extent * ocb * ocn <= MLC_STACK_SCRATCH_MAX;
   IterVar *owo, *owi, *ico = NULL, *ici = NULL, *occo = a->axes[1], *occi = NULL;
   if (ocn > 1) topi_split(cs, a->axes[1], ocn, &occo, &occi);
   topi_split(cs, a->axes[3], reg_n, &owo, &owi);
@@ -767,9 +770,8 @@ void topi_conv2d_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out
   if (ocn > 1) topi_split(os, oco, ocn, &oco, &ocni);
   if (chunks_outer) { /* n, row group, oc.o (parallel) | the tile's blocks, oh.i, ow, oc.i (vector); the conv
                         * at oc.o: per block and row group (see topi_row_groups below) */
-    int64_t oh = o->axes[2]->extent, groups = topi_row_groups(oh);
     IterVar *gho = NULL, *ghi = o->axes[2];
-    if (groups > 1) topi_split(os, o->axes[2], oh / groups, &gho, &ghi);
+    if (chunk_rows < o->axes[2]->extent) topi_split(os, o->axes[2], chunk_rows, &gho, &ghi);
     IterVar *corder[7];
     int nc = 0;
     corder[nc++] = o->axes[0];
