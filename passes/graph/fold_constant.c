@@ -146,7 +146,8 @@ mlc_status pass_fold_constant(Graph *g, const PassOptions *opt, Diag *d) {
     int k = 0;
     for (int i = 0; i < nv; i++)
       if (frontier[i]) vals[k++] = g->values.v[i];
-    if (evaluate(g, foldable, nfront, vals, data, opt->fold_target ? opt->fold_target : opt->target, d) != MLC_OK) return d->status;
+    const char *jit_target = opt->fold_target ? opt->fold_target : opt->target;
+    if (evaluate(g, foldable, nfront, vals, data, jit_target, d) != MLC_OK) return d->status;
     for (int i = 0; i < nfront; i++) {
       vals[i]->data = data[i];
       vals[i]->producer = NULL;

@@ -131,7 +131,8 @@ mlc_status tune_extract_tasks(Arena *a, Graph *g, const CompileOptions *opt, Tun
   const char *pass_target, *fold_target;
   mlc_pass_targets(&out->target, opt->target, &pass_target, &fold_target);
   PassOptions po = {.opt_level = opt->opt_level, .ndisabled = opt->ndisabled, .disabled = opt->disabled,
-                    .target = pass_target, .fold_target = fold_target, .nconfig = opt->npass_config, .config = opt->pass_config};
+                    .target = pass_target, .fold_target = fold_target, .nconfig = opt->npass_config,
+                    .config = opt->pass_config};
   if (pass_run_all(g, &po, NULL, NULL, d) != MLC_OK) return d->status;
   if (pass_fuse_ops(g, &po, &out->groups, d) != MLC_OK) return d->status;
   for (int gi = 0; gi < out->groups.groups.n; gi++) {
