@@ -584,9 +584,25 @@ static LLVMValueRef dot_u8s8(CgModule *m, LLVMValueRef *args, int n, int lanes) 
   return acc;
 }
 
+/* INTRIN_PREFETCH: llvm.prefetch of the read's address (read, high locality, data cache); the call's value is
+ * a zero that no one uses */
+static LLVMValueRef cg_prefetch(CgModule *m, const Expr *e) {
+  const Expr *x = e->call.nargs == 1 ? e->call.args[0] : NULL;
+  if (!x || x->kind != E_LOAD || x->lanes > 1)
+    return fail(m, MLC_ERR_INTERNAL, "codegen: prefetch needs one scalar buffer read%s%s", "", "");
+  bool contig;
+  LLVMValueRef addr = cg_address(m, x->load.buf, x->load.n, x->load.idx, 1, &contig);
+  if (!addr) return NULL;
+  LLVMValueRef args[4] = {addr, LLVMConstInt(m->t_i32, 0, 0), LLVMConstInt(m->t_i32, 3, 0),
+                          LLVMConstInt(m->t_i32, 1, 0)};
+  cg_call_intrinsic(m, "llvm.prefetch", LLVMTypeOf(addr), 4, args);
+  return cg_splat(m, LLVMConstInt(m->t_i32, 0, 0), e->lanes > 1 ? e->lanes : 1);
+}
+
 static LLVMValueRef cg_call(CgModule *m, const Expr *e) {
   Intrin in = e->call.intrin;
   int n = e->call.nargs;
+  if (in == INTRIN_PREFETCH) return cg_prefetch(m, e);
   int want = (in == INTRIN_POW || in == INTRIN_ATAN2) ? 2 : in == INTRIN_FMA ? 3 : 1;
   if (in == INTRIN_DOT_U8S8) want = n == 3 ? 3 : 2;
   const char *iname = intrin_name(in);

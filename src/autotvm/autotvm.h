@@ -89,7 +89,7 @@ double tune_rand_unit(uint64_t *state);              /* [0, 1) */
 /* ---- features.c ---- */
 #define TUNE_FEATURE_LOOPS 10
 #define TUNE_FEATURE_BUFS 4
-#define TUNE_NFEATURES (TUNE_FEATURE_LOOPS * (6 + TUNE_FEATURE_BUFS) + 12)
+#define TUNE_NFEATURES (TUNE_FEATURE_LOOPS * (6 + TUNE_FEATURE_BUFS) + 13)
 /* Features of one kernel: the loop nest around its heaviest store (innermost first: log2 extent, kind one-hot,
  * log2 stride of each buffer access, log2 iterations below), and counts of arithmetic, loads and stores. */
 void tune_features(const TirFunc *f, float *out);

@@ -8,7 +8,7 @@
  * and the first three loads of its body, log2(|stride| + 1) of the loop variable in the flattened access (the
  * coefficient of the variable in sum(idx[d] * row-major stride[d]), through let bindings). Global features:
  * arithmetic ops, loads and stores in the heaviest body, their totals over the kernel (log2), loop count and
- * depth, parallel loops, allocations and their bytes. */
+ * depth, parallel loops, allocations and their bytes, and the software prefetches executed (log2). */
 #include <math.h>
 #include <string.h>
 #include "autotvm/autotvm.h"
@@ -45,7 +45,7 @@ typedef struct Walk {
   int let_snap_n;
   double best_arith, best_loads;
   /* totals */
-  double arith, loads, stores, nloops, nparallel, nalloc, alloc_bytes, max_depth;
+  double arith, loads, stores, nloops, nparallel, nalloc, alloc_bytes, max_depth, prefetches;
 } Walk;
 
 static void count_expr(const Expr *e, double *arith, double *loads, Access *acc, int *nacc) {
@@ -192,7 +192,13 @@ static void walk(Walk *w, const Stmt *s) {
     walk(w, s->alloc.body);
     return;
   }
-  case S_EVAL: return;
+  case S_EVAL:
+    if (s->eval.e->kind == E_CALL && s->eval.e->call.intrin == INTRIN_PREFETCH) {
+      double iters = 1;
+      for (int i = 0; i < w->depth; i++) iters *= (double)w->loops[i].extent;
+      w->prefetches += iters;
+    }
+    return;
   }
 }
 
@@ -231,6 +237,7 @@ void tune_features(const TirFunc *f, float *out) {
   g[9] = (float)w.nalloc;
   g[10] = lg(w.alloc_bytes);
   g[11] = (float)w.best_depth;
+  g[12] = lg(w.prefetches);
 }
 
 bool tune_config_features(const TuneTasks *ts, const TuneTask *task, int64_t index, float *out) {

@@ -28,7 +28,8 @@
  *   8. tir_peel_guarded_loops: a serial loop whose last iteration alone fails a guard inside a vectorized
  *      loop runs that iteration separately (the others then vectorize without the guard), and simplify again.
  *   9. tir_partition_pad_loops: the loops of a padded copy split where its bounds tests change value, and
- *      simplify again (the middle piece copies without tests or clamps). */
+ *      simplify again (the middle piece copies without tests or clamps).
+ *  10. te_prefetch: tir_inject_prefetch on the stage's loop (its leaf's var) for the tensor's buffer. */
 #include <string.h>
 #include "te/stage.h"
 #include "tir/mutate.h"
@@ -852,5 +853,13 @@ TirFunc *te_lower(TeCtx *c, TeSchedule *s, const char *name, int nargs, TeTensor
   bool split = false;
   Stmt *q = tir_partition_pad_loops(a, f->body, &split);
   if (split) f->body = tir_simplify_stmt(a, q);
+  /* 10. */
+  for (int i = 0; i < l.n; i++) {
+    TeStage *st = l.info[i].st;
+    StageInfo *ti = st->prefetch ? info_of(&l, st->prefetch->op) : NULL;
+    if (ti && ti->bufs && !ti->inlined && ti->bufs[st->prefetch->value_index])
+      f->body = tir_inject_prefetch(a, f->body, st->prefetch_iv->var, ti->bufs[st->prefetch->value_index],
+                                    st->prefetch_ahead, NULL);
+  }
   return f;
 }

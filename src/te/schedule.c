@@ -304,6 +304,16 @@ static void print_iv(StrBuf *b, const IterVar *iv) {
             kind_word(iv->for_kind));
 }
 
+void te_prefetch(TeStage *st, TeTensor *t, IterVar *iv, int64_t ahead) {
+  if (!t || leaf_pos(st, iv) < 0 || ahead < 1) {
+    stage_error(st, "prefetch needs a tensor, a leaf of the stage and a positive distance");
+    return;
+  }
+  st->prefetch = t;
+  st->prefetch_iv = iv;
+  st->prefetch_ahead = ahead;
+}
+
 void te_print_schedule(StrBuf *b, const TeSchedule *s) {
   sb_printf(b, "schedule outputs(");
   for (int i = 0; i < s->noutputs; i++) sb_printf(b, "%s%s", i ? ", " : "", s->outputs[i]->op->name);
@@ -348,6 +358,9 @@ void te_print_schedule(StrBuf *b, const TeSchedule *s) {
       else
         sb_printf(b, "  fuse %s, %s -> %s\n", r->outer->var->name, r->inner->var->name, r->fused->var->name);
     }
+    if (st->prefetch)
+      sb_printf(b, "  prefetch %s at %s ahead %" PRId64 "\n", st->prefetch->op->name, st->prefetch_iv->var->name,
+                st->prefetch_ahead);
     const StageImpl *si = (const StageImpl *)st;
     if (si->error) sb_printf(b, "  error: %s\n", si->error);
   }

@@ -103,6 +103,9 @@ typedef struct TeStage {
   int cap_leaf, cap_rels;
   struct TeStage *attach_parent; /* ATTACH_AT: the consumer stage and its leaf the nest goes in */
   IterVar *attach_iv;
+  TeTensor *prefetch;     /* te_prefetch: the tensor streamed ahead in loop prefetch_iv, NULL for none */
+  IterVar *prefetch_iv;
+  int64_t prefetch_ahead;
 } TeStage;
 
 typedef struct TeSchedule {
@@ -136,6 +139,12 @@ TeTensor *te_cache_write(TeSchedule *s, TeTensor *t);
  * ranges; a dimension whose extent is not a constant is taken whole). st's buffer shrinks to that region.
  * Every reader of st must be parent (directly or through stages inlined into it). */
 void te_compute_at(TeStage *st, TeStage *parent, IterVar *iv);
+/* prefetch (TVM's s[C].prefetch(t, iv, offset), as a stream): in each iteration of st's leaf loop iv, the
+ * block of t that iteration iv + ahead reads (in st's nest and the stages attached inside it) is prefetched one
+ * cache line per iteration of the innermost serial loop around those reads, spread evenly over the iteration
+ * (tir_inject_prefetch, at lowering). For a loop that reads a new block of a large, cold input per iteration
+ * (a GEMM's weight panel): memory then streams under the arithmetic of the block before. */
+void te_prefetch(TeStage *st, TeTensor *t, IterVar *iv, int64_t ahead);
 /* The text form of a schedule: stages, leaves with extents and annotations, relations. */
 void te_print_schedule(StrBuf *b, const TeSchedule *s);
 

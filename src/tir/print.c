@@ -22,7 +22,7 @@ static const char *intrin_names[INTRIN_COUNT] = {
     [INTRIN_ATANH] = "atanh", [INTRIN_FABS] = "fabs",     [INTRIN_FLOOR] = "floor", [INTRIN_CEIL] = "ceil",
     [INTRIN_ROUND] = "round", [INTRIN_TRUNC] = "trunc",   [INTRIN_POW] = "pow",     [INTRIN_ATAN2] = "atan2",
     [INTRIN_ISNAN] = "isnan", [INTRIN_ISINF] = "isinf",   [INTRIN_FMA] = "fma", [INTRIN_REINTERPRET] = "reinterpret",
-    [INTRIN_DOT_U8S8] = "dot_u8s8",
+    [INTRIN_DOT_U8S8] = "dot_u8s8", [INTRIN_PREFETCH] = "prefetch",
 };
 
 const char *intrin_name(Intrin in) {

@@ -46,6 +46,8 @@ typedef enum Intrin {
   INTRIN_REINTERPRET, /* the bits of args[0] read as the call's dtype (same size): LowerIntrinsics' exponent tricks */
   INTRIN_DOT_U8S8, /* int32 words: the sum over bytes k of args[0]'s byte k (unsigned) times args[1]'s (signed),
                     * plus args[2] when given (LowerIntrinsics folds an add into it): x86 VNNI's vpdpbusd per lane */
+  INTRIN_PREFETCH, /* args[0] a scalar E_LOAD, not performed: its cache line is fetched for reading (a hint that
+                    * never faults; no value), in an S_EVAL (tir_inject_prefetch) */
   INTRIN_COUNT
 } Intrin;
 
@@ -187,6 +189,11 @@ Stmt *tir_peel_guarded_loops(Arena *a, Stmt *s, bool *changed);
 /* peel.c: loops of padded copies split where their select's bounds tests change value (*changed: something was
  * split; simplify again: the middle piece then copies without tests or clamps) */
 Stmt *tir_partition_pad_loops(Arena *a, Stmt *s, bool *changed);
+
+/* prefetch.c: in each loop over v in s, one cache-line prefetch per iteration of the innermost serial loop
+ * around the reads of buf, spread so that each iteration of v streams in the block of buf that iteration
+ * v + ahead reads (*done: some loop got them). Run on lowered, simplified TIR. */
+Stmt *tir_inject_prefetch(Arena *a, Stmt *s, const Var *v, const Buffer *buf, int64_t ahead, bool *done);
 
 /* ---- print.c ---- */
 void tir_print_expr(StrBuf *b, const Expr *e);

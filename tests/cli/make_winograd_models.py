@@ -144,3 +144,11 @@ save("chunks_nchwc", [
     [vi("x", [2, 128, 16, 16])], [vi("y", [2, 32, 8, 8])],
     [numpy_helper.from_array(a, nm) for a, nm in ((w0, "w0"), (b0, "b0"), (w1, "w1"))], {"x": x},
     conv_any(h, w1, 1, 0))
+
+# A Winograd GEMM whose weight block per (alpha^2 point, 16 output channels) is 1024 x 16 floats (64 KiB, more
+# than any L1): its schedule streams the next block in while the register tiles multiply the current one
+# (te_prefetch; the fallback's knob prefetch = 1); 6x6 with padding 1, 1024 -> 16 channels.
+x, w = arr([1, 1024, 6, 6]), arr([16, 1024, 3, 3], 0.03)
+save("wino_stream", [helper.make_node("Conv", ["x", "w"], ["y"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1])],
+     [vi("x", [1, 1024, 6, 6])], [vi("y", [1, 16, 6, 6])], [numpy_helper.from_array(w, "w")], {"x": x},
+     conv_ref(x, w, 1))

@@ -6,7 +6,7 @@
 # then compiled with the rewrite off (=0) and checked not to contain it, so the comparison is of two paths.
 # Between packed convs (wino_nchwc*) the Winograd conv must read and write NCHWc, with no layout transform, and
 # a global pool after the last conv reads NCHWc too. A transformed weight larger than FoldConstant folds takes
-# F(2x2) or no Winograd, so it is never computed at run time.
+# F(2x2) or no Winograd, so it is never computed at run time. A GEMM with large weight blocks prefetches them.
 # usage: test_winograd.sh MLC BUILD_DIR
 set -eu
 mlc=$1 dir=$2/winograd
@@ -65,4 +65,17 @@ echo "== chunks_nchwc with -mattr=-avx512f"
 grep -q "rc.outer\[[0-9]*\] reduce, i2\[8\]" "$out.d/20_schedules.txt" || { echo "FAIL chunks_nchwc: not order 2"; exit 1; }
 "$mlc" run "$out.tar" --inputs "$dir/chunks_nchwc_inputs.npz" --outputs "$out.npz"
 /usr/bin/python3 "$here/compare_npz.py" "$out.npz" "$dir/chunks_nchwc_ref.npz" --tol 1e-4
+# a GEMM with 64 KiB weight blocks prefetches the next block (F(2x2) and F(4x4)): a prefetch in its schedule
+# and its loop, the same answer
+for tile in 2 4; do
+  out="$dir/wino_stream.$tile"
+  echo "== wino_stream with AlterOpLayout.winograd_tile=$tile"
+  "$mlc" compile "$dir/wino_stream.onnx" --target llvm --pass-config AlterOpLayout.winograd=2 \
+    --pass-config "AlterOpLayout.winograd_tile=$tile" --output "$out.tar" --dump-ir "$out.d" >/dev/null
+  grep -q "prefetch .*weight_winograd at .* ahead 1" "$out.d/20_schedules.txt" ||
+    { echo "FAIL wino_stream: the GEMM does not prefetch its weights"; exit 1; }
+  grep -q "eval prefetch(" "$out.d/30_tir.txt" || { echo "FAIL wino_stream: no prefetch in the GEMM's loops"; exit 1; }
+  "$mlc" run "$out.tar" --inputs "$dir/wino_stream_inputs.npz" --outputs "$out.npz"
+  /usr/bin/python3 "$here/compare_npz.py" "$out.npz" "$dir/wino_stream_ref.npz" --tol 1e-4
+done
 echo "winograd: all passed"

@@ -55,7 +55,21 @@ static double *buf_data(Interp *it, const Buffer *b) {
 
 static Val eval(Interp *it, const Expr *e);
 
+/* prefetches seen by the interpreter: per 16-element line of pf_buf */
+static const Buffer *pf_buf;
+static int *pf_seen;
+static int64_t pf_nlines;
+
 static int64_t flat_index(Interp *it, const Buffer *b, int n, Expr *const *idx) {
+  if (n == 1 && b->ndim > 1) { /* a flat element offset (prefetch addresses, flattened accesses) */
+    int64_t x = eval(it, idx[0]).i, total = 1;
+    for (int i = 0; i < b->ndim; i++) total *= b->shape[i];
+    if (x < 0 || x >= total) {
+      it->error = "flat index out of bounds";
+      return -1;
+    }
+    return x;
+  }
   if (n != b->ndim) {
     it->error = "index count differs from buffer ndim";
     return -1;
@@ -159,6 +173,16 @@ static Val eval(Interp *it, const Expr *e) {
     return mk(e, fl ? v : trunc(v));
   }
   case E_CALL: {
+    if (e->call.intrin == INTRIN_PREFETCH) { /* the address must lie in the buffer; the line is recorded */
+      const Expr *ld = e->call.nargs == 1 ? e->call.args[0] : NULL;
+      if (!ld || ld->kind != E_LOAD) {
+        it->error = "prefetch of something that is not a buffer read";
+        return r;
+      }
+      int64_t off = flat_index(it, ld->load.buf, ld->load.n, ld->load.idx);
+      if (off >= 0 && ld->load.buf == pf_buf && off / 16 < pf_nlines) pf_seen[off / 16]++;
+      return r;
+    }
     double x = e->call.nargs ? eval(it, e->call.args[0]).f : 0;
     switch (e->call.intrin) {
     case INTRIN_EXP: return mk(e, exp(x));
@@ -1157,6 +1181,92 @@ static void test_cache_write(int variant) {
   arena_free(a);
 }
 
+/* ---- case: te_prefetch on a Winograd-like GEMM, M[b, p, kb] = sum_k V[p, k] * U[b, k, kb] ---- */
+
+typedef struct PfGemm {
+  TeTensor *v, *u;
+  int64_t k;
+} PfGemm;
+
+static Expr *pf_gemm_fn(TeCtx *c, Expr **idx, void *user) {
+  PfGemm *g = user;
+  IterVar *k = te_reduce_axis(c, "k", g->k);
+  Expr *kv = tir_varref(c->arena, k->var);
+  Expr *iv[2] = {idx[1], kv}, *iu[3] = {idx[0], kv, idx[2]};
+  return te_reduce(c, RED_SUM, tir_mul(c->arena, te_read(c, g->v, 2, iv), te_read(c, g->u, 3, iu)), 1, &k, NULL,
+                   NULL);
+}
+
+/* ahead 1 with K = 20 (a 20-line block over 3 x 20 iterations: a line per iteration, i * 20 / 60) and ahead 2
+ * with K = 24 (24 lines, 72 iterations: every third k prefetches the next line) */
+static void test_prefetch(int ahead) {
+  Arena *a = arena_new();
+  TeCtx c = {.arena = a};
+  const int64_t NB = 5, P = 12, K = ahead == 1 ? 20 : 24, KB = 16;
+  int64_t sv[2] = {P, K}, su[3] = {NB, K, KB}, so[3] = {NB, P, KB};
+  PfGemm g = {te_placeholder(&c, "V", MLC_F32, 2, sv), te_placeholder(&c, "U", MLC_F32, 3, su), K};
+  TeTensor *M = te_compute(&c, "M", "gemm", MLC_F32, 3, so, pf_gemm_fn, &g);
+  TeSchedule *s = te_create_schedule(&c, 1, &M);
+  TeTensor *L = te_cache_write(s, M);
+  TeStage *gs = te_stage(s, M), *ls = te_stage(s, L);
+  IterVar *po, *pi;
+  te_split(gs, M->op->axes[1], 4, &po, &pi);
+  te_parallel(gs, M->op->axes[0]);
+  te_unroll(gs, pi);
+  te_vectorize(gs, M->op->axes[2]);
+  TeOp *lo = L->op;
+  IterVar *lorder[4] = {lo->axes[0], lo->reduce_axes[0], lo->axes[1], lo->axes[2]};
+  te_reorder(ls, 4, lorder);
+  te_unroll(ls, lo->axes[1]);
+  te_vectorize(ls, lo->axes[2]);
+  te_compute_at(ls, gs, po);
+  te_prefetch(gs, g.u, M->op->axes[0], ahead);
+  StrBuf pb = {0};
+  te_print_schedule(&pb, s);
+  CHECK(strstr(pb.s, ahead == 1 ? "prefetch U at i0 ahead 1" : "prefetch U at i0 ahead 2"), "%s", pb.s);
+  sb_free(&pb);
+  Diag d = {0};
+  TirFunc *f = te_lower(&c, s, "pf", 3, (TeTensor *[]){g.v, g.u, M}, &d);
+  CHECK(f, "lower failed: %s", d.msg);
+  if (f) {
+    char *txt = dump(f, ahead == 1 ? "prefetch 1" : "prefetch 2");
+    CHECK(strstr(txt, "eval prefetch(U["), "a prefetch of U: %s", txt);
+    CHECK(ahead == 1 || strstr(txt, "if (floormod(k, 3) == 0)"), "every third k: %s", txt);
+    free(txt);
+    double *V = rand_buf(P * K), *U = rand_buf(NB * K * KB), *out = nan_buf(NB * P * KB);
+    double *ref = malloc((size_t)(NB * P * KB) * sizeof(double));
+    for (int64_t b = 0; b < NB; b++)
+      for (int64_t p = 0; p < P; p++)
+        for (int64_t x = 0; x < KB; x++) {
+          double acc = 0;
+          for (int64_t k = 0; k < K; k++) acc += V[p * K + k] * U[(b * K + k) * KB + x];
+          ref[(b * P + p) * KB + x] = acc;
+        }
+    pf_buf = f->params[1];
+    pf_nlines = NB * K * KB / 16;
+    pf_seen = calloc((size_t)pf_nlines, sizeof(int));
+    double *data[3] = {V, U, out};
+    CHECK(run_func(f, data), "run (every prefetch address inside U)");
+    CHECK(close_all(out, ref, NB * P * KB, "prefetch gemm"), "ahead %d values", ahead);
+    /* iteration b streamed in all of block b + ahead's lines, the first blocks only by the hardware */
+    int64_t per_block = K * KB / 16, missing = 0, early = 0;
+    for (int64_t l = 0; l < pf_nlines; l++) {
+      if (l >= ahead * per_block && !pf_seen[l]) missing++;
+      if (l < ahead * per_block && pf_seen[l]) early++;
+    }
+    CHECK(!missing && !early, "ahead %d: %ld lines of later blocks never prefetched, %ld of the first ones were",
+          ahead, (long)missing, (long)early);
+    free(pf_seen);
+    pf_seen = NULL;
+    pf_buf = NULL;
+    free(V);
+    free(U);
+    free(out);
+    free(ref);
+  }
+  arena_free(a);
+}
+
 int main(void) {
   if (getenv("TEST_TE_SEED")) rng = strtoull(getenv("TEST_TE_SEED"), NULL, 10) | 1;
   test_simplify();
@@ -1176,6 +1286,8 @@ int main(void) {
   test_inline_chain(10, true);
   test_inline_chain(60, false);
   for (int v = 0; v < 4; v++) test_cache_write(v);
+  test_prefetch(1);
+  test_prefetch(2);
   if (failures) {
     fprintf(stderr, "test_te: %d failure(s)\n", failures);
     return 1;
