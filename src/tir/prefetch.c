@@ -16,8 +16,9 @@
  *
  * where lo(v) = f with every loop var inside v at 0 (the block's first element; the reads must grow with the
  * inner loop vars), i the linear iteration count of the loops i0, i1 (serial or unrolled, constant extents),
- * line(i) = i * lines / I over I such iterations for a block of `lines` cache lines of L elements (several
- * lines per iteration where the block has more lines than iterations). A prefetch is a hint: the address is
+ * line(i) = i * lines / I over I such iterations for a block of `lines` cache lines of L elements (up to
+ * PF_MAX_PER_ITER lines per iteration where the block has more lines than iterations; the loop issuing them
+ * is the deepest whose iterations do not outnumber the lines, so no line is fetched twice where that works). A prefetch is a hint: the address is
  * clamped into the buffer, the last iterations' prefetches past the stream land on its last line, and a
  * loop this form does not fit (reads not growing, no serial loop, a block that is not a forward stream) is
  * left as it is. Vector loops and the unrolled loops inside the chosen loop are unaffected: the prefetch is
@@ -191,8 +192,8 @@ static Stmt *prefetch_loop(Arena *a, Stmt *loop, const Buffer *buf, int64_t ahea
     while (j < common && j < p.loads[k].depth && p.loads[k].loops[j] == p.loads[0].loops[j]) j++;
     common = j;
   }
-  int at = -1;
-  int64_t iters = 1;
+  int nserial = 0, serial[PF_MAX_DEPTH];
+  int64_t below[PF_MAX_DEPTH], iters = 1;
   for (int j = 0; j < common; j++) {
     const Stmt *f = p.loads[0].loops[j];
     int64_t mn, ext;
@@ -200,11 +201,9 @@ static Stmt *prefetch_loop(Arena *a, Stmt *loop, const Buffer *buf, int64_t ahea
     if (!tir_is_const_int(f->loop.min, &mn) || !tir_is_const_int(f->loop.extent, &ext) || ext < 1) break;
     if (iters > INT64_MAX / 2 / ext) break;
     iters *= ext;
-    if (f->loop.for_kind == FOR_SERIAL) at = j;
+    if (f->loop.for_kind == FOR_SERIAL) below[nserial] = iters, serial[nserial++] = j;
   }
-  if (at < 0) return loop;
-  iters = 1;
-  for (int j = 0; j <= at; j++) iters *= p.loads[0].loops[j]->loop.extent->ival;
+  if (!nserial) return loop;
 
   /* the block of one iteration of v: from the least first element over the reads to the largest last one
    * (numerically, v = 0 and the vars outside v at 0); its start moves by stride per iteration of v */
@@ -237,8 +236,18 @@ static Stmt *prefetch_loop(Arena *a, Stmt *loop, const Buffer *buf, int64_t ahea
   if (stride0 <= 0 || esize <= 0 || esize > PF_LINE_BYTES) return loop;
   int64_t per_line = PF_LINE_BYTES / esize, span = hi - lo + 1;
   int64_t lines = (span + per_line - 1) / per_line;
+  /* the loop that issues them: the deepest serial loop with at most as many iterations as lines and at most
+   * PF_MAX_PER_ITER lines each (no prefetch issued twice, the fewest instructions in the innermost loops),
+   * else the outermost with more iterations than lines (every r-th of them prefetches, or each its line) */
+  int at = -1;
+  for (int q = 0; q < nserial; q++)
+    if (below[q] <= lines && (lines + below[q] - 1) / below[q] <= PF_MAX_PER_ITER) at = q;
+  for (int q = 0; q < nserial && at < 0; q++)
+    if (below[q] > lines) at = q;
+  if (at < 0) return loop;
+  iters = below[at];
+  at = serial[at];
   int64_t per_iter = (lines + iters - 1) / iters;
-  if (per_iter > PF_MAX_PER_ITER) return loop;
 
   int64_t total = 1;
   for (int i = 0; i < buf->ndim; i++) total *= buf->shape[i];
@@ -262,9 +271,11 @@ static Stmt *prefetch_loop(Arena *a, Stmt *loop, const Buffer *buf, int64_t ahea
   }
   Stmt *pre = NULL;
   for (int64_t j = 0; j < per_iter; j++) {
-    Expr *line = per_iter > 1 ? tir_add(a, tir_mul(a, i, tir_idx(a, per_iter)), tir_idx(a, j))
-                 : cond       ? i
-                              : tir_bin(a, E_FLOORDIV, tir_mul(a, i, tir_idx(a, lines)), tir_idx(a, iters));
+    /* the (i * per_iter + j)-th of iters * per_iter evenly spaced lines */
+    Expr *k = tir_add(a, tir_mul(a, i, tir_idx(a, per_iter)), tir_idx(a, j));
+    Expr *line = cond || lines == iters * per_iter
+                     ? (cond ? i : k)
+                     : tir_bin(a, E_FLOORDIV, tir_mul(a, k, tir_idx(a, lines)), tir_idx(a, iters * per_iter));
     Expr *elem = tir_add(a, next, tir_mul(a, line, tir_idx(a, per_line)));
     elem = tir_simplify(a, tir_bin(a, E_MIN, elem, tir_idx(a, total - 1)));
     Expr *addr = tir_load(a, (Buffer *)buf, 1, &elem);

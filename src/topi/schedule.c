@@ -103,6 +103,13 @@ int64_t topi_largest_divisor(int64_t n, int64_t max) {
   return 1;
 }
 
+TeTensor *topi_product_operand(const TeOp *a, int i) {
+  const Expr *src = a && a->kind == TE_COMPUTE && a->body && a->body->kind == E_REDUCE ? a->body->reduce.source : NULL;
+  if (!src || src->kind != E_MUL || (i != 0 && i != 1)) return NULL;
+  const Expr *x = i ? src->op.b : src->op.a;
+  return x->kind == E_TENSOR ? x->tensor.tensor : NULL;
+}
+
 int64_t topi_row_groups(int64_t rows) { return rows % 2 == 0 && rows > 2 ? 2 : 1; }
 
 /* the preferred vector tile of an axis of extent n: 2 or 1 vectors when they divide n, else the largest

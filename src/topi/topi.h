@@ -53,6 +53,9 @@ void topi_knob_choice(TopiKnob *k, int64_t v);
 int topi_vector_lanes(const Target *t, mlc_dtype dt); /* elements of dt per vector register */
 int topi_num_cores(const Target *t);
 int64_t topi_largest_divisor(int64_t n, int64_t max);  /* the largest divisor of n that is <= max */
+/* the tensor read as operand i (0 or 1) of a reduction of products, sum(x[..] * w[..]) (the weight of a GEMM or
+ * a conv: what te_prefetch streams), or NULL when a's body is not of that form */
+TeTensor *topi_product_operand(const TeOp *a, int i);
 /* Parallel loops are cut into contiguous chunks, one per thread, so a kernel whose parallel loop has the
  * channel blocks outermost gives each of two threads half the channels of every row, and reads an input
  * whose rows (the previous kernel split the same way) half sit in the neighbour core's cache. The schedules

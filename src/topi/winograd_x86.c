@@ -618,9 +618,8 @@ void topi_conv2d_winograd_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *o
   if (pi->extent > 1) te_unroll(gs, pi);
   te_vectorize(gs, a->axes[3]);
   TeOp *lo = ls->op;
-  const Expr *prod = lo->body->kind == E_REDUCE ? lo->body->reduce.source : NULL; /* V[..] * U[..] */
-  if (topi_config_get(cfg, "prefetch", 0) && !pg && prod && prod->kind == E_MUL && prod->op.b->kind == E_TENSOR)
-    te_prefetch(gs, prod->op.b->tensor.tensor, f, topi_config_get(cfg, "prefetch", 0));
+  TeTensor *u = topi_product_operand(lo, 1); /* V[..] * U[..] */
+  if (topi_config_get(cfg, "prefetch", 0) && !pg && u) te_prefetch(gs, u, f, topi_config_get(cfg, "prefetch", 0));
   IterVar *lorder[5] = {lo->axes[0], ki ? rc : lo->axes[1], ki ? lo->axes[1] : rc, lo->axes[2], lo->axes[3]};
   te_reorder(ls, 5, lorder);
   if (ki) te_unroll(ls, lo->axes[1]);

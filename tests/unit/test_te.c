@@ -1197,12 +1197,14 @@ static Expr *pf_gemm_fn(TeCtx *c, Expr **idx, void *user) {
                    NULL);
 }
 
-/* ahead 1 with K = 20 (a 20-line block over 3 x 20 iterations: a line per iteration, i * 20 / 60) and ahead 2
- * with K = 24 (24 lines, 72 iterations: every third k prefetches the next line) */
-static void test_prefetch(int ahead) {
+/* variant 1: ahead 1 with K = 20 (a 20-line block over 3 x 20 iterations: a line per iteration, i * 20 / 60);
+ * 2: ahead 2 with K = 24 (24 lines, 72 iterations: every third k prefetches the next line); 3: ahead 1 with
+ * K = 8 (8 lines: 3 per iteration of the 3 row tiles, the (3i + j)-th of 9 evenly spaced lines) */
+static void test_prefetch(int variant) {
   Arena *a = arena_new();
   TeCtx c = {.arena = a};
-  const int64_t NB = 5, P = 12, K = ahead == 1 ? 20 : 24, KB = 16;
+  const int ahead = variant == 2 ? 2 : 1;
+  const int64_t NB = 5, P = 12, K = variant == 1 ? 20 : variant == 2 ? 24 : 8, KB = 16;
   int64_t sv[2] = {P, K}, su[3] = {NB, K, KB}, so[3] = {NB, P, KB};
   PfGemm g = {te_placeholder(&c, "V", MLC_F32, 2, sv), te_placeholder(&c, "U", MLC_F32, 3, su), K};
   TeTensor *M = te_compute(&c, "M", "gemm", MLC_F32, 3, so, pf_gemm_fn, &g);
@@ -1229,9 +1231,13 @@ static void test_prefetch(int ahead) {
   TirFunc *f = te_lower(&c, s, "pf", 3, (TeTensor *[]){g.v, g.u, M}, &d);
   CHECK(f, "lower failed: %s", d.msg);
   if (f) {
-    char *txt = dump(f, ahead == 1 ? "prefetch 1" : "prefetch 2");
+    char title[32];
+    snprintf(title, sizeof title, "prefetch %d", variant);
+    char *txt = dump(f, title);
     CHECK(strstr(txt, "eval prefetch(U["), "a prefetch of U: %s", txt);
-    CHECK(ahead == 1 || strstr(txt, "if (floormod(k, 3) == 0)"), "every third k: %s", txt);
+    CHECK(variant != 2 || strstr(txt, "if (floormod(k, 3) == 0)"), "every third k: %s", txt);
+    const char *pf = strstr(txt, "eval prefetch("), *kl = strstr(txt, "for (k, 0, 8)");
+    CHECK(variant != 3 || (pf && kl && pf < kl), "prefetches at the row tiles' loop, outside k: %s", txt);
     free(txt);
     double *V = rand_buf(P * K), *U = rand_buf(NB * K * KB), *out = nan_buf(NB * P * KB);
     double *ref = malloc((size_t)(NB * P * KB) * sizeof(double));
@@ -1247,15 +1253,15 @@ static void test_prefetch(int ahead) {
     pf_seen = calloc((size_t)pf_nlines, sizeof(int));
     double *data[3] = {V, U, out};
     CHECK(run_func(f, data), "run (every prefetch address inside U)");
-    CHECK(close_all(out, ref, NB * P * KB, "prefetch gemm"), "ahead %d values", ahead);
+    CHECK(close_all(out, ref, NB * P * KB, "prefetch gemm"), "variant %d values", variant);
     /* iteration b streamed in all of block b + ahead's lines, the first blocks only by the hardware */
     int64_t per_block = K * KB / 16, missing = 0, early = 0;
     for (int64_t l = 0; l < pf_nlines; l++) {
       if (l >= ahead * per_block && !pf_seen[l]) missing++;
       if (l < ahead * per_block && pf_seen[l]) early++;
     }
-    CHECK(!missing && !early, "ahead %d: %ld lines of later blocks never prefetched, %ld of the first ones were",
-          ahead, (long)missing, (long)early);
+    CHECK(!missing && !early, "variant %d: %ld lines of later blocks never prefetched, %ld of the first ones were",
+          variant, (long)missing, (long)early);
     free(pf_seen);
     pf_seen = NULL;
     pf_buf = NULL;
@@ -1286,8 +1292,7 @@ int main(void) {
   test_inline_chain(10, true);
   test_inline_chain(60, false);
   for (int v = 0; v < 4; v++) test_cache_write(v);
-  test_prefetch(1);
-  test_prefetch(2);
+  for (int v = 1; v <= 3; v++) test_prefetch(v);
   if (failures) {
     fprintf(stderr, "test_te: %d failure(s)\n", failures);
     return 1;
