@@ -249,8 +249,11 @@ static Stmt *prefetch_loop(Arena *a, Stmt *loop, const Buffer *buf, int64_t ahea
   at = serial[at];
   int64_t per_iter = (lines + iters - 1) / iters;
 
-  int64_t total = 1;
-  for (int i = 0; i < buf->ndim; i++) total *= buf->shape[i];
+  int64_t total = 1; /* the clamp: a buffer of unknown or empty extent gets no prefetch */
+  for (int i = 0; i < buf->ndim; i++) {
+    if (buf->shape[i] < 1 || total > INT64_MAX / buf->shape[i]) return loop;
+    total *= buf->shape[i];
+  }
   /* i: the linear count of the loops from v down to the chosen one */
   Expr *i = NULL;
   for (int j = 0; j <= at; j++) {
