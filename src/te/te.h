@@ -140,8 +140,8 @@ TeTensor *te_cache_write(TeSchedule *s, TeTensor *t);
  * Every reader of st must be parent (directly or through stages inlined into it). */
 void te_compute_at(TeStage *st, TeStage *parent, IterVar *iv);
 /* prefetch (TVM's s[C].prefetch(t, iv, offset), as a stream): in each iteration of st's leaf loop iv, the
- * block of t that iteration iv + ahead reads (in st's nest and the stages attached inside it) is prefetched one
- * cache line per iteration of the innermost serial loop around those reads, spread evenly over the iteration
+ * block of t that iteration iv + ahead reads (in st's nest and the stages attached inside it) is prefetched a
+ * few cache lines at a time from a serial loop around those reads, spread evenly over the iteration
  * (tir_inject_prefetch, at lowering). For a loop that reads a new block of a large, cold input per iteration
  * (a GEMM's weight panel): memory then streams under the arithmetic of the block before. */
 void te_prefetch(TeStage *st, TeTensor *t, IterVar *iv, int64_t ahead);

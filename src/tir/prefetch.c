@@ -4,9 +4,9 @@
  * U[e, k/kb] over all channels) takes that block from memory at the start of each iteration, and a register
  * tile reuses it only a few times from L1 before the next block: when the weights do not stay in cache
  * between runs the loads wait on memory while the FMA units idle, since the hardware prefetcher only starts
- * after the first misses of each block. tir_inject_prefetch issues, spread evenly over the iterations of the
- * innermost serial loop enclosing the reads, one cache-line prefetch of the block that iteration v + ahead
- * will read, so memory streams under the arithmetic of the current block instead of before it:
+ * after the first misses of each block. tir_inject_prefetch spreads, evenly over the iterations of a serial
+ * loop enclosing the reads, cache-line prefetches of the block that iteration v + ahead will read, so memory
+ * streams under the arithmetic of the current block instead of before it:
  *
  *     for v:                           for v:
  *       for i0 (serial):                 for i0:
@@ -15,14 +15,15 @@
  *                                            ... buf[f(v, i0, i1, ..)]
  *
  * where lo(v) = f with every loop var inside v at 0 (the block's first element; the reads must grow with the
- * inner loop vars), i the linear iteration count of the loops i0, i1 (serial or unrolled, constant extents),
- * line(i) = i * lines / I over I such iterations for a block of `lines` cache lines of L elements (up to
- * PF_MAX_PER_ITER lines per iteration where the block has more lines than iterations; the loop issuing them
- * is the deepest whose iterations do not outnumber the lines, so no line is fetched twice where that works). A prefetch is a hint: the address is
- * clamped into the buffer, the last iterations' prefetches past the stream land on its last line, and a
+ * inner loop vars), i the linear iteration count of the loops down to the chosen one (serial or unrolled,
+ * constant extents), line(i) = i * lines / I over its I iterations for a block of `lines` cache lines of L
+ * elements. The chosen loop is the deepest whose iterations do not outnumber the lines, with up to
+ * PF_MAX_PER_ITER lines each, so that no line is fetched twice; else the outermost with more iterations than
+ * lines, where every r-th iteration fetches one when r divides its extent. A prefetch is a hint: the address
+ * is clamped into the buffer, the last iterations' prefetches past the stream land on its last line, and a
  * loop this form does not fit (reads not growing, no serial loop, a block that is not a forward stream) is
- * left as it is. Vector loops and the unrolled loops inside the chosen loop are unaffected: the prefetch is
- * one scalar statement per iteration of the serial loop. */
+ * left as it is. Vector loops and the unrolled loops inside the chosen loop are unaffected: the prefetches are
+ * scalar statements at the top of its body. */
 #include "tir/mutate.h"
 
 #define PF_MAX_LOADS 16
@@ -184,8 +185,8 @@ static Stmt *prefetch_loop(Arena *a, Stmt *loop, const Buffer *buf, int64_t ahea
   memo_init(&p.seen, a);
   scan_stmt(&p, loop->loop.body);
   if (p.bad || !p.nloads) return loop;
-  /* the loops enclosing every read: the common prefix of their paths; the prefetch goes in the innermost
-   * serial one, with only serial or unrolled loops of constant extent from v down to it */
+  /* the loops enclosing every read: the common prefix of their paths; the prefetches go in one of its serial
+   * loops (chosen below), with only serial or unrolled loops of constant extent from v down to it */
   int common = p.loads[0].depth;
   for (int k = 1; k < p.nloads; k++) {
     int j = 0;

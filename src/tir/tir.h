@@ -190,9 +190,9 @@ Stmt *tir_peel_guarded_loops(Arena *a, Stmt *s, bool *changed);
  * split; simplify again: the middle piece then copies without tests or clamps) */
 Stmt *tir_partition_pad_loops(Arena *a, Stmt *s, bool *changed);
 
-/* prefetch.c: in each loop over v in s, one cache-line prefetch per iteration of the innermost serial loop
- * around the reads of buf, spread so that each iteration of v streams in the block of buf that iteration
- * v + ahead reads (*done: some loop got them). Run on lowered, simplified TIR. */
+/* prefetch.c: in each loop over v in s, cache-line prefetches from a serial loop around the reads of buf,
+ * spread so that each iteration of v streams in the block of buf that iteration v + ahead reads (*done: some
+ * loop got them). Run on lowered, simplified TIR. */
 Stmt *tir_inject_prefetch(Arena *a, Stmt *s, const Var *v, const Buffer *buf, int64_t ahead, bool *done);
 
 /* ---- print.c ---- */
