@@ -2,8 +2,9 @@
 # Cross-architecture test: compiles models for AArch64 (NEON), cross-builds the runtime and an `mlc run`
 # (tests/cross/run_main.c) with Debian's aarch64-linux-gnu toolchain, runs the packages under qemu-aarch64 and
 # compares every output with the x86-64 build's on the same seeded random inputs (tests/cross/npz_compare.c).
-# Models: models/cnn_small.onnx and the conv / dense / elementwise tests of the core conformance tier that
-# tests/onnx/expected_pass.txt lists. Exits 77 (ctest: skipped) when the cross tools are not installed.
+# Models: models/cnn_small.onnx, two of tests/cli/make_winograd_models.py's (a direct conv in order 2 and a
+# Winograd GEMM that prefetches its weights) and the conv / dense / elementwise tests of the core conformance
+# tier that tests/onnx/expected_pass.txt lists. Exits 77 (ctest: skipped) when the cross tools are not installed.
 # MLC_TEST_SAMPLE=N keeps every N-th of those conformance models (tests/cli/sample.sh).
 # usage: test_aarch64.sh MLC BUILD_DIR [TEST_REGEX]
 MLC=$1
@@ -30,10 +31,10 @@ cc $CFLAGS $SRC/runtime/*.c $SRC/tests/cross/npz_compare.c -o $B/npz_compare -lp
 TARGET="llvm -mtriple=aarch64-linux-gnu -mattr=+neon"
 QEMU="qemu-aarch64 -L $SYSROOT"
 pass=0; fail=0; failed=""
-check() { # name model.onnx
-  name=$1; model=$2
-  if ! $MLC compile "$model" --target "$TARGET" --output $B/$name.a64.tar >$B/$name.log 2>&1 ||
-     ! $MLC compile "$model" --output $B/$name.x86.tar >>$B/$name.log 2>&1 ||
+check() { # name model.onnx [compile options]
+  name=$1; model=$2; shift 2
+  if ! $MLC compile "$model" --target "$TARGET" "$@" --output $B/$name.a64.tar >$B/$name.log 2>&1 ||
+     ! $MLC compile "$model" "$@" --output $B/$name.x86.tar >>$B/$name.log 2>&1 ||
      ! $MLC run $B/$name.x86.tar --seed 7 --outputs $B/$name.x86.npz >>$B/$name.log 2>&1 ||
      ! $QEMU $B/mlc-run $B/$name.a64.tar --seed 7 --outputs $B/$name.a64.npz >>$B/$name.log 2>&1 ||
      ! $B/npz_compare $B/$name.a64.npz $B/$name.x86.npz >>$B/$name.log 2>&1; then
@@ -53,6 +54,8 @@ fi
 # a direct conv whose schedule walks its input channel chunks outermost (order 2) with NEON's 4-vector blocks
 /usr/bin/python3 "$SRC/tests/cli/make_winograd_models.py" $B/wino >/dev/null || { echo "FAIL: test models"; exit 1; }
 check chunks_nchwc $B/wino/chunks_nchwc.onnx
+# a Winograd GEMM with 64 KiB weight blocks, which it prefetches (prfm) one block ahead
+check wino_stream $B/wino/wino_stream.onnx --pass-config AlterOpLayout.winograd=2
 for t in $(grep -E "$REGEX" $TIER | grep -Fx -f - $SRC/tests/onnx/expected_pass.txt | sample); do
   check $t $NODE/$t/model.onnx
 done
