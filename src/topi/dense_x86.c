@@ -479,10 +479,11 @@ void topi_dense_packed_space(const Target *t, const TeOp *a, TopiConfigSpace *s)
 /* the register tile tm x (blocks * bn): the most FMAs per load (tm broadcasts + blocks * vb weight vectors
  * feed tm * blocks * vb FMAs) within the accumulator budget; ties go to more accumulators (independent FMA
  * chains: 2 pipes x 4 cycles of latency want 8). tm divides m, blocks divides NB: no partial tiles. */
-static void best_tile(int64_t m, int64_t nb, int64_t vb, int64_t maxacc, int64_t *tm, int64_t *blocks) {
+static void best_tile(int64_t m, int64_t nb, int64_t vb, int64_t maxacc, int64_t maxbl, int64_t *tm,
+                      int64_t *blocks) {
   double best = -1;
   *tm = *blocks = 1;
-  for (int64_t bl = 1; bl <= nb; bl++) {
+  for (int64_t bl = 1; bl <= nb && bl <= maxbl; bl++) {
     if (nb % bl || bl * vb > maxacc) continue;
     for (int64_t r = 1; r <= m && r * bl * vb <= maxacc; r++) {
       if (m % r) continue;
@@ -496,6 +497,18 @@ static void best_tile(int64_t m, int64_t nb, int64_t vb, int64_t maxacc, int64_t
   }
 }
 
+/* The most column blocks whose weight panel (K x blocks x bn floats, which every row tile of the column tile
+ * reads whole) fits half of L1, where a block spans several vectors (AVX2, NEON: a tile's weight loads per FMA
+ * are 2-3x AVX-512's): a panel streamed from L2 for each row tile bounds the tile by L2 bandwidth. BERT's
+ * 256 -> 768 projections (128 rows) took 2 rows x 3 blocks, a 48 KiB panel: 1.38 ms, 36 GFLOP/s on Zen 3;
+ * with 4 rows x 1 block (16 KiB) 0.61 ms; its 1024 -> 256 layers 1.2 -> 0.85 ms, the model's kernels 16.7 ->
+ * 12.3 ms (one thread, min of 4 alternating profiles). Unlimited with one vector per block (AVX-512). */
+static int64_t panel_blocks(const Target *t, int64_t k, int64_t bn, int64_t vb) {
+  if (vb < 2) return INT64_MAX;
+  int64_t l1 = t && t->l1_bytes > 0 ? t->l1_bytes : 32 * 1024, per = k * bn * (int64_t)sizeof(float);
+  return per > 0 && l1 / 2 / per > 1 ? l1 / 2 / per : 1;
+}
+
 void topi_dense_packed_fallback(const Target *t, const TeOp *a, TopiConfig *cfg) {
   memset(cfg, 0, sizeof *cfg);
   if (!packed_anchor_ok(a)) return;
@@ -503,7 +516,7 @@ void topi_dense_packed_fallback(const Target *t, const TeOp *a, TopiConfig *cfg)
   int lanes = topi_vector_lanes(t, MLC_F32);
   int64_t vb = (bn + lanes - 1) / lanes, maxacc = max_accumulators(t);
   int64_t tm = 1, blocks = 1;
-  best_tile(m, nb, vb, maxacc, &tm, &blocks);
+  best_tile(m, nb, vb, maxacc, panel_blocks(t, k, bn, vb), &tm, &blocks);
   /* a matrix-vector product is bound by the weight stream, not by the FMAs: each block of the tile is a
    * separate sequential stream through memory (K * bn floats apart), and many concurrent streams defeat
    * the hardware prefetcher (resnet18's fc with 21 blocks: 2 GFLOP/s). About 4 accumulators cover enough of
@@ -572,7 +585,8 @@ void topi_dense_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out,
    * last one, whose extent its row count must divide (the other row axes are outer loops) */
   if (nonunit > 1 && out->shape[mrow] % tm) {
     int lanes = topi_vector_lanes(c->target, MLC_F32);
-    best_tile(out->shape[mrow], nb, (bn + lanes - 1) / lanes, max_accumulators(c->target), &tm, &blocks);
+    int64_t vb = (bn + lanes - 1) / lanes;
+    best_tile(out->shape[mrow], nb, vb, max_accumulators(c->target), panel_blocks(c->target, k, bn, vb), &tm, &blocks);
   }
   /* the output: rows.., m.o, n.o | m.i, nb.i, b */
   TeOp *o = os->op;
