@@ -11,6 +11,8 @@ typedef Expr *(*TirExprMap)(void *ctx, Expr *e);
 typedef Stmt *(*TirStmtMap)(void *ctx, Stmt *s);
 Expr *tir_expr_map_children(Arena *a, Expr *e, TirExprMap f, void *ctx);
 Stmt *tir_stmt_map_children(Arena *a, Stmt *s, TirExprMap fe, TirStmtMap fs, void *ctx);
+/* the TirExprMap that keeps every expression: for statement-only rewrites through tir_stmt_map_children */
+Expr *tir_keep_expr(void *ctx, Expr *e);
 /* structural equality of expressions (vars and buffers by identity) */
 bool tir_expr_equal(const Expr *x, const Expr *y);
 

@@ -55,11 +55,6 @@ typedef struct Peel {
   bool changed;
 } Peel;
 
-static Expr *keep_expr(void *ctx, Expr *e) {
-  (void)ctx;
-  return e;
-}
-
 static Stmt *peel_stmt(void *ctx, Stmt *s) {
   Peel *p = ctx;
   Arena *a = p->a;
@@ -80,7 +75,7 @@ static Stmt *peel_stmt(void *ctx, Stmt *s) {
       }
     }
   }
-  return tir_stmt_map_children(a, s, keep_expr, peel_stmt, p);
+  return tir_stmt_map_children(a, s, tir_keep_expr, peel_stmt, p);
 }
 
 Stmt *tir_peel_guarded_loops(Arena *a, Stmt *s, bool *changed) {
@@ -218,7 +213,7 @@ static Stmt *part_stmt(void *ctx, Stmt *s) {
       }
     }
   }
-  return tir_stmt_map_children(a, s, keep_expr, part_stmt, p);
+  return tir_stmt_map_children(a, s, tir_keep_expr, part_stmt, p);
 }
 
 Stmt *tir_partition_pad_loops(Arena *a, Stmt *s, bool *changed) {

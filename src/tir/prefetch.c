@@ -166,17 +166,12 @@ typedef struct PfInject {
   Stmt *pre;
 } PfInject;
 
-static Expr *same_expr(void *ctx, Expr *e) {
-  (void)ctx;
-  return e;
-}
-
 static Stmt *inject_stmt(void *ctx, Stmt *s) {
   PfInject *p = ctx;
   if (!s) return s;
   if (s == p->at) return tir_for(p->a, s->loop.var, s->loop.min, s->loop.extent, s->loop.for_kind,
                                  tir_seq2(p->a, p->pre, s->loop.body));
-  return tir_stmt_map_children(p->a, s, same_expr, inject_stmt, p);
+  return tir_stmt_map_children(p->a, s, tir_keep_expr, inject_stmt, p);
 }
 
 /* the prefetches for one loop `for v` (loop), or loop unchanged */
@@ -307,7 +302,7 @@ static Stmt *find_loop(void *ctx, Stmt *s) {
     if (r != s) c->done = true;
     return r;
   }
-  return tir_stmt_map_children(c->a, s, same_expr, find_loop, c);
+  return tir_stmt_map_children(c->a, s, tir_keep_expr, find_loop, c);
 }
 
 Stmt *tir_inject_prefetch(Arena *a, Stmt *s, const Var *v, const Buffer *buf, int64_t ahead, bool *done) {

@@ -171,6 +171,11 @@ Stmt *tir_stmt_map_children(Arena *a, Stmt *s, TirExprMap fe, TirStmtMap fs, voi
   return s;
 }
 
+Expr *tir_keep_expr(void *ctx, Expr *e) {
+  (void)ctx;
+  return e;
+}
+
 /* ---- memo ---- */
 
 void memo_init(ExprMemo *m, Arena *a) {
