@@ -1,17 +1,22 @@
 /* Thread pool: persistent workers that run the parallel loops of generated kernels.
  *
- * Algorithm: a launch splits [0, extent) into nchunks = min(extent, threads) contiguous chunks and publishes
- * one job: the body/closure/extent fields, then a 64-bit claim word (sequence << 32 | nchunks << 16 | next
- * chunk) with a release store, then the job sequence word. Workers spin on the sequence word for a short while
- * (POOL_SPIN_NS), then sleep on a condition variable. Every thread, the caller included, takes chunks by CAS on
- * the claim word until none is left, so a worker that wakes late (more threads than free cores) finds its work
- * already done by the others instead of stalling the launch. A successful CAS proves the job is still current:
- * the launcher cannot start the next job before `remaining` (chunks not yet finished) reaches 0, and the
- * sequence in the claim word rules out ABA. Lost wake-ups are excluded Dekker-style: a sleeper increments
- * `sleepers` and re-checks the sequence under the mutex (seq_cst); the launcher stores the sequence, then reads
- * `sleepers` (seq_cst) and broadcasts under the mutex only when someone sleeps. The caller, out of chunks,
- * spins on `remaining`, then blocks on done_cv with the same handshake (launcher_waiting vs. the last
- * decrement). A launch from inside a pool thread (nested parallelism) runs serially on that thread. */
+ * Algorithm: a launch splits [0, extent) into npieces = min(extent, threads x POOL_PIECES) contiguous pieces and
+ * gives each thread (the caller is thread 0) a contiguous run of them, as one 64-bit range word per thread:
+ * (sequence << 40) | (lo << 20) | hi. A thread takes its own pieces from the front (CAS lo + 1); when it has none
+ * left it steals from the back of the others' runs (CAS hi - 1). While the cores run at the same speed every thread
+ * works through its own run in order, as a static split would (the same locality); when one core is slower (an SMT
+ * sibling or a neighbour busy on a shared host, a worker that wakes late because there are more threads than free
+ * cores) the others take over the tail of its run, so a launch takes about total / (sum of the speeds), not
+ * the slowest thread's share. The job is published as: body/closure/extent fields and the range words, then the
+ * job sequence word (release). A successful CAS proves the job is still current: the launcher cannot start the
+ * next job before `remaining` (pieces not yet finished) reaches 0, and the sequence in the range word rules out ABA
+ * (a thread would have to stall between its load and its CAS across 2^24 launches). Workers spin on the sequence
+ * word for a short while (POOL_SPIN_NS), then sleep on a condition variable. Lost wake-ups are excluded
+ * Dekker-style: a sleeper increments `sleepers` and re-checks the sequence under the mutex (seq_cst); the launcher
+ * stores the sequence, then reads `sleepers` (seq_cst) and broadcasts under the mutex only when someone sleeps.
+ * The caller, out of pieces, spins on `remaining`, then blocks on done_cv with the same handshake
+ * (launcher_waiting vs. the last decrement). A launch from inside a pool thread (nested parallelism) runs serially
+ * on that thread. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -22,6 +27,10 @@
 #include "runtime/rt.h"
 
 #define POOL_MAX_THREADS 1024
+#define POOL_PIECES 16  /* pieces per thread: the tail a faster thread can take over is 1/16 of a thread's share */
+#define RANGE_BITS 20   /* lo and hi of a range word; POOL_MAX_THREADS x POOL_PIECES < 2^20 */
+#define RANGE_MASK ((1u << RANGE_BITS) - 1)
+#define SEQ_MASK 0xffffffu /* the sequence bits of a range word (the top 24) */
 #define POOL_SPIN_NS 300000 /* a waiting thread spins this long (ns) before it blocks: covers the gap between
                               * back-to-back kernel launches without burning a core when the model is idle */
 
@@ -36,7 +45,7 @@ struct mlc_pool {
   pthread_cond_t done_cv;
   atomic_int launcher_waiting;
   _Atomic uint64_t job;      /* the sequence number of the latest job */
-  _Atomic uint64_t claim;    /* (sequence << 32) | (nchunks << 16) | next unclaimed chunk */
+  struct pool_range { _Alignas(64) _Atomic uint64_t word; } *ranges; /* per thread: (seq << 40) | lo << 20 | hi */
   atomic_int sleepers;
   atomic_int remaining;
   atomic_int err;
@@ -45,6 +54,7 @@ struct mlc_pool {
   mlc_parallel_body body;
   void *closure;
   int64_t extent;
+  int npieces;
 };
 
 typedef struct pool_worker_arg {
@@ -106,29 +116,56 @@ static void record_error(mlc_pool *p, int32_t rc) {
   if (rc != 0) atomic_compare_exchange_strong(&p->err, &expected, rc);
 }
 
-/* Takes and runs chunks of the current job until none is left. */
-static void run_chunks(mlc_pool *p) {
-  uint64_t c = atomic_load_explicit(&p->claim, memory_order_acquire);
+static inline uint64_t range_word(uint64_t seq, unsigned lo, unsigned hi) {
+  return ((seq & SEQ_MASK) << 40) | ((uint64_t)lo << RANGE_BITS) | hi;
+}
+
+/* Takes one piece of job `seq` from thread t's run: the first (its owner) or the last (a thief). */
+static bool take_piece(mlc_pool *p, int t, bool front, uint64_t seq, unsigned *piece) {
+  _Atomic uint64_t *w = &p->ranges[t].word;
+  uint64_t c = atomic_load_explicit(w, memory_order_acquire);
   for (;;) {
-    unsigned nchunks = (unsigned)(c >> 16) & 0xffff, next = (unsigned)c & 0xffff;
-    if (next >= nchunks) return;
-    if (!atomic_compare_exchange_weak_explicit(&p->claim, &c, c + 1, memory_order_acq_rel, memory_order_acquire))
-      continue;
-    int64_t b, e;
-    chunk_range(p->extent, (int)nchunks, (int)next, &b, &e);
-    record_error(p, p->body(b, e, p->closure));
-    if (atomic_fetch_sub(&p->remaining, 1) == 1 && atomic_load(&p->launcher_waiting)) {
-      pthread_mutex_lock(&p->done_mu);
-      pthread_cond_signal(&p->done_cv);
-      pthread_mutex_unlock(&p->done_mu);
+    unsigned lo = (unsigned)(c >> RANGE_BITS) & RANGE_MASK, hi = (unsigned)c & RANGE_MASK;
+    if ((c >> 40) != (seq & SEQ_MASK) || lo >= hi) return false;
+    uint64_t next = front ? range_word(seq, lo + 1, hi) : range_word(seq, lo, hi - 1);
+    if (atomic_compare_exchange_weak_explicit(w, &c, next, memory_order_acq_rel, memory_order_acquire)) {
+      *piece = front ? lo : hi - 1;
+      return true;
     }
-    c = atomic_load_explicit(&p->claim, memory_order_acquire);
+  }
+}
+
+static void run_piece(mlc_pool *p, unsigned piece) {
+  int64_t b, e;
+  chunk_range(p->extent, p->npieces, (int)piece, &b, &e);
+  record_error(p, p->body(b, e, p->closure));
+  if (atomic_fetch_sub(&p->remaining, 1) == 1 && atomic_load(&p->launcher_waiting)) {
+    pthread_mutex_lock(&p->done_mu);
+    pthread_cond_signal(&p->done_cv);
+    pthread_mutex_unlock(&p->done_mu);
+  }
+}
+
+/* Thread self runs its own pieces of job seq, then steals the others' until none is left. */
+static void run_pieces(mlc_pool *p, int self, uint64_t seq) {
+  unsigned piece;
+  while (take_piece(p, self, true, seq, &piece)) run_piece(p, piece);
+  for (bool found = true; found;) {
+    found = false;
+    for (int k = 1; k < p->nthreads; k++) {
+      int victim = (self + k) % p->nthreads;
+      while (take_piece(p, victim, false, seq, &piece)) {
+        run_piece(p, piece);
+        found = true;
+      }
+    }
   }
 }
 
 static void *worker_main(void *argp) {
   pool_worker_arg *arg = argp;
   mlc_pool *p = arg->pool;
+  int arg_index = arg->index;
   free(arg);
   in_pool_thread = true;
   uint64_t seen = 0; /* the sequence before any launch: a worker that starts late must still see job 1 */
@@ -143,7 +180,7 @@ static void *worker_main(void *argp) {
     }
     if (atomic_load(&p->stop)) return NULL;
     seen = job;
-    run_chunks(p);
+    run_pieces(p, arg_index, job);
   }
 }
 
@@ -166,9 +203,11 @@ mlc_pool *mlc_pool_create(int num_threads) {
   p->nthreads = n;
   p->threads = calloc((size_t)n, sizeof *p->threads);
   p->started = calloc((size_t)n, sizeof *p->started);
-  if (!p->threads || !p->started) {
+  p->ranges = aligned_alloc(64, (size_t)n * sizeof *p->ranges);
+  if (!p->threads || !p->started || !p->ranges) {
     free(p->threads);
     free(p->started);
+    free(p->ranges);
     free(p);
     return NULL;
   }
@@ -178,6 +217,7 @@ mlc_pool *mlc_pool_create(int num_threads) {
   pthread_mutex_init(&p->done_mu, NULL);
   pthread_cond_init(&p->done_cv, NULL);
   atomic_init(&p->job, 0);
+  for (int i = 0; i < n; i++) atomic_init(&p->ranges[i].word, 0);
   for (int i = 1; i < n; i++) {
     pool_worker_arg *arg = malloc(sizeof *arg);
     if (!arg) break;
@@ -212,6 +252,7 @@ void mlc_pool_destroy(mlc_pool *p) {
   pthread_cond_destroy(&p->done_cv);
   free(p->threads);
   free(p->started);
+  free(p->ranges);
   free(p);
 }
 
@@ -225,23 +266,29 @@ static int32_t pool_launch(mlc_kernel_ctx *ctx, mlc_parallel_body body, void *cl
   if (extent <= 0) return 0;
   mlc_pool *p = ctx ? ctx->pool : NULL;
   if (!p || p->nthreads <= 1 || extent == 1 || in_pool_thread) return body(0, extent, closure);
-  int nchunks = extent < p->nthreads ? (int)extent : p->nthreads;
+  int64_t most = (int64_t)p->nthreads * POOL_PIECES;
+  int npieces = extent < most ? (int)extent : (int)most;
   pthread_mutex_lock(&p->launch_mu);
   in_pool_thread = true;
   p->body = body;
   p->closure = closure;
   p->extent = extent;
+  p->npieces = npieces;
   atomic_store_explicit(&p->err, 0, memory_order_relaxed);
-  atomic_store_explicit(&p->remaining, nchunks, memory_order_relaxed);
+  atomic_store_explicit(&p->remaining, npieces, memory_order_relaxed);
   uint64_t seq = atomic_load_explicit(&p->job, memory_order_relaxed) + 1;
-  atomic_store_explicit(&p->claim, (seq << 32) | ((uint64_t)nchunks << 16), memory_order_release);
-  atomic_store(&p->job, seq); /* seq_cst: pairs with the sleepers check */
+  for (int t = 0; t < p->nthreads; t++) {
+    int64_t lo, hi;
+    chunk_range(npieces, p->nthreads, t, &lo, &hi);
+    atomic_store_explicit(&p->ranges[t].word, range_word(seq, (unsigned)lo, (unsigned)hi), memory_order_relaxed);
+  }
+  atomic_store(&p->job, seq); /* seq_cst (a release of the fields above): pairs with the sleepers check */
   if (atomic_load(&p->sleepers) > 0) {
     pthread_mutex_lock(&p->mu);
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
   }
-  run_chunks(p);
+  run_pieces(p, 0, seq);
   spin_until_zero(&p->remaining);
   if (atomic_load(&p->remaining) > 0) {
     pthread_mutex_lock(&p->done_mu);

@@ -64,6 +64,55 @@ static int32_t nested_body(int64_t b, int64_t e, void *cl) {
   return 0;
 }
 
+/* one piece of 10 iterations stalls until every other iteration is done: only a pool whose threads take over
+ * each other's pieces finishes it (with a static split the stalled thread's own share after it stays undone) */
+typedef struct stall_closure {
+  int64_t extent, stall_at;
+  _Atomic int64_t done;
+  atomic_int stalled; /* the stalled piece found work still undone when it started */
+  atomic_int timed_out;
+} stall_closure;
+
+static int32_t stall_body(int64_t b, int64_t e, void *cl) {
+  stall_closure *c = cl;
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  do /* 50 us of work per piece, so the workers are awake and at their own runs */
+    clock_gettime(CLOCK_MONOTONIC, &t);
+  while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 50000);
+  if (b == c->stall_at) {
+    if (atomic_load(&c->done) < c->extent - 10) atomic_store(&c->stalled, 1);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (atomic_load(&c->done) < c->extent - 10) {
+      clock_gettime(CLOCK_MONOTONIC, &t);
+      if (t.tv_sec - t0.tv_sec > 5) {
+        atomic_store(&c->timed_out, 1);
+        break;
+      }
+    }
+  }
+  atomic_fetch_add(&c->done, e - b);
+  return 0;
+}
+
+static void test_pool_steal(void) {
+  for (int threads = 2; threads <= 4; threads++) {
+    mlc_pool *pool = mlc_pool_create(threads);
+    mlc_kernel_ctx ctx;
+    mlc_pool_kernel_ctx(pool, &ctx);
+    int stalls = 0;
+    for (int rep = 0; rep < 200 && stalls < 5 && !failures; rep++) {
+      /* 16 pieces of 10 per thread: the last thread's run starts at piece 16 (threads - 1) */
+      stall_closure c = {.extent = threads * 160, .stall_at = (threads - 1) * 160};
+      CHECK(ctx.parallel_launch(&ctx, stall_body, &c, c.extent) == 0);
+      CHECK(atomic_load(&c.done) == c.extent && !atomic_load(&c.timed_out));
+      stalls += atomic_load(&c.stalled);
+    }
+    CHECK(stalls > 0);
+    mlc_pool_destroy(pool);
+  }
+}
+
 static void test_pool(void) {
   enum { N = 1000000 };
   int32_t *data = malloc(N * sizeof *data);
@@ -916,7 +965,7 @@ int main(void) {
   static const struct {
     const char *name;
     void (*fn)(void);
-  } tests[] = {{"pool", test_pool},         {"plan_json", test_plan_json}, {"params", test_params},
+  } tests[] = {{"pool", test_pool},         {"pool_steal", test_pool_steal},         {"plan_json", test_plan_json}, {"params", test_params},
                {"tar", test_tar},           {"npz", test_npz},             {"executor", test_executor},
                {"executor_kernel_error", test_executor_kernel_error},      {"module", test_module},
                {"dynamic", test_dynamic}};
