@@ -491,12 +491,21 @@ static bool interval(Region *r, Expr *e, Expr **lo, Expr **hi) {
 
 static void region_add_load(Region *r, Expr *e) {
   Arena *a = r->l->a;
+  /* the ranged vars with constant bounds, for the simplifier */
+  Var *bv[96];
+  int64_t blo[96], bhi[96];
+  int nb = 0;
+  for (int i = 0; i < r->nrng; i++)
+    if (r->rng[i].lo && tir_is_const_int(tir_simplify(a, r->rng[i].lo), &blo[nb]) &&
+        tir_is_const_int(tir_simplify(a, r->rng[i].hi), &bhi[nb]))
+      bv[nb++] = r->rng[i].v;
   for (int d = 0; d < r->nd; d++) {
     if (r->full[d]) continue;
     Expr *lo, *hi;
     /* simplified first: an index that splits a fused var into two axes and joins them again
-     * (floordiv(x, W) * W + floormod(x, W)) is x, whose interval is tight */
-    if (!interval(r, tir_simplify(a, e->load.idx[d]), &lo, &hi)) {
+     * (floordiv(x, W) * W + floormod(x, W), or with x = a fused loop's rows floormod(floordiv(x, W), H) * W +
+     * floormod(x, W), where the bounds of x's inner loops show x < H * W) is x, whose interval is tight */
+    if (!interval(r, tir_simplify_bounded(a, e->load.idx[d], nb, bv, blo, bhi), &lo, &hi)) {
       r->full[d] = true;
       continue;
     }

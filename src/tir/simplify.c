@@ -570,6 +570,13 @@ Expr *tir_simplify(Arena *a, Expr *e) {
   return simp_expr(&s, e);
 }
 
+Expr *tir_simplify_bounded(Arena *a, Expr *e, int n, Var *const *vars, const int64_t *lo, const int64_t *hi) {
+  Simp s = {.a = a};
+  memo_init(&s.memo, a);
+  for (int i = 0; i < n; i++) push_bound(&s, vars[i], lo[i], hi[i]);
+  return simp_expr(&s, e);
+}
+
 Stmt *tir_simplify_stmt(Arena *a, Stmt *st) {
   Simp s = {.a = a};
   memo_init(&s.memo, a);

@@ -182,6 +182,8 @@ Stmt *tir_substitute_stmt(Arena *a, Stmt *s, int n, Var **vars, Expr **values);
 /* ---- simplify.c: the arithmetic simplifier (constant folding, canonical linear forms, div/mod by constants
  * with known bounds of loop vars). Returns the same pointer when nothing changed. ---- */
 Expr *tir_simplify(Arena *a, Expr *e);
+/* e simplified knowing var i lies in [lo[i], hi[i]] */
+Expr *tir_simplify_bounded(Arena *a, Expr *e, int n, Var *const *vars, const int64_t *lo, const int64_t *hi);
 Stmt *tir_simplify_stmt(Arena *a, Stmt *s);
 /* peel.c: serial loops whose last iteration alone needs a guard inside a vectorized loop run that iteration
  * separately (*changed: something was peeled; simplify again) */
