@@ -568,11 +568,8 @@ void topi_dense_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out,
   int rank = out ? out->ndim : 0;
   bool tiled = os && os->op != a && os->op->kind == TE_COMPUTE && os->op->nreduce == 0 &&
                os->attach == ATTACH_ROOT && os->nleaf == rank && rank >= 1;
-  int64_t orows = 1, nonunit = 0, mrow = -1;
-  for (int i = 0; tiled && i < rank - 1; i++) {
-    orows *= out->shape[i];
-    if (out->shape[i] > 1) nonunit++, mrow = i;
-  }
+  int64_t orows = 1;
+  for (int i = 0; tiled && i < rank - 1; i++) orows *= out->shape[i];
   /* the accumulator may have a few padding rows past the output's (padded_rows) */
   tiled = tiled && orows <= m && padded_rows(orows) == m && out->shape[rank - 1] <= nb * bn &&
           out->shape[rank - 1] > (nb - 1) * bn;
@@ -581,23 +578,30 @@ void topi_dense_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out,
     if (os && os->op != a) topi_schedule_stage_generic(c, os);
     return;
   }
-  /* several row axes longer than 1 (a [1, H, W, C] NHWC activation): the register tile spans rows of the
-   * last one, whose extent its row count must divide (the other row axes are outer loops) */
-  if (nonunit > 1 && out->shape[mrow] % tm) {
-    int lanes = topi_vector_lanes(c->target, MLC_F32);
-    int64_t vb = (bn + lanes - 1) / lanes;
-    best_tile(out->shape[mrow], nb, vb, max_accumulators(c->target), panel_blocks(c->target, k, bn, vb), &tm, &blocks);
-  }
-  /* the output: rows.., m.o, n.o | m.i, nb.i, b */
+  /* the output: rows.., m.o, m.i | n.o, nb.i, b. The register tile spans the last row axis, fused with the one
+   * before when both are longer than 1 (a [1, H, W, C] NHWC activation tiles its H x W rows as one: the last
+   * axis alone, 7 or 14, would leave 1- or 2-row tiles). The accumulator row the unpack reads, h * W + w, is
+   * then the fused var itself, so its region per tile is tight; the row axes before are outer loops. */
   TeOp *o = os->op;
   IterVar *no, *b, *noo, *noi, *mo = NULL, *mi = NULL, *rowv = NULL;
   IterVar *order[MLC_MAX_DIMS + 8];
-  int q = 0;
+  int q = 0, last = rank - 2;
+  while (last >= 0 && out->shape[last] == 1) last--;
+  int first = last >= 1 && last == rank - 2 && out->shape[last - 1] > 1 ? last - 1 : last;
+  for (int i = 0; i < first; i++) order[q++] = o->axes[i];
+  if (last >= 0) {
+    rowv = o->axes[first];
+    for (int i = first + 1; i < rank - 1; i++) rowv = te_fuse(os, rowv, o->axes[i]);
+  }
+  for (int i = last + 1; i < rank - 1 && last < 0; i++) order[q++] = o->axes[i]; /* all rows unit */
+  /* rows outside the tile: its row count must divide the tiled rows */
+  if (rowv && rowv->extent < orows && rowv->extent % tm) {
+    int lanes = topi_vector_lanes(c->target, MLC_F32);
+    int64_t vb = (bn + lanes - 1) / lanes;
+    best_tile(rowv->extent, nb, vb, max_accumulators(c->target), panel_blocks(c->target, k, bn, vb), &tm, &blocks);
+  }
   topi_split(os, o->axes[rank - 1], bn, &no, &b);
   topi_split(os, no, blocks, &noo, &noi);
-  for (int i = 0; i < rank - 1; i++)
-    if (i != mrow) order[q++] = o->axes[i];
-  if (mrow >= 0) rowv = o->axes[mrow];
   if (rowv) topi_split(os, rowv, tm, &mo, &mi);
   if (mo && n_outer) order[q++] = noo;
   if (mo) order[q++] = mo;

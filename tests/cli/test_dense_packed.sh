@@ -4,6 +4,7 @@
 # softmax / log-softmax rows; bmm_*: batch matmuls of run-time operands; ein_*: einsums LowerEinsum makes
 # matmuls, einx_*: ones it leaves generic, each also compiled without the pass) must compile (the products all into nn.dense_packed), and `mlc run` must match
 # the numpy reference (relative 1e-4) at 1 and 2 threads.
+# Rows in two axes longer than 1 (an NHWC [1, H, W, C] input) must get a register tile of several rows.
 # usage: test_dense_packed.sh MLC BUILD_DIR
 set -eu
 mlc=$1 dir=$2/dense_packed
@@ -30,6 +31,13 @@ for c in $(printf "%s\n" $cases | sample); do
   "$mlc" run "$dir/${c}_generic.tar" --inputs "$dir/${c}_inputs.npz" --outputs "$dir/${c}_generic.npz" >/dev/null
   /usr/bin/python3 "$here/compare_npz.py" "$dir/${c}_generic.npz" "$dir/${c}_ref.npz" --tol 1e-4 ;;
   *)
+  case $c in
+  matmul_residual_1x7x7x*|matmul_residual_2x6x10x*)
+    # rows in two axes > 1 (NHWC): the register tile spans H x W fused, several rows, and its accumulator
+    # covers just the tile (not every row: the region of h * W + w over a tile must be tight)
+    r=$(grep -m1 -o "allocate dense_packed: float32\[[0-9]*" "$dir/$c.d/"*_tir.txt | grep -o "[0-9]*$")
+    [ "$r" -ge 2 ] && [ "$r" -le 16 ] || { echo "FAIL $c: accumulator tile of $r rows"; exit 1; } ;;
+  esac
   grep -q "nn.dense_packed" "$dir/$c.d/"*_fused_groups.txt || { echo "FAIL $c: no nn.dense_packed"; exit 1; }
   if grep -Eq "nn\.(dense|matmul|batch_matmul) " "$dir/$c.d/"*_fused_groups.txt; then
     echo "FAIL $c: a product was not packed"; exit 1
