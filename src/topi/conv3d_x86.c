@@ -338,8 +338,8 @@ void topi_conv3d_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out
                         a->reduce_axes[1], a->reduce_axes[2], a->reduce_axes[3]};
   int k = 9;
   if (ici) order[k++] = ici;
-  order[k++] = a->axes[5];
-  order[k++] = owi;
+  order[k++] = owi;        /* unrolled outside the vector: each column's accumulator is a register (the vector */
+  order[k++] = a->axes[5]; /* loop outside, split into AVX2 halves, kept them on the stack: 26 GFLOP/s) */
   te_reorder(cs, k, order);
   te_vectorize(cs, a->axes[5]);
   te_unroll(cs, owi);

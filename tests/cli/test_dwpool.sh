@@ -10,7 +10,8 @@
 # AlterOpLayout.merge_groups=1 they stay unmerged, same output); convs of 58 or 116 output channels pad their
 # last block (padc_*: channels=58, 116), and with AVX-512 so does a 1000-class head (padw_*); global pools of
 # NCHW rows of at least a vector (gpool_*) take the row form (a gpool_part stage); 3-D convs (c3d_*) are packed
-# (nn.conv3d_packed), the (3, 1, 1) one over 8x8 frames in its temporal form.
+# (nn.conv3d_packed), the (3, 1, 1) one over 8x8 frames in its temporal form, the others with a register tile
+# of unrolled columns around a vector of output channels.
 # usage: test_dwpool.sh MLC BUILD_DIR
 set -eu
 mlc=$1 dir=$2/dwpool
@@ -44,6 +45,12 @@ for m in $(sample <"$dir/models.txt"); do
   "$mlc" run "$dir/$m.tar" --inputs "$dir/${m}_inputs.npz" --outputs "$dir/${m}_out.npz"
   /usr/bin/python3 "$here/compare_npz.py" "$dir/${m}_out.npz" "$dir/${m}_ref.npz" --tol 1e-4
   case $m in
+  c3d_temporal_form|c3d_padc_*) ;;
+  c3d_*) # the direct form's register tile: the unrolled columns around the vector of output channels, so
+    # each column's accumulator is a register (a vector loop outside them kept them on the stack)
+    if ! grep -A2 "unrolled (" "$dir/$m.d/"*_tir.txt | grep -A1 "vectorized (" | grep -q "conv3d_packed\[.*= fma("; then
+      echo "FAIL $m: the conv3d tile is not unrolled columns around a vector"; exit 1
+    fi ;;
   grpm_*)
     "$mlc" compile "$dir/$m.onnx" --output "$dir/$m.unmerged.tar" --dump-ir "$dir/$m.unmerged.d" \
       --pass-config AlterOpLayout.merge_groups=1
