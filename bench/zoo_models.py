@@ -3,7 +3,8 @@
 so that mlc is measured on more than the ResNets: SiLU/SE nets (EfficientNet, MobileNetV3, RegNet), grouped
 convs (ResNeXt), channel shuffles (ShuffleNet), NHWC MLPs and LayerNorm (ConvNeXt, Swin), attention (ViT),
 dilated segmentation heads with bilinear resizes (DeepLabV3, LR-ASPP), 3-D convs (R3D-18), inception blocks.
-Weights are random (fixed seed); batch-norm statistics are randomised so that folding them is exercised.
+Weights are random (fixed seed); batch-norm statistics are randomised so that folding them is exercised, and
+layers torchvision initialises to zero (ViT's head) get random weights, so that the outputs say something.
 
 usage: bench/zoo_models.py OUT_DIR [--only a,b] [--opset 17]
 then:  bench/compare.py --work W --models a,b   (with OUT_DIR = W/models)
@@ -60,6 +61,9 @@ def main():
             if isinstance(mod, (torch.nn.BatchNorm2d, torch.nn.BatchNorm3d)):
                 mod.running_mean.uniform_(-0.1, 0.1)
                 mod.running_var.uniform_(0.5, 1.5)
+            if isinstance(mod, torch.nn.Linear) and not mod.weight.detach().any():
+                with torch.no_grad():
+                    mod.weight.normal_(0, 0.02)
         path = os.path.join(a.out, name + ".onnx")
         torch.onnx.export(m, torch.randn(*shape), path, opset_version=a.opset, input_names=["data"],
                           output_names=["out"])
