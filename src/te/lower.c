@@ -492,8 +492,8 @@ static bool interval(Region *r, Expr *e, Expr **lo, Expr **hi) {
 static void region_add_load(Region *r, Expr *e) {
   Arena *a = r->l->a;
   /* the ranged vars with constant bounds, for the simplifier */
-  Var *bv[96];
-  int64_t blo[96], bhi[96];
+  Var *bv[countof(r->rng)];
+  int64_t blo[countof(r->rng)], bhi[countof(r->rng)];
   int nb = 0;
   for (int i = 0; i < r->nrng; i++)
     if (r->rng[i].lo && tir_is_const_int(tir_simplify(a, r->rng[i].lo), &blo[nb]) &&

@@ -585,15 +585,14 @@ void topi_dense_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out,
   TeOp *o = os->op;
   IterVar *no, *b, *noo, *noi, *mo = NULL, *mi = NULL, *rowv = NULL;
   IterVar *order[MLC_MAX_DIMS + 8];
-  int q = 0, last = rank - 2;
+  int q = 0, last = rank - 2; /* the last row axis longer than 1; the tile's rows start at first */
   while (last >= 0 && out->shape[last] == 1) last--;
-  int first = last >= 1 && last == rank - 2 && out->shape[last - 1] > 1 ? last - 1 : last;
+  int first = last < 0 ? rank - 1 : last >= 1 && out->shape[last - 1] > 1 ? last - 1 : last;
   for (int i = 0; i < first; i++) order[q++] = o->axes[i];
   if (last >= 0) {
     rowv = o->axes[first];
     for (int i = first + 1; i < rank - 1; i++) rowv = te_fuse(os, rowv, o->axes[i]);
   }
-  for (int i = last + 1; i < rank - 1 && last < 0; i++) order[q++] = o->axes[i]; /* all rows unit */
   /* rows outside the tile: its row count must divide the tiled rows */
   if (rowv && rowv->extent < orows && rowv->extent % tm) {
     int lanes = topi_vector_lanes(c->target, MLC_F32);
