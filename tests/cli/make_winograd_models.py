@@ -152,3 +152,13 @@ x, w = arr([1, 1024, 6, 6]), arr([16, 1024, 3, 3], 0.03)
 save("wino_stream", [helper.make_node("Conv", ["x", "w"], ["y"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1])],
      [vi("x", [1, 1024, 6, 6])], [vi("y", [1, 16, 6, 6])], [numpy_helper.from_array(w, "w")], {"x": x},
      conv_ref(x, w, 1))
+
+# A direct 1x1 conv whose weights (512 -> 256 channels: 512 KiB) outgrow any L1, on a 7x7 map: each iteration
+# of its parallel loop (an output channel block's rows) streams in the next block's weights (conv2d_x86.c's
+# prefetch_fallback); bias + relu after it.
+x, w, b = arr([1, 512, 7, 7]), arr([256, 512, 1, 1], 0.05), arr([256])
+save("conv_stream", [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", kernel_shape=[1, 1]),
+                     helper.make_node("Relu", ["c"], ["y"], name="relu")],
+     [vi("x", [1, 512, 7, 7])], [vi("y", [1, 256, 7, 7])],
+     [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")], {"x": x},
+     np.maximum(conv_any(x, w, 1, 0) + b.reshape(1, -1, 1, 1), 0))

@@ -80,4 +80,14 @@ for tile in 2 4; do
   "$mlc" run "$out.tar" --inputs "$dir/wino_stream_inputs.npz" --outputs "$out.npz"
   /usr/bin/python3 "$here/compare_npz.py" "$out.npz" "$dir/wino_stream_ref.npz" --tol 1e-4
 done
+# the direct conv streams its weights the same way (planned for 2 cores, so its parallel loop keeps two
+# iterations per core on any host)
+out="$dir/conv_stream"
+echo "== conv_stream"
+"$mlc" compile "$dir/conv_stream.onnx" --target "llvm -num-cores=2" --output "$out.tar" --dump-ir "$out.d" >/dev/null
+grep -q "prefetch conv_weight_pack at .* ahead 1" "$out.d/20_schedules.txt" ||
+  { echo "FAIL conv_stream: the conv does not prefetch its weights"; exit 1; }
+grep -q "eval prefetch(" "$out.d/30_tir.txt" || { echo "FAIL conv_stream: no prefetch in the conv's loops"; exit 1; }
+"$mlc" run "$out.tar" --inputs "$dir/conv_stream_inputs.npz" --outputs "$out.npz"
+/usr/bin/python3 "$here/compare_npz.py" "$out.npz" "$dir/conv_stream_ref.npz" --tol 1e-4
 echo "winograd: all passed"
