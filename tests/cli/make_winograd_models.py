@@ -162,3 +162,13 @@ save("conv_stream", [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv
      [vi("x", [1, 512, 7, 7])], [vi("y", [1, 256, 7, 7])],
      [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")], {"x": x},
      np.maximum(conv_any(x, w, 1, 0) + b.reshape(1, -1, 1, 1), 0))
+
+# A 1x1 conv on an odd number of rows (35x35, so no row groups) whose input (157 KB) outweighs its weights
+# (4 KB): planned for two cores it walks the rows outermost (order 1), so each thread reads half of the input,
+# and for one core the output channel blocks (order 0); bias + relu after it.
+x, w, b = arr([1, 32, 35, 35]), arr([32, 32, 1, 1], 0.2), arr([32])
+save("rows_odd", [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", kernel_shape=[1, 1]),
+                  helper.make_node("Relu", ["c"], ["y"], name="relu")],
+     [vi("x", [1, 32, 35, 35])], [vi("y", [1, 32, 35, 35])],
+     [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")], {"x": x},
+     np.maximum(conv_any(x, w, 1, 0) + b.reshape(1, -1, 1, 1), 0))

@@ -90,4 +90,14 @@ grep -q "prefetch conv_weight_pack at .* ahead 1" "$out.d/20_schedules.txt" ||
 grep -q "eval prefetch(" "$out.d/30_tir.txt" || { echo "FAIL conv_stream: no prefetch in the conv's loops"; exit 1; }
 "$mlc" run "$out.tar" --inputs "$dir/conv_stream_inputs.npz" --outputs "$out.npz"
 /usr/bin/python3 "$here/compare_npz.py" "$out.npz" "$dir/conv_stream_ref.npz" --tol 1e-4
+# an odd number of rows with more input than weights: rows outermost on two cores, blocks on one
+for cores in 1 2; do
+  out="$dir/rows_odd.$cores"
+  echo "== rows_odd with -num-cores=$cores"
+  "$mlc" compile "$dir/rows_odd.onnx" --target "llvm -num-cores=$cores" --output "$out.tar" --dump-ir "$out.d" >/dev/null
+  if [ $cores = 2 ]; then want="i0.i2.fused.i1.outer.outer.fused\[35\] parallel"; else want="i0.i1.outer.outer.fused.i2.fused\[35\] parallel"; fi
+  grep -q "$want" "$out.d/20_schedules.txt" || { echo "FAIL rows_odd: not the order for $cores cores"; exit 1; }
+  "$mlc" run "$out.tar" --inputs "$dir/rows_odd_inputs.npz" --outputs "$out.npz" --threads $cores
+  /usr/bin/python3 "$here/compare_npz.py" "$out.npz" "$dir/rows_odd_ref.npz" --tol 1e-4
+done
 echo "winograd: all passed"
