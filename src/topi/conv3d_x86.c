@@ -292,6 +292,24 @@ void topi_conv3d_packed_space(const Target *t, const TeOp *a, TopiConfigSpace *s
   topi_knob_choice(k, 1);
 }
 
+/* The fallback register tile: conv2d's (topi_conv_packed_tile), narrowed where the channel block is one vector
+ * and the kernel 2-4 wide. The reduction's innermost loop is kw over an unblocked input, which LLVM unrolls
+ * whole, keeping each broadcast for the later taps that read it again (column c + 1 at kw is column c at
+ * kw + 1): tile + kw - 1 broadcasts live beside the tile's accumulators. With 28 columns on AVX-512 they
+ * spilled in the hot loop (R3D-18's 64-channel 3x3x3 convs at 56x56 on Sapphire Rapids, one thread: 66-68 ms
+ * each, 39-41 with 14 columns; its 28x28 ones 31-32 -> 20; the model's kernels 457 -> 315 ms). The tile is then
+ * the largest divisor of the width within (registers - kw) / 2 columns, if it is at least half of that; the
+ * 7-wide stem is not unrolled and keeps its tile. */
+static int64_t fallback_tile(const Target *t, const TeOp *a) {
+  int64_t owp, ow = a->axes[4]->extent, ocb = a->axes[5]->extent, kw = a->reduce_axes[3]->extent;
+  int64_t tile = topi_conv_packed_tile(t, ow, ocb, &owp);
+  if (ocb != topi_vector_lanes(t, MLC_F32) || kw < 2 || kw > 4) return tile;
+  int64_t cap = ((t && t->vector_bytes >= 64 ? 32 : 16) - kw) / 2;
+  if (tile <= cap) return tile;
+  int64_t d = topi_largest_divisor(ow, cap);
+  return 2 * d >= cap ? d : tile;
+}
+
 void topi_conv3d_packed_fallback(const Target *t, const TeOp *a, TopiConfig *cfg) {
   memset(cfg, 0, sizeof *cfg);
   if (temporal_anchor_ok(a)) {
@@ -302,8 +320,7 @@ void topi_conv3d_packed_fallback(const Target *t, const TeOp *a, TopiConfig *cfg
     return;
   }
   if (!anchor_ok(a)) return;
-  int64_t owp;
-  topi_cfg_set(cfg, "tile_ow", topi_conv_packed_tile(t, a->axes[4]->extent, a->axes[5]->extent, &owp));
+  topi_cfg_set(cfg, "tile_ow", fallback_tile(t, a));
   topi_cfg_set(cfg, "tile_ic", a->reduce_axes[0]->extent);
   topi_cfg_set(cfg, "order", direct_order(t, a));
 }
@@ -326,7 +343,7 @@ void topi_conv3d_packed_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *out
     if (f->extent * po->axes[4]->extent >= 16384) te_parallel(ps, f);
   }
   int64_t ocb = a->axes[5]->extent, owp, ic = a->reduce_axes[0]->extent;
-  int64_t reg_n = topi_config_get(cfg, "tile_ow", topi_conv_packed_tile(c->target, a->axes[4]->extent, ocb, &owp));
+  int64_t reg_n = topi_config_get(cfg, "tile_ow", fallback_tile(c->target, a));
   int64_t tic = topi_config_get(cfg, "tile_ic", ic);
   if (reg_n < 1 || a->axes[4]->extent % reg_n) reg_n = topi_conv_packed_tile(c->target, a->axes[4]->extent, ocb, &owp);
   if (tic < 1 || ic % tic) tic = ic;

@@ -392,6 +392,7 @@ conv3d("c3d_temporal_form", 48, 32, (6, 8, 8), (3, 1, 1), pads=(1, 0, 0, 1, 0, 0
 conv3d("c3d_temporal_direct", 48, 32, (6, 7, 7), (3, 1, 1), pads=(1, 0, 0, 1, 0, 0))
 conv3d("c3d_temporal_s2", 16, 32, (9, 4, 8), (7, 1, 1), strides=(2, 1, 1), pads=(3, 0, 0, 3, 0, 0))
 conv3d("c3d_dilated", 8, 24, (7, 9, 9), (3, 3, 3), pads=(2, 2, 2, 2, 2, 2), dil=(2, 2, 2))
+conv3d("c3d_wide", 16, 16, (2, 3, 56), (3, 3, 3), pads=(1, 1, 1, 1, 1, 1))  # AVX-512: a 14-column tile
 conv3d("c3d_padc_46", 16, 46, (3, 6, 6), (3, 3, 3), pads=(1, 1, 1, 1, 1, 1))
 
 with open(f"{out}/models.txt", "w") as f:

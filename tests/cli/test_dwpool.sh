@@ -61,4 +61,10 @@ for m in $(sample <"$dir/models.txt"); do
     /usr/bin/python3 "$here/compare_npz.py" "$dir/${m}_out1.npz" "$dir/${m}_ref.npz" --tol 1e-4 ;;
   esac
 done
+# with AVX-512 a 16-channel block is one vector and the 3-wide kernel's unrolled taps keep tile + 2 broadcasts
+# live: a 56-wide 3x3x3 conv takes 14 columns (28 spilled; compiled for skylake-avx512, not run)
+"$mlc" compile "$dir/c3d_wide.onnx" --target "llvm -mcpu=skylake-avx512" --output "$dir/c3d_wide.avx512.tar" \
+  --dump-ir "$dir/c3d_wide.avx512.d" >/dev/null
+grep -q "split i4\[56\] by 14 " "$dir/c3d_wide.avx512.d/20_schedules.txt" ||
+  { echo "FAIL c3d_wide: not a 14-column tile on AVX-512"; exit 1; }
 echo "dwpool: all passed"
