@@ -153,22 +153,22 @@ save("wino_stream", [helper.make_node("Conv", ["x", "w"], ["y"], name="conv", ke
      [vi("x", [1, 1024, 6, 6])], [vi("y", [1, 16, 6, 6])], [numpy_helper.from_array(w, "w")], {"x": x},
      conv_ref(x, w, 1))
 
+def pointwise_relu(name, c, k, hw, scale):
+    """a 1x1 conv (c -> k channels on an hw x hw map) + bias + relu"""
+    x, w, b = arr([1, c, hw, hw]), arr([k, c, 1, 1], scale), arr([k])
+    save(name, [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", kernel_shape=[1, 1]),
+                helper.make_node("Relu", ["c"], ["y"], name="relu")],
+         [vi("x", [1, c, hw, hw])], [vi("y", [1, k, hw, hw])],
+         [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")], {"x": x},
+         np.maximum(conv_any(x, w, 1, 0) + b.reshape(1, -1, 1, 1), 0))
+
+
 # A direct 1x1 conv whose weights (512 -> 256 channels: 512 KiB) outgrow any L1, on a 7x7 map: each iteration
 # of its parallel loop (an output channel block's rows) streams in the next block's weights (conv2d_x86.c's
-# prefetch_fallback); bias + relu after it.
-x, w, b = arr([1, 512, 7, 7]), arr([256, 512, 1, 1], 0.05), arr([256])
-save("conv_stream", [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", kernel_shape=[1, 1]),
-                     helper.make_node("Relu", ["c"], ["y"], name="relu")],
-     [vi("x", [1, 512, 7, 7])], [vi("y", [1, 256, 7, 7])],
-     [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")], {"x": x},
-     np.maximum(conv_any(x, w, 1, 0) + b.reshape(1, -1, 1, 1), 0))
+# prefetch_fallback).
+pointwise_relu("conv_stream", 512, 256, 7, 0.05)
 
 # A 1x1 conv on an odd number of rows (35x35, so no row groups) whose input (157 KB) outweighs its weights
 # (4 KB): planned for two cores it walks the rows outermost (order 1), so each thread reads half of the input,
-# and for one core the output channel blocks (order 0); bias + relu after it.
-x, w, b = arr([1, 32, 35, 35]), arr([32, 32, 1, 1], 0.2), arr([32])
-save("rows_odd", [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", kernel_shape=[1, 1]),
-                  helper.make_node("Relu", ["c"], ["y"], name="relu")],
-     [vi("x", [1, 32, 35, 35])], [vi("y", [1, 32, 35, 35])],
-     [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")], {"x": x},
-     np.maximum(conv_any(x, w, 1, 0) + b.reshape(1, -1, 1, 1), 0))
+# and for one core the output channel blocks (order 0).
+pointwise_relu("rows_odd", 32, 32, 35, 0.2)
