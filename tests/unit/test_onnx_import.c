@@ -531,6 +531,10 @@ int main(void) {
     fprintf(stderr, "test_onnx_import: %d failure(s) (files in %s)\n", failures, tmpdir);
     return 1;
   }
+  static const char *scratch[] = {"init.onnx", "short.onnx", "weights.bin", "ext.onnx", "link.bin",
+                                   "nodes.onnx", "const.onnx", "truncated.onnx"};
+  for (size_t i = 0; i < sizeof scratch / sizeof *scratch; i++) unlink(tmp_path(scratch[i]));
+  rmdir(tmpdir);
   printf("test_onnx_import: ok\n");
   return 0;
 }
