@@ -406,8 +406,7 @@ static int64_t largest_divisor_upto(int64_t n, int64_t max) {
  * register operand of vpdpbusd (only the int8 operand may come from memory), one per column, which LLVM
  * hoists: 28 columns spilled the accumulators (QLinearConv 64->64 3x3 at 56x56: 1.2 ms, 14 columns 0.64). */
 static int64_t reg_n_max(const Target *t, int64_t ocb, bool int8) {
-  int vb = t && t->vector_bytes > 0 ? t->vector_bytes : 16;
-  int64_t regs = vb >= 64 ? 32 : 16, vecs = block_vecs(t, ocb);
+  int64_t regs = topi_vector_regs(t), vecs = block_vecs(t, ocb);
   if (int8) regs /= 2;
   int64_t m = (regs - vecs - 1) / vecs;
   if (m > 28) m = 28;

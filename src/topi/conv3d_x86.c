@@ -304,7 +304,7 @@ static int64_t fallback_tile(const Target *t, const TeOp *a) {
   int64_t owp, ow = a->axes[4]->extent, ocb = a->axes[5]->extent, kw = a->reduce_axes[3]->extent;
   int64_t tile = topi_conv_packed_tile(t, ow, ocb, &owp);
   if (ocb != topi_vector_lanes(t, MLC_F32) || kw < 2 || kw > 4) return tile;
-  int64_t cap = ((t && t->vector_bytes >= 64 ? 32 : 16) - kw) / 2;
+  int64_t cap = (topi_vector_regs(t) - kw) / 2;
   if (tile <= cap) return tile;
   int64_t d = topi_largest_divisor(ow, cap);
   return 2 * d >= cap ? d : tile;

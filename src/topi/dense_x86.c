@@ -109,6 +109,10 @@ void topi_dense_x86_space(const Target *t, const TeOp *a, TopiConfigSpace *s) {
   topi_knob_choice(kp, 1);
 }
 
+/* the accumulator budget in vector registers: AVX-512 has 32 (24 accumulators), AVX2 16 (12): the rest hold
+ * the weight vectors and a broadcast */
+static int64_t max_accumulators(const Target *t) { return topi_vector_regs(t) * 3 / 4; }
+
 void topi_dense_x86_fallback(const Target *t, const TeOp *a, TopiConfig *cfg) {
   memset(cfg, 0, sizeof *cfg);
   Gemm g;
@@ -117,7 +121,7 @@ void topi_dense_x86_fallback(const Target *t, const TeOp *a, TopiConfig *cfg) {
   /* the register tile tm x tn (tn a multiple of the lanes): the most FMAs per load, tm * tn/lanes
    * accumulators within the vector registers (16 with AVX2: 12 accumulators, the B vectors and a broadcast;
    * 32 with AVX-512: 24), tm dividing M and tn dividing N so the tile needs no guard (but see below) */
-  int maxacc = t && t->vector_bytes >= 64 ? 24 : 12;
+  int64_t maxacc = max_accumulators(t);
   int64_t tn = 0, tm = 1;
   double best = -1;
   for (int nv = 1; nv <= 4; nv *= 2) { /* whole power-of-two vector groups: <3 x vector> code is poor */
@@ -449,10 +453,6 @@ const OpDef topi_ops_dense_x86[] = {
 static bool packed_anchor_ok(const TeOp *a) {
   return a->kind == TE_COMPUTE && a->naxes == 3 && a->nreduce == 1;
 }
-
-/* the accumulator budget in vector registers: AVX-512 has 32 (24 accumulators), AVX2 16 (12): the rest hold
- * the weight vectors and a broadcast */
-static int64_t max_accumulators(const Target *t) { return t && t->vector_bytes >= 64 ? 24 : 12; }
 
 void topi_dense_packed_space(const Target *t, const TeOp *a, TopiConfigSpace *s) {
   memset(s, 0, sizeof *s);

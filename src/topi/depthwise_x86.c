@@ -258,13 +258,12 @@ static bool anchor_ok(const TeOp *a) {
   return a->kind == TE_COMPUTE && (a->naxes == 4 || a->naxes == 5) && a->nreduce == 2;
 }
 
-static int vector_regs(const Target *t) { return t && t->vector_bytes >= 64 ? 32 : 16; }
 
 /* NCHWc: output columns per tile, one accumulator of the b channels each (b / lanes registers: a block of 16
  * is two AVX2 vectors); the rest of the registers hold the weight and the loads */
 static int64_t blocked_tile_ow(const Target *t, int64_t ow, int64_t b) {
   int64_t lanes = topi_vector_lanes(t, MLC_F32), vecs = (b + lanes - 1) / lanes;
-  int64_t most = (vector_regs(t) - 2 * vecs - 2) / vecs;
+  int64_t most = (topi_vector_regs(t) - 2 * vecs - 2) / vecs;
   return topi_largest_divisor(ow, most < 1 ? 1 : most);
 }
 
@@ -287,7 +286,7 @@ static int64_t default_tile_ow(int64_t ow, int lanes) {
 
 /* rows per tile: the accumulators (tile_oh x the vectors of a row) take up to half the vector registers */
 static int64_t default_tile_oh(const Target *t, int64_t oh, int64_t tile_ow, int lanes) {
-  int64_t vecs = (tile_ow + lanes - 1) / lanes, budget = vector_regs(t) / 2 / (vecs ? vecs : 1);
+  int64_t vecs = (tile_ow + lanes - 1) / lanes, budget = topi_vector_regs(t) / 2 / (vecs ? vecs : 1);
   return topi_largest_divisor(oh, budget < 1 ? 1 : budget);
 }
 
@@ -298,7 +297,7 @@ void topi_depthwise_x86_space(const Target *t, const TeOp *a, TopiConfigSpace *s
   int64_t oh = a->axes[2]->extent, ow = a->axes[3]->extent;
   if (a->naxes == 5) {
     TopiKnob *k = topi_knob_add(s, "tile_ow");
-    for (int64_t f = 1; f <= ow && f <= vector_regs(t) - 2; f++)
+    for (int64_t f = 1; f <= ow && f <= topi_vector_regs(t) - 2; f++)
       if (ow % f == 0) topi_knob_choice(k, f);
     k = topi_knob_add(s, "tile_oh");
     for (int64_t f = 1; f <= oh && f <= 16; f++)

@@ -93,6 +93,8 @@ int topi_vector_lanes(const Target *t, mlc_dtype dt) {
   return l < 1 ? 1 : l;
 }
 
+int topi_vector_regs(const Target *t) { return t && t->vector_bytes >= 64 ? 32 : 16; }
+
 int topi_num_cores(const Target *t) { return t && t->num_cores > 0 ? t->num_cores : 1; }
 
 /* the largest divisor of n that is <= max */
@@ -435,7 +437,7 @@ static bool pool_blocked_schedule(TeCtx *c, TeSchedule *s, TeOp *a, TeTensor *ou
   TeStage *st = te_stage(s, a->outputs[0]);
   if (a->naxes != 5 || a->nreduce != 2 || !st || st->nleaf != 7 || !pool_local_ok(s, a, out)) return false;
   /* columns per tile: one accumulator of the block each (b / lanes registers), the rest for the loads */
-  int64_t regs = c->target && c->target->vector_bytes >= 64 ? 32 : 16, lanes = topi_vector_lanes(c->target, MLC_F32);
+  int64_t regs = topi_vector_regs(c->target), lanes = topi_vector_lanes(c->target, MLC_F32);
   int64_t vecs = (a->axes[4]->extent + lanes - 1) / lanes, most = (regs - 2 * vecs - 2) / vecs;
   int64_t tile = topi_largest_divisor(a->axes[3]->extent, most < 1 ? 1 : most);
   bool epi = out && out->op != a;

@@ -51,6 +51,7 @@ void topi_cfg_set(TopiConfig *c, const char *name, int64_t v);
 TopiKnob *topi_knob_add(TopiConfigSpace *s, const char *name);
 void topi_knob_choice(TopiKnob *k, int64_t v);
 int topi_vector_lanes(const Target *t, mlc_dtype dt); /* elements of dt per vector register */
+int topi_vector_regs(const Target *t);                /* vector registers: 32 with AVX-512, else 16 */
 int topi_num_cores(const Target *t);
 int64_t topi_largest_divisor(int64_t n, int64_t max);  /* the largest divisor of n that is <= max */
 /* the tensor read as operand i (0 or 1) of a reduction of products, sum(x[..] * w[..]) (the weight of a GEMM or

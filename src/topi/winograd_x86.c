@@ -472,12 +472,11 @@ const OpDef topi_ops_winograd_x86[] = {
 /* ---------------------------------------------------------------- register tile and templates */
 
 /* vector registers of the target */
-static int vector_regs(const Target *t) { return t && t->vector_bytes >= 64 ? 32 : 16; }
 
 /* the most GEMM rows (tiles) per register tile: tp * kb/lanes accumulators, the U vectors and a broadcast */
 static int64_t tile_p_max(const Target *t, int64_t kb) {
   int lanes = topi_vector_lanes(t, MLC_F32);
-  int64_t vecs = (kb + lanes - 1) / lanes, m = (vector_regs(t) - vecs - 1) / vecs;
+  int64_t vecs = (kb + lanes - 1) / lanes, m = (topi_vector_regs(t) - vecs - 1) / vecs;
   if (m > 12) m = 12;
   return m < 1 ? 1 : m;
 }
@@ -519,7 +518,7 @@ static bool gemm_anchor_ok(const TeOp *a) { return a->kind == TE_COMPUTE && a->n
 static int64_t default_tile_k(const Target *t, const TeOp *a, int64_t *tp) {
   int lanes = topi_vector_lanes(t, MLC_F32);
   int64_t e = a->axes[0]->extent, kblocks = a->axes[1]->extent, pp = a->axes[2]->extent;
-  if (vector_regs(t) < 32 || a->axes[3]->extent != lanes) return 1;
+  if (topi_vector_regs(t) < 32 || a->axes[3]->extent != lanes) return 1;
   /* as the packed conv's tile_ocn: not where it leaves the parallel loop (alpha^2 x K/kb/tk) under 16 */
   int64_t tp4 = topi_largest_divisor(pp, TOPI_BLOCKS_MAX_ACC / 4);
   if (tp4 >= 4 && e * (kblocks / 4) >= 16 && topi_fit_blocks(kblocks, 4, tp4) == 4) {
