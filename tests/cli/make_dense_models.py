@@ -53,8 +53,8 @@ for m, k, n in [(1, 64, 32), (1, 40, 10), (5, 37, 19), (12, 48, 37), (128, 64, 4
               helper.make_node("Relu", ["g"], ["y"], name="relu")], {"x": x}, {"w": w, "b": b}, ref)
 
 # MatMul of a rank-3 input with a [K, N] weight + bias + a residual add (two row axes when both are > 1)
-for shape, n in [((1, 16, 32), 32), ((4, 3, 24), 24), ((2, 1, 16), 16), ((1, 197, 24), 24), ((1, 7, 7, 32), 32),
-                 ((2, 6, 10, 24), 24)]:
+for shape, n in [((1, 16, 32), 32), ((4, 3, 24), 24), ((2, 1, 16), 16), ((1, 197, 24), 24), ((1, 197, 96), 96),
+                 ((1, 7, 7, 32), 32), ((2, 6, 10, 24), 24)]:
     k = shape[-1]
     x, w, b = f32(*shape), f32(k, n), f32(n)
     ref = x.astype(np.float64) @ w.astype(np.float64) + b + x

@@ -4,7 +4,8 @@
 # softmax / log-softmax rows; bmm_*: batch matmuls of run-time operands; ein_*: einsums LowerEinsum makes
 # matmuls, einx_*: ones it leaves generic, each also compiled without the pass) must compile (the products all into nn.dense_packed), and `mlc run` must match
 # the numpy reference (relative 1e-4) at 1 and 2 threads.
-# Rows in two axes longer than 1 (an NHWC [1, H, W, C] input) must get a register tile of several rows.
+# Rows in two axes longer than 1 (an NHWC [1, H, W, C] input) must get a register tile of several rows; a weight
+# panel that outgrows L1 a tile of more rows and fewer column vectors.
 # usage: test_dense_packed.sh MLC BUILD_DIR
 set -eu
 mlc=$1 dir=$2/dense_packed
@@ -37,6 +38,13 @@ for c in $(printf "%s\n" $cases | sample); do
     # covers just the tile (not every row: the region of h * W + w over a tile must be tight)
     r=$(grep -m1 -o "allocate dense_packed: float32\[[0-9]*" "$dir/$c.d/"*_tir.txt | grep -o "[0-9]*$")
     [ "$r" -ge 2 ] && [ "$r" -le 16 ] || { echo "FAIL $c: accumulator tile of $r rows"; exit 1; } ;;
+  matmul_residual_1x197x96)
+    # AVX-512 with 32 KiB of L1: a 4 x 6-vector tile's 36 KiB weight panel comes from L2 for every row
+    # tile, so the fallback takes 8 rows x 3 vectors (half the weight traffic)
+    "$mlc" compile "$dir/$c.onnx" --target "llvm -mcpu=skylake-avx512" --output "$dir/${c}_avx512.tar" \
+      --dump-ir "$dir/${c}_avx512.d" >/dev/null
+    grep -q "allocate dense_packed: float32\[8, 3, 16\]" "$dir/${c}_avx512.d/"*_tir.txt ||
+      { echo "FAIL $c: not the 8 x 3 register tile"; exit 1; } ;;
   esac
   grep -q "nn.dense_packed" "$dir/$c.d/"*_fused_groups.txt || { echo "FAIL $c: no nn.dense_packed"; exit 1; }
   if grep -Eq "nn\.(dense|matmul|batch_matmul) " "$dir/$c.d/"*_fused_groups.txt; then
