@@ -10,8 +10,13 @@
  *   - opaque ops stay alone; nothing fuses into an opaque op;
  *   - one prologue: an elementwise op whose other operand is a lone elementwise conversion (the dequantize of an
  *     int8 residual add's shortcut) takes that conversion into the group it joins (join_with_prologue).
- * This is the greedy, single-consumer form of TVM's post-dominator algorithm: a value with several consumers
- * always ends a group, so no computation is duplicated and every group has a tree of internal values. */
+ *   - a diamond: a value v with several readers joins them into its group when they and the nodes after them,
+ *     contiguous in node order, are elementwise and meet again in one node (x * sigmoid(x), GELU's
+ *     x * (erf(x / sqrt 2) + 1), hard-swish, x * x): every read of v is then inside the group, which still
+ *     ends in one value (diamond_end).
+ * This is the greedy form of TVM's post-dominator algorithm: a value with several consumers ends a group unless
+ * they meet again within a few elementwise nodes, so the only computation duplicated is v's own elementwise
+ * ops, inlined into each read (the anchor, a conv or a dense, is computed once). */
 #include <string.h>
 #include "passes/graph/passes.h"
 
@@ -63,6 +68,31 @@ static FusedGroup *join_with_prologue(Graph *g, FusedGraph *out, Node *n, const 
   return prev;
 }
 
+/* n, at index i, reads v, the value of the last group, which has several readers. When the nodes from n on,
+ * each reading v or a value of the ones before it, are elementwise with one output and all of v's reads are
+ * consumed by the node at the returned index (where the paths meet: the multiply of x * sigmoid(x)), that
+ * index; else -1. room: how many nodes the group may still take. */
+static int diamond_end(const Graph *g, int i, const Value *v, const int *uses, const bool *is_out, int64_t room) {
+  enum { MAX_DIAMOND = 16 };
+  const Value *mine[MAX_DIAMOND + 1];
+  int nmine = 0, pending = uses[v->id];
+  mine[nmine++] = v;
+  for (int j = i; j < g->nodes.n && j - i < room && nmine <= MAX_DIAMOND; j++) {
+    const Node *m = g->nodes.v[j];
+    int reads = 0;
+    for (int k = 0; k < m->ninputs; k++)
+      for (int q = 0; q < nmine; q++)
+        if (m->inputs[k] == mine[q]) reads++;
+    if (!reads || m->op->pattern > PAT_BROADCAST || m->noutputs != 1 || !m->outputs[0]) return -1;
+    pending -= reads;
+    if (pending == 0) return j;
+    if (is_out[m->outputs[0]->id]) return -1;
+    pending += uses[m->outputs[0]->id];
+    mine[nmine++] = m->outputs[0];
+  }
+  return -1;
+}
+
 mlc_status pass_fuse_ops(Graph *g, const PassOptions *opt, FusedGraph *out, Diag *d) {
   int opt_level = opt->opt_level;
   int64_t max_depth = pass_config_int(opt, "FuseOps.max_depth");
@@ -80,18 +110,23 @@ mlc_status pass_fuse_ops(Graph *g, const PassOptions *opt, FusedGraph *out, Diag
   for (int i = 0; i < g->outputs.n; i++) is_out[g->outputs.v[i]->id] = true;
 
   memset(out, 0, sizeof *out);
+  FusedGroup *diamond = NULL; /* the group the nodes up to index meet join, see diamond_end */
+  int meet = -1;
   for (int i = 0; i < g->nodes.n; i++) {
     Node *n = g->nodes.v[i];
     FusedGroup *target = NULL;
-    if (opt_level >= 1) {
+    if (opt_level >= 1 && i <= meet) target = diamond;
+    else if (opt_level >= 1) {
       if ((target = join_with_prologue(g, out, n, uses, is_out, group_of, max_depth)))
         node_group[i - 1] = target; /* the last group's one node is the one just before n */
       for (int k = 0; k < n->ninputs && !target; k++) {
         Value *in = n->inputs[k];
-        if (!in || !in->producer || uses[in->id] != 1 || is_out[in->id]) continue;
+        if (!in || !in->producer || uses[in->id] < 1 || is_out[in->id]) continue;
         if (in->producer->noutputs != 1) continue;
         FusedGroup *pg = group_of[in->id];
-        if (pg && pg == out->groups.v[out->groups.n - 1] && pg->nodes.n < max_depth && can_join(pg, n)) target = pg;
+        if (!pg || pg != out->groups.v[out->groups.n - 1] || pg->nodes.n >= max_depth || !can_join(pg, n)) continue;
+        if (uses[in->id] == 1) target = pg;
+        else if ((meet = diamond_end(g, i, in, uses, is_out, max_depth - pg->nodes.n)) >= 0) target = diamond = pg;
       }
     }
     if (!target) {

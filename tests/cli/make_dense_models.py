@@ -5,9 +5,10 @@ NAME.onnx, NAME_inputs.npz and NAME_ref.npz per case and prints the case names. 
 block (16) and not (10, 19, 37: zero-padded blocks), M = 1 (matrix-vector) and M > 1 (5, 12, 128 rows, 197
 rows: a prime, padded to 200 in the accumulator, and inputs with two or three row axes, NHWC-like: the tile
 spans rows of the last), Gemm with transB = 0 and 1, MatMul with a [K, N] weight, and fused epilogues
-(bias + relu, bias + residual add, an add broadcasting to more rows); products of two run-time operands
+(bias + relu, bias + residual add, GELU: a diamond, an add broadcasting to more rows); products of two run-time operands
 (bmm_*: nn.batch_matmul with guarded row / column tiles); Einsum products (ein_*, einx_*: see below); then
 softmax rows."""
+import math
 import os
 import sys
 
@@ -62,6 +63,22 @@ for shape, n in [((1, 16, 32), 32), ((4, 3, 24), 24), ((2, 1, 16), 16), ((1, 197
          [helper.make_node("MatMul", ["x", "w"], ["mm"], name="matmul"),
           helper.make_node("Add", ["mm", "b"], ["mb"], name="bias"),
           helper.make_node("Add", ["mb", "x"], ["y"], name="residual")], {"x": x}, {"w": w, "b": b}, ref)
+
+# GELU (erf form, as torch exports it) after a MatMul + bias: the product's value is read twice (x * ...), a
+# diamond that FuseOps joins into the product's kernel
+x, w, b = f32(1, 50, 64), f32(64, 96), f32(96)
+h = x.astype(np.float64) @ w.astype(np.float64) + b
+erf = np.vectorize(math.erf)
+save("matmul_gelu_1x50x64_n96",
+     [helper.make_node("MatMul", ["x", "w"], ["mm"], name="matmul"),
+      helper.make_node("Add", ["mm", "b"], ["h"], name="bias"),
+      helper.make_node("Div", ["h", "sqrt2"], ["hs"], name="div"),
+      helper.make_node("Erf", ["hs"], ["e"], name="erf"),
+      helper.make_node("Add", ["e", "one"], ["e1"], name="add1"),
+      helper.make_node("Mul", ["h", "e1"], ["he"], name="mul"),
+      helper.make_node("Mul", ["he", "half"], ["y"], name="half")], {"x": x},
+     {"w": w, "b": b, "sqrt2": np.float32(math.sqrt(2)), "one": np.float32(1), "half": np.float32(0.5)},
+     h * (erf(h / math.sqrt(2)) + 1) * 0.5)
 
 # an epilogue that broadcasts the product to a larger shape: the accumulator is computed whole, not tiled
 x, w, c = f32(1, 24), f32(24, 16), f32(3, 16)

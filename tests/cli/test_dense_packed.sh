@@ -38,6 +38,11 @@ for c in $(printf "%s\n" $cases | sample); do
     # covers just the tile (not every row: the region of h * W + w over a tile must be tight)
     r=$(grep -m1 -o "allocate dense_packed: float32\[[0-9]*" "$dir/$c.d/"*_tir.txt | grep -o "[0-9]*$")
     [ "$r" -ge 2 ] && [ "$r" -le 16 ] || { echo "FAIL $c: accumulator tile of $r rows"; exit 1; } ;;
+  matmul_gelu_*)
+    # the GELU's nodes read the product's value twice (a diamond): FuseOps keeps them in the product's kernel
+    awk '/^fused/ { dense = 0 } /nn.dense_packed \(anchor\)/ { dense = 1 } /^  erf / && !dense { bad = 1 }
+         END { exit bad }' "$dir/$c.d/"*_fused_groups.txt ||
+      { echo "FAIL $c: the GELU is not in the product's kernel"; exit 1; } ;;
   matmul_residual_1x197x96)
     # AVX-512 with 32 KiB of L1: a 4 x 6-vector tile's 36 KiB weight panel comes from L2 for every row
     # tile, so the fallback takes 8 rows x 3 vectors (half the weight traffic)

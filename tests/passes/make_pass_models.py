@@ -54,6 +54,16 @@ save("fuse_ops", [
     helper.make_node("Add", ["c2", "r"], ["s"], name="residual"),
     helper.make_node("Relu", ["s"], ["y"], name="relu2")], [xi], [yo],
     [const("w", [8, 3, 3, 3]), const("b", [8]), const("w2", [8, 8, 1, 1])])
+# a diamond: the conv's value read by the sigmoid and the multiply (x * sigmoid(x)) joins both into its group; the
+# second conv's value read by a multiply and a reduction does not (the reduction is no elementwise epilogue)
+save("fuse_diamond", [
+    helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+    helper.make_node("Sigmoid", ["c"], ["sg"], name="sigmoid"),
+    helper.make_node("Mul", ["c", "sg"], ["silu"], name="silu"),
+    helper.make_node("Conv", ["silu", "w2", "b2"], ["c2"], name="conv2", kernel_shape=[1, 1]),
+    helper.make_node("ReduceMean", ["c2"], ["mean"], name="mean", axes=[2, 3], keepdims=1),
+    helper.make_node("Mul", ["c2", "mean"], ["y"], name="scale")], [xi], [yo],
+    [const("w", [8, 3, 3, 3]), const("b", [8]), const("w2", [8, 8, 1, 1]), const("b2", [8])])
 x3 = helper.make_tensor_value_info("x", F, [2, 3, 4])
 y3 = helper.make_tensor_value_info("y", F, [4, 1, 3])
 save("fuse_reduce", [helper.make_node("Transpose", ["x"], ["t"], name="transpose", perm=[2, 1, 0]),
