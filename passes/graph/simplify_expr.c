@@ -6,7 +6,10 @@
  * copying the tensor, and an op the NCHWc layout cannot pass through.
  * A constant-zero nn.pad of the spatial axes whose only readers are convolutions (as their data) becomes their
  * padding: TensorFlow and Keras export "SAME" strided convs and ZeroPadding2D as an explicit Pad before a
- * "VALID" conv, one more pass over the activation, and a packed conv pads its input itself. */
+ * "VALID" conv, one more pass over the activation, and a packed conv pads its input itself. An average pool
+ * with ceil_mode 0 reading it takes the pad too, counting the padding (count_include_pad 1: its windows over
+ * the padded tensor were whole), where its own padding is 0 or counted already: torch exports avg_pool2d's
+ * count_include_pad=True so (Inception-v3's pool branches), and the pad kept each block's concat NCHW. */
 #include <string.h>
 #include "passes/graph/passes.h"
 
@@ -33,18 +36,34 @@ static bool pads_nothing(const Graph *g, const Node *n) {
   return true;
 }
 
-/* a convolution reading v as its data, with v's spatial rank */
+/* an average pool that can take a zero pad of its input into its padding: ceil_mode 0, and its own padding
+ * zero or counted (the padded windows are whole, so the divisor is the window's size either way) */
+static bool avg_pool_takes_pad(const Node *n) {
+  if (ir_attr_int(n, "ceil_mode", 0)) return false;
+  if (ir_attr_int(n, "count_include_pad", 0)) return true;
+  int64_t pads[2 * 3] = {0};
+  int cnt = ir_attr_ints(n, "padding", pads, 2 * 3);
+  for (int k = 0; k < cnt; k++)
+    if (pads[k]) return false;
+  return true;
+}
+
+/* a convolution reading v as its data, or an average pool reading v that can take its pad, with v's spatial
+ * rank */
 static bool conv_of(const Node *n, const Value *v) {
   const char *op = n->op->name;
   int nsp = !strcmp(op, "nn.conv1d") ? 1 : !strcmp(op, "nn.conv2d") ? 2 : !strcmp(op, "nn.conv3d") ? 3 : 0;
-  if (!nsp || n->ninputs < 2 || n->inputs[0] != v || v->type.ndim != nsp + 2) return false;
+  if (!nsp && !strncmp(op, "nn.avg_pool", 11) && avg_pool_takes_pad(n))
+    nsp = !strcmp(op, "nn.avg_pool1d") ? 1 : !strcmp(op, "nn.avg_pool2d") ? 2 : !strcmp(op, "nn.avg_pool3d") ? 3 : 0;
+  if (!nsp || n->ninputs < 1 || n->inputs[0] != v || v->type.ndim != nsp + 2) return false;
   for (int k = 1; k < n->ninputs; k++)
     if (n->inputs[k] == v) return false;
   return true;
 }
 
 /* nn.pad n: zeros (constant mode, value 0) added before and after the spatial axes only, read by convolutions
- * only (as their data): each of them takes the pad into its padding and reads n's input */
+ * (as their data) and average pools that can take it only: each of them takes the pad into its padding and
+ * reads n's input */
 static bool pad_into_convs(Graph *g, Node *n) {
   if (strcmp(n->op->name, "nn.pad") || n->noutputs != 1 || !n->inputs[0] || pass_is_graph_output(g, n->outputs[0]) ||
       strcmp(ir_attr_string(n, "pad_mode", "constant"), "constant") || ir_attr_float(n, "pad_value", 0) != 0)
@@ -82,6 +101,7 @@ static bool pad_into_convs(Graph *g, Node *n) {
       pads[nsp + s] += pw[r + 2 + s];
     }
     ir_set_ints(g, m, "padding", pads, 2 * nsp);
+    if (!strncmp(m->op->name, "nn.avg_pool", 11)) ir_set_int(g, m, "count_include_pad", 1);
     m->inputs[0] = x;
   }
   return true;

@@ -157,9 +157,11 @@ depthwise("dw_s2_mult2_odd", 5, 13, 11, 3, 2, [1, 0, 2, 1], mult=2)
 depthwise("dw_dil2_k5", 6, 17, 19, 5, 1, [2, 2, 2, 2], dil=2)
 depthwise("dw_s3_nopad_mult3", 4, 15, 15, 3, 3, [0, 0, 0, 0], mult=3)
 depthwise("dw_s1_wide", 3, 9, 70, 3, 1, [1, 1, 1, 1])
-def pool_blocked(name, kind, c, h, w_, k, s, pads, ceil=0, cip=0):
+def pool_blocked(name, kind, c, h, w_, k, s, pads, ceil=0, cip=0, prepad=False):
     """a 2-D pool between packed convs, so that ConvertLayoutNCHWc runs it in NCHWc (data_block): a 1x1 conv
-    8 -> c + bias + Relu, the pool, a 3x3 stride-2 conv c -> 16 that reads it"""
+    8 -> c + bias + Relu, the pool, a 3x3 stride-2 conv c -> 16 that reads it. prepad: the pads as a zero Pad
+    node before a pool without pads (torch's export of count_include_pad=True), which SimplifyExpr folds into
+    the pool"""
     x = rng.standard_normal((1, 8, h, w_)).astype(np.float32)
     w1 = (rng.standard_normal((c, 8, 1, 1)) / 3).astype(np.float32)
     b1 = rng.standard_normal(c).astype(np.float32)
@@ -169,12 +171,17 @@ def pool_blocked(name, kind, c, h, w_, k, s, pads, ceil=0, cip=0):
     attrs = dict(kernel_shape=[k, k], strides=[s, s], pads=pads, ceil_mode=ceil)
     if kind == "AveragePool":
         attrs["count_include_pad"] = cip
+    pre = []
+    if prepad:
+        attrs["pads"] = [0, 0, 0, 0]
+        inits.append(numpy_helper.from_array(np.array([0, 0] + pads[:2] + [0, 0] + pads[2:], np.int64), "P"))
+        pre = [helper.make_node("Pad", ["er", "P"], ["erp"], mode="constant")]
     nodes = [helper.make_node("Conv", ["x", "W1", "B1"], ["e"], kernel_shape=[1, 1]),
-             helper.make_node("Relu", ["e"], ["er"]),
-             helper.make_node(kind, ["er"], ["p"], **attrs),
+             helper.make_node("Relu", ["e"], ["er"])] + pre + [
+             helper.make_node(kind, ["erp" if prepad else "er"], ["p"], **attrs),
              helper.make_node("Conv", ["p", "W2", "B2"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])]
     e = np.maximum(conv_ref(x, w1, b1, 1, 0), 0)
-    pooled = pool_ref(e, kind, [k, k], [s, s], pads, [1, 1], ceil, cip)
+    pooled = pool_ref(e, kind, [k, k], [s, s], pads, [1, 1], ceil, 1 if prepad else cip)
     save(name, nodes, x, inits, conv_ref(pooled, w2, b2, 2, 1))
 
 
@@ -186,6 +193,7 @@ pool_blocked("poolc_max_s2_ceil", "MaxPool", 32, 23, 21, 3, 2, [0, 0, 0, 0], cei
 pool_blocked("poolc_max_s2_pad1", "MaxPool", 16, 20, 20, 3, 2, [1, 1, 1, 1])
 pool_blocked("poolc_avg_2x2", "AveragePool", 32, 14, 14, 2, 2, [0, 0, 0, 0])
 pool_blocked("poolc_avg_pad_cip", "AveragePool", 16, 11, 13, 3, 1, [1, 0, 1, 1], cip=1)
+pool_blocked("poolc_avg_prepad", "AveragePool", 32, 17, 17, 3, 1, [1, 1, 1, 1], prepad=True)
 def concat_blocked(name, chans, gpool, with_input=False):
     """a channel Concat of packed convs' outputs (1x1 or 3x3 convs 8 -> chans[i] + bias + Relu; the first one
     twice; the graph input too with with_input), a 3x3 stride-2 conv -> 16 that reads it, and a global pool:

@@ -179,11 +179,24 @@ save("simplify_expr_pad_conv", [
     helper.make_node("Conv", ["xq", "w1"], ["c3"], name="conv_one", kernel_shape=[3, 3]),
     helper.make_node("Pad", ["x", "p1"], ["xr"], name="pool_pad", mode="constant"),
     helper.make_node("Conv", ["xr", "w1"], ["c4"], name="conv_pool_pad", kernel_shape=[3, 3]),
-    helper.make_node("MaxPool", ["xr"], ["m"], name="pool", kernel_shape=[3, 3])], [xp],
+    helper.make_node("MaxPool", ["xr"], ["m"], name="pool", kernel_shape=[3, 3]),
+    # torch's count_include_pad=True average pool: into its padding, counted; one with padding of its own that
+    # it does not count, and one with ceil_mode: kept
+    helper.make_node("Pad", ["x", "p2"], ["xa"], name="avg_pad", mode="constant"),
+    helper.make_node("AveragePool", ["xa"], ["a1"], name="avg", kernel_shape=[3, 3]),
+    helper.make_node("Pad", ["x", "p3"], ["xb"], name="avg_own_pad", mode="constant"),
+    helper.make_node("AveragePool", ["xb"], ["a2"], name="avg_own", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+    helper.make_node("Pad", ["x", "p4"], ["xc"], name="avg_ceil_pad", mode="constant"),
+    helper.make_node("AveragePool", ["xc"], ["a3"], name="avg_ceil", kernel_shape=[3, 3], strides=[2, 2],
+                     ceil_mode=1)], [xp],
     [helper.make_tensor_value_info(n, F, s) for n, s in (("c1", [1, 8, 4, 5]), ("c2", [1, 4, 10, 10]), ("c3", [1, 8, 9, 9]),
-                                                         ("c4", [1, 8, 9, 9]), ("m", [1, 4, 9, 9]))],
+                                                         ("c4", [1, 8, 9, 9]), ("m", [1, 4, 9, 9]), ("a1", [1, 4, 11, 11]),
+                                                         ("a2", [1, 4, 10, 10]), ("a3", [1, 4, 6, 6]))],
     [numpy_helper.from_array(np.array([0, 0, 0, 1, 0, 0, 1, 2], np.int64), "p_asym"),
      numpy_helper.from_array(np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64), "p1"),
+     numpy_helper.from_array(np.array([0, 0, 2, 2, 0, 0, 2, 2], np.int64), "p2"),
+     numpy_helper.from_array(np.array([0, 0, 1, 0, 0, 0, 0, 1], np.int64), "p3"),
+     numpy_helper.from_array(np.array([0, 0, 2, 1, 0, 0, 1, 2], np.int64), "p4"),
      numpy_helper.from_array(np.float32(1.0), "one"), const("w1", [8, 4, 3, 3]), const("wd", [4, 1, 3, 3])])
 xc = helper.make_tensor_value_info("x", F, [1, 8, 8, 8])
 save("convert_layout_nchwc_concat", [
