@@ -95,6 +95,9 @@ double tune_rand_unit(uint64_t *state);              /* [0, 1) */
 void tune_features(const TirFunc *f, float *out);
 /* the features of config index of task (lowered in a scratch arena); false when it does not lower */
 bool tune_config_features(const TuneTasks *ts, const TuneTask *task, int64_t index, float *out);
+/* a hash of the lowered kernel of config index (its printed TIR): configs that differ only in knobs their
+ * schedule ignores (prefetch where the loop order is not 0) lower to the same kernel; 0 when it does not lower */
+uint64_t tune_config_kernel_hash(const TuneTasks *ts, const TuneTask *task, int64_t index);
 
 /* ---- measure.c ---- */
 typedef enum TuneErrorNo { /* TVM's MeasureErrorNo */
@@ -239,6 +242,7 @@ typedef struct TuneCurve {
 
 struct TuneSummary {
   int trials, measured, errors, resumed;
+  int twins;        /* configs proposed whose kernel is one measured already: not built, timed or counted */
   int remeasured;   /* extra measurements of configs measured already (records too; not trials) */
   double best_cost; /* seconds, 1e9 if none valid */
   int64_t best_index;

@@ -240,6 +240,26 @@ void tune_features(const TirFunc *f, float *out) {
   g[12] = lg(w.prefetches);
 }
 
+uint64_t tune_config_kernel_hash(const TuneTasks *ts, const TuneTask *task, int64_t index) {
+  Arena *a = arena_new();
+  TeCtx tc = {.arena = a, .target = &ts->target};
+  TopiConfig cfg;
+  tune_config_from_index(&task->space, index, &cfg);
+  Diag d = {0};
+  TirFunc *f = mlc_group_kernel(&tc, ts->graph, task->group, &cfg, &d);
+  uint64_t h = 0;
+  if (f) {
+    StrBuf b = {0};
+    tir_print_func(&b, f);
+    h = 1469598103934665603ULL; /* FNV-1a */
+    for (size_t i = 0; b.s && b.s[i]; i++) h = (h ^ (unsigned char)b.s[i]) * 1099511628211ULL;
+    if (!h) h = 1;
+    sb_free(&b);
+  }
+  arena_free(a);
+  return h;
+}
+
 bool tune_config_features(const TuneTasks *ts, const TuneTask *task, int64_t index, float *out) {
   Arena *a = arena_new();
   TeCtx tc = {.arena = a, .target = &ts->target};

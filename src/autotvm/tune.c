@@ -11,6 +11,9 @@
  * what the measured seconds per config say still fits. Last, the best few configs and the default are
  * measured again, one after the other: on a shared machine the load drifts during a run, and the
  * comparison of the default with the best (and the choice among the best) should see the same load.
+ * A proposed config whose lowered kernel is the same as one measured already, or proposed earlier in its batch
+ * (tune_config_kernel_hash: a knob its schedule ignores, as prefetch where the loop order is not 0), is a
+ * twin: it is not built, timed, logged, learned from or counted as a trial (the tuner has marked it visited).
  *
  * Replay (o->replay) runs the same loop on recorded costs instead of measurements, e.g. on the records of a
  * run that measured whole spaces: tuners can then be compared on identical costs, without the noise of a
@@ -23,7 +26,17 @@
 typedef struct Seen {
   int64_t index;
   double cost;
+  uint64_t kernel; /* tune_config_kernel_hash, 0 unknown */
 } Seen;
+
+/* whether kernel h is one of seen's (n of them) or of the first nb of batch */
+static bool is_twin(const Seen *seen, int n, const uint64_t *batch, int nb, uint64_t h) {
+  for (int i = 0; h && i < n; i++)
+    if (seen[i].kernel == h) return true;
+  for (int i = 0; h && i < nb; i++)
+    if (batch[i] == h) return true;
+  return false;
+}
 
 static void note(TuneSummary *sum, const TuneTask *task, double cost, int64_t idx, int trials_done,
                  int *last_improve) {
@@ -70,18 +83,47 @@ static int best_seen(const Seen *seen, int n, int k, int64_t *out) {
   return got;
 }
 
-/* the replayed result of config index: its fastest valid record, else its first error, else "not recorded" */
-static void replay_result(const TuneTasks *ts, const TuneTask *task, const TuneRecords *recs, int64_t index,
-                          MeasureResult *res) {
+/* The replayed records of one task: per record its config index in the task's space (-1: another task or
+ * target) and its kernel's hash, so that a config replays the records of its twins too (a run that measured
+ * one of them logged only that one). */
+typedef struct Replay {
+  const TuneRecords *recs;
+  int64_t *index;
+  uint64_t *kernel;
+} Replay;
+
+static bool replay_init(Replay *rp, const TuneTasks *ts, const TuneTask *task, const TuneRecords *recs) {
+  int n = recs->v.n;
+  rp->recs = recs;
+  rp->index = malloc(sizeof(int64_t) * (size_t)(n + 1));
+  rp->kernel = calloc((size_t)n + 1, sizeof(uint64_t));
+  if (!rp->index || !rp->kernel) return false;
+  for (int i = 0; i < n; i++) {
+    const TuneRecord *r = &recs->v.v[i];
+    bool mine = !strcmp(r->target, ts->target.str) && !strcmp(r->key, task->key);
+    rp->index[i] = mine ? tune_index_from_config(&task->space, &r->config) : -1;
+    for (int j = 0; j < i && rp->index[i] >= 0 && !rp->kernel[i]; j++)
+      if (rp->index[j] == rp->index[i]) rp->kernel[i] = rp->kernel[j];
+    if (rp->index[i] >= 0 && !rp->kernel[i]) rp->kernel[i] = tune_config_kernel_hash(ts, task, rp->index[i]);
+  }
+  return true;
+}
+
+static void replay_free(Replay *rp) {
+  free(rp->index);
+  free(rp->kernel);
+}
+
+/* the replayed result of config index (kernel hash h): the fastest valid record of it or a twin, else the
+ * first error, else "not recorded" */
+static void replay_result(const Replay *rp, int64_t index, uint64_t h, MeasureResult *res) {
   memset(res, 0, sizeof *res);
   res->error_no = TUNE_ERR_UNKNOWN;
   snprintf(res->msg, sizeof res->msg, "not in the replayed records");
   double best = 1e9;
-  for (int i = 0; i < recs->v.n; i++) {
-    const TuneRecord *r = &recs->v.v[i];
-    if (strcmp(r->target, ts->target.str) || strcmp(r->key, task->key) ||
-        tune_index_from_config(&task->space, &r->config) != index)
-      continue;
+  for (int i = 0; i < rp->recs->v.n; i++) {
+    const TuneRecord *r = &rp->recs->v.v[i];
+    if (rp->index[i] < 0 || (rp->index[i] != index && (!h || rp->kernel[i] != h))) continue;
     if (r->error_no == TUNE_NO_ERROR && r->cost < best) {
       best = r->cost;
       res->error_no = TUNE_NO_ERROR;
@@ -97,10 +139,10 @@ static void replay_result(const TuneTasks *ts, const TuneTask *task, const TuneR
   }
 }
 
-static void measure(Measurer *m, const TuneTasks *ts, const TuneTask *task, const TuneOptions *o, int n,
-                    const int64_t *idx, MeasureResult *res) {
-  if (o->replay)
-    for (int i = 0; i < n; i++) replay_result(ts, task, o->replay, idx[i], &res[i]);
+static void measure(Measurer *m, const Replay *rp, int n, const int64_t *idx, const uint64_t *kernel,
+                    MeasureResult *res) {
+  if (rp)
+    for (int i = 0; i < n; i++) replay_result(rp, idx[i], kernel[i], &res[i]);
   else
     tune_measure_batch(m, n, idx, res);
 }
@@ -126,8 +168,16 @@ mlc_status tune_task_run(Arena *a, const TuneTasks *ts, const TuneTask *task, co
   t->history = o->history;
   Measurer *m = NULL;
   MeasureResult replayed_default;
-  if (o->replay) {
-    if (task->default_index >= 0) replay_result(ts, task, o->replay, task->default_index, &replayed_default);
+  Replay replay = {0}, *rp = o->replay ? &replay : NULL;
+  if (rp) {
+    if (!replay_init(rp, ts, task, o->replay)) {
+      replay_free(rp);
+      tune_tuner_free(t);
+      free(seen);
+      return diag_set(d, MLC_ERR_INTERNAL, "out of memory");
+    }
+    if (task->default_index >= 0)
+      replay_result(rp, task->default_index, tune_config_kernel_hash(ts, task, task->default_index), &replayed_default);
     else replayed_default = (MeasureResult){.error_no = TUNE_ERR_UNKNOWN};
   } else if (tune_measurer_new(ts, task, &o->measure, &m, d) != MLC_OK) {
     tune_tuner_free(t);
@@ -163,7 +213,7 @@ mlc_status tune_task_run(Arena *a, const TuneTasks *ts, const TuneTask *task, co
       t->update(t, 1, &idx, &mr);
       sum->trials++;
       sum->resumed++;
-      seen[nseen++] = (Seen){idx, cost};
+      seen[nseen++] = (Seen){idx, cost, tune_config_kernel_hash(ts, task, idx)};
       note(sum, task, cost, idx, sum->trials, &last_improve);
     }
   /* the default's measurement is the record of the fallback config */
@@ -173,14 +223,15 @@ mlc_status tune_task_run(Arena *a, const TuneTasks *ts, const TuneTask *task, co
     t->update(t, 1, &task->default_index, dr);
     sum->trials++;
     sum->measured++;
-    seen[nseen++] = (Seen){task->default_index, sum->default_cost};
+    seen[nseen++] = (Seen){task->default_index, sum->default_cost, tune_config_kernel_hash(ts, task, task->default_index)};
     note(sum, task, sum->default_cost, task->default_index, sum->trials, &last_improve);
   }
   int par = o->measure.parallel > 0 ? o->measure.parallel : 1;
   int batch_max = par > 8 ? par : 8;
   int64_t *idx = malloc(sizeof(int64_t) * (size_t)(batch_max + 1));
   MeasureResult *res = malloc(sizeof(MeasureResult) * (size_t)(batch_max + 1));
-  if (st == MLC_OK && (!idx || !res)) st = diag_set(d, MLC_ERR_INTERNAL, "out of memory");
+  uint64_t *kernel = malloc(sizeof(uint64_t) * (size_t)(batch_max + 1));
+  if (st == MLC_OK && (!idx || !res || !kernel)) st = diag_set(d, MLC_ERR_INTERNAL, "out of memory");
   double measure_s = 0; /* wall seconds in batches, over configs measured: seconds per config */
   int measure_n = 0;
   int remeasure = o->remeasure > 0 ? (o->remeasure < batch_max ? o->remeasure : batch_max) : 0;
@@ -201,19 +252,32 @@ mlc_status tune_task_run(Arena *a, const TuneTasks *ts, const TuneTask *task, co
     }
     int k = t->next_batch(t, want, idx);
     if (k <= 0) break; /* the space is exhausted */
+    int kept = 0;
+    for (int i = 0; i < k; i++) {
+      uint64_t h = tune_config_kernel_hash(ts, task, idx[i]);
+      if (is_twin(seen, nseen, kernel, kept, h)) {
+        sum->twins++;
+        continue;
+      }
+      kernel[kept] = h;
+      idx[kept++] = idx[i];
+    }
+    k = kept;
     double b0 = tune_clock();
-    measure(m, ts, task, o, k, idx, res);
-    measure_s += tune_clock() - b0;
-    measure_n += k;
+    if (k > 0) {
+      measure(m, rp, k, idx, kernel, res);
+      measure_s += tune_clock() - b0;
+      measure_n += k;
+    }
     for (int i = 0; i < k && st == MLC_OK; i++) {
       st = log_record(ts, task, o, idx[i], &res[i], d);
       sum->trials++;
       sum->measured++;
       if (res[i].error_no != TUNE_NO_ERROR) sum->errors++;
-      seen[nseen++] = (Seen){idx[i], tune_result_cost(&res[i])};
+      seen[nseen++] = (Seen){idx[i], tune_result_cost(&res[i]), kernel[i]};
       note(sum, task, tune_result_cost(&res[i]), idx[i], sum->trials, &last_improve);
     }
-    t->update(t, k, idx, res);
+    if (k > 0) t->update(t, k, idx, res);
     if (o->progress) o->progress(o->progress_user, task, sum, tune_clock() - t0, false);
   }
   /* the best few and the default again, under the same load */
@@ -253,9 +317,11 @@ mlc_status tune_task_run(Arena *a, const TuneTasks *ts, const TuneTask *task, co
   sum->seconds = tune_clock() - t0;
   sum->transferred = t->transferred;
   if (st == MLC_OK && o->progress) o->progress(o->progress_user, task, sum, sum->seconds, true);
+  free(kernel);
   free(idx);
   free(res);
   free(seen);
+  if (rp) replay_free(rp);
   tune_measurer_free(m);
   tune_tuner_free(t);
   return st;

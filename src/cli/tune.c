@@ -62,8 +62,10 @@ static void progress(void *user, const TuneTask *t, const TuneSummary *s, double
     char dflt[48];
     if (s->default_cost < 1e9) snprintf(dflt, sizeof dflt, "%.2f", t->flops / s->default_cost * 1e-9);
     else snprintf(dflt, sizeof dflt, "unknown (error %d)", s->default_error);
-    fprintf(stderr, "task %d/%d %s: %d trials (%d resumed, %d errors), default %s, best %.2f GFLOP/s, %.1f s%s\n",
-            p->pos, p->count, t->name, s->trials, s->resumed, s->errors, dflt, best, elapsed,
+    char twins[64] = "";
+    if (s->twins) snprintf(twins, sizeof twins, ", %d twins of measured kernels skipped", s->twins);
+    fprintf(stderr, "task %d/%d %s: %d trials (%d resumed, %d errors%s), default %s, best %.2f GFLOP/s, %.1f s%s\n",
+            p->pos, p->count, t->name, s->trials, s->resumed, s->errors, twins, dflt, best, elapsed,
             s->out_of_time ? " (its time is up)" : "");
   }
   fflush(stderr);
@@ -255,9 +257,9 @@ int cmd_tune(int argc, char **argv) {
              (long long)t->space_size, t->ngroups, mine ? "true" : "false");
       if (skipped[i]) printf(",\"skipped\":\"time budget spent\"");
       if (mine) {
-        printf(",\"trials\":%d,\"resumed\":%d,\"errors\":%d,\"remeasured\":%d,\"best_gflops\":%.4f,"
+        printf(",\"trials\":%d,\"resumed\":%d,\"errors\":%d,\"remeasured\":%d,\"twins\":%d,\"best_gflops\":%.4f,"
                "\"best_ms\":%.6f,\"best_index\":%lld,\"default_index\":%lld",
-               s->trials, s->resumed, s->errors, s->remeasured,
+               s->trials, s->resumed, s->errors, s->remeasured, s->twins,
                s->best_cost < 1e9 ? t->flops / s->best_cost * 1e-9 : 0,
                s->best_cost < 1e9 ? s->best_cost * 1e3 : 0, (long long)s->best_index, (long long)t->default_index);
         /* null: the default schedule never measured (its error number in default_error) */
