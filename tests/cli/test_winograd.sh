@@ -14,12 +14,26 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/sample.sh"
 rm -rf "$dir" && mkdir -p "$dir"
 /usr/bin/python3 "$here/make_winograd_models.py" "$dir"
+# build M OUT TARGET [OPTION...]: compile model M to OUT.tar (its IR dumped to OUT.d)
+build() {
+  m_=$1 out_=$2 target_=$3
+  shift 3
+  "$mlc" compile "$dir/$m_.onnx" --target "$target_" "$@" --output "$out_.tar" --dump-ir "$out_.d" >/dev/null
+}
+# check M OUT [--threads N]: run OUT.tar on M's inputs and compare with its float64 reference
+check() {
+  m_=$1 out_=$2
+  shift 2
+  "$mlc" run "$out_.tar" --inputs "$dir/${m_}_inputs.npz" --outputs "$out_.npz" "$@"
+  /usr/bin/python3 "$here/compare_npz.py" "$out_.npz" "$dir/${m_}_ref.npz" --tol 1e-4
+}
+# expect PATTERN FILE WHAT: fail with WHAT unless FILE has a line matching PATTERN
+expect() { grep -q "$1" "$2" || { echo "FAIL $3"; exit 1; }; }
 for m in $(printf "%s\n" wino_bias_relu wino_residual wino_block wino_nchwc16 wino_nchwc8 | sample); do
   for run in 2.4 2.2 1.0 0.0; do
     mode=${run%.*} tile=${run#*.} out="$dir/$m.$run"
     echo "== $m with AlterOpLayout.winograd=$mode AlterOpLayout.winograd_tile=$tile"
-    "$mlc" compile "$dir/$m.onnx" --target llvm --pass-config "AlterOpLayout.winograd=$mode" \
-      --pass-config "AlterOpLayout.winograd_tile=$tile" --output "$out.tar" --dump-ir "$out.d"
+    build $m "$out" llvm --pass-config "AlterOpLayout.winograd=$mode" --pass-config "AlterOpLayout.winograd_tile=$tile"
     n=$(grep -c "nn.winograd_gemm" "$out.d/10_fused_groups.txt" || true)
     if [ "$mode" = 2 ] && [ "$n" = 0 ]; then echo "FAIL $m: no nn.winograd_gemm in the fused groups"; exit 1; fi
     if [ "$mode" = 0 ] && [ "$n" != 0 ]; then echo "FAIL $m: nn.winograd_gemm with the rewrite off"; exit 1; fi
@@ -30,8 +44,7 @@ for m in $(printf "%s\n" wino_bias_relu wino_residual wino_block wino_nchwc16 wi
       if [ $m = wino_nchwc8 ] && ! grep -q "nn.global_avg_pool2d(.*data_block" "$l"; then
         echo "FAIL $m: the global pool does not read NCHWc in $l"; exit 1; fi;;
     esac
-    "$mlc" run "$out.tar" --inputs "$dir/${m}_inputs.npz" --outputs "$out.npz"
-    /usr/bin/python3 "$here/compare_npz.py" "$out.npz" "$dir/${m}_ref.npz" --tol 1e-4
+    check $m "$out"
   done
 done
 # The transformed weight must fold at compile time: with FoldConstant.max_bytes between wino_block's F(2x2) and
@@ -40,64 +53,61 @@ done
 for limit in 400000.2 200000.0; do
   bytes=${limit%.*} want=${limit#*.} out="$dir/wino_block.fold$bytes"
   echo "== wino_block with FoldConstant.max_bytes=$bytes"
-  "$mlc" compile "$dir/wino_block.onnx" --target llvm --pass-config AlterOpLayout.winograd=2 \
-    --pass-config "FoldConstant.max_bytes=$bytes" --output "$out.tar" --dump-ir "$out.d" >/dev/null
+  build wino_block "$out" llvm --pass-config AlterOpLayout.winograd=2 --pass-config "FoldConstant.max_bytes=$bytes"
   l="$out.d/15_after_DeadCodeElim.txt"
-  if grep -q "nn.winograd_weight_transform" "$l"; then echo "FAIL wino_block: a weight transform at run time"; exit 1; fi
-  if [ "$want" = 2 ] && ! grep -q "nn.winograd_input(.*tile=2" "$l"; then echo "FAIL wino_block: not F(2x2)"; exit 1; fi
-  if [ "$want" = 0 ] && grep -q "nn.winograd" "$l"; then echo "FAIL wino_block: Winograd without its folded weight"; exit 1; fi
-  "$mlc" run "$out.tar" --inputs "$dir/wino_block_inputs.npz" --outputs "$out.npz"
-  /usr/bin/python3 "$here/compare_npz.py" "$out.npz" "$dir/wino_block_ref.npz" --tol 1e-4
+  if grep -q "nn.winograd_weight_transform" "$l"; then
+    echo "FAIL wino_block: a weight transform at run time"; exit 1
+  fi
+  [ "$want" != 2 ] || expect "nn.winograd_input(.*tile=2" "$l" "wino_block: not F(2x2)"
+  if [ "$want" = 0 ] && grep -q "nn.winograd" "$l"; then
+    echo "FAIL wino_block: Winograd without its folded weight"; exit 1
+  fi
+  check wino_block "$out"
 done
 # Without AVX-512 (-mattr=-avx512f: the host's AVX2, where a 16-channel block is two vectors) the packed convs
 # around the Winograd conv vectorize the block innermost with a tile that fits 16 registers
 for m in wino_nchwc16 wino_nchwc8; do
   out="$dir/$m.avx2"
   echo "== $m with -mattr=-avx512f"
-  "$mlc" compile "$dir/$m.onnx" --target "llvm -mattr=-avx512f" --output "$out.tar" --dump-ir "$out.d" >/dev/null
-  "$mlc" run "$out.tar" --inputs "$dir/${m}_inputs.npz" --outputs "$out.npz"
-  /usr/bin/python3 "$here/compare_npz.py" "$out.npz" "$dir/${m}_ref.npz" --tol 1e-4
+  build $m "$out" "llvm -mattr=-avx512f"
+  check $m "$out"
 done
 # and a 3x3 stride-2 conv with 72 KiB of weights per block on an 8x8 map walks its input channel chunks outermost
 # where that is over twice L1: -mcpu=haswell (AVX2, not the host CPU, so the default 32 KiB L1 rather than the
 # host's: 48 KiB on Sapphire Rapids would keep the weights within 2 x L1)
 out="$dir/chunks_nchwc.avx2"
 echo "== chunks_nchwc with -mcpu=haswell"
-"$mlc" compile "$dir/chunks_nchwc.onnx" --target "llvm -mcpu=haswell" --output "$out.tar" --dump-ir "$out.d" >/dev/null
-grep -q "rc.outer\[[0-9]*\] reduce, i2\[8\]" "$out.d/20_schedules.txt" || { echo "FAIL chunks_nchwc: not order 2"; exit 1; }
-"$mlc" run "$out.tar" --inputs "$dir/chunks_nchwc_inputs.npz" --outputs "$out.npz"
-/usr/bin/python3 "$here/compare_npz.py" "$out.npz" "$dir/chunks_nchwc_ref.npz" --tol 1e-4
+build chunks_nchwc "$out" "llvm -mcpu=haswell"
+expect "rc.outer\[[0-9]*\] reduce, i2\[8\]" "$out.d/20_schedules.txt" "chunks_nchwc: not order 2"
+check chunks_nchwc "$out"
 # a GEMM with 64 KiB weight blocks prefetches the next block (F(2x2) and F(4x4)): a prefetch in its schedule
 # and its loop, the same answer
 for tile in 2 4; do
   out="$dir/wino_stream.$tile"
   echo "== wino_stream with AlterOpLayout.winograd_tile=$tile"
-  "$mlc" compile "$dir/wino_stream.onnx" --target llvm --pass-config AlterOpLayout.winograd=2 \
-    --pass-config "AlterOpLayout.winograd_tile=$tile" --output "$out.tar" --dump-ir "$out.d" >/dev/null
-  grep -q "prefetch .*weight_winograd at .* ahead 1" "$out.d/20_schedules.txt" ||
-    { echo "FAIL wino_stream: the GEMM does not prefetch its weights"; exit 1; }
-  grep -q "eval prefetch(" "$out.d/30_tir.txt" || { echo "FAIL wino_stream: no prefetch in the GEMM's loops"; exit 1; }
-  "$mlc" run "$out.tar" --inputs "$dir/wino_stream_inputs.npz" --outputs "$out.npz"
-  /usr/bin/python3 "$here/compare_npz.py" "$out.npz" "$dir/wino_stream_ref.npz" --tol 1e-4
+  build wino_stream "$out" llvm --pass-config AlterOpLayout.winograd=2 --pass-config "AlterOpLayout.winograd_tile=$tile"
+  expect "prefetch .*weight_winograd at .* ahead 1" "$out.d/20_schedules.txt" \
+    "wino_stream: the GEMM does not prefetch its weights"
+  expect "eval prefetch(" "$out.d/30_tir.txt" "wino_stream: no prefetch in the GEMM's loops"
+  check wino_stream "$out"
 done
 # the direct conv streams its weights the same way (planned for 2 cores, so its parallel loop keeps two
 # iterations per core on any host)
 out="$dir/conv_stream"
 echo "== conv_stream"
-"$mlc" compile "$dir/conv_stream.onnx" --target "llvm -num-cores=2" --output "$out.tar" --dump-ir "$out.d" >/dev/null
-grep -q "prefetch conv_weight_pack at .* ahead 1" "$out.d/20_schedules.txt" ||
-  { echo "FAIL conv_stream: the conv does not prefetch its weights"; exit 1; }
-grep -q "eval prefetch(" "$out.d/30_tir.txt" || { echo "FAIL conv_stream: no prefetch in the conv's loops"; exit 1; }
-"$mlc" run "$out.tar" --inputs "$dir/conv_stream_inputs.npz" --outputs "$out.npz"
-/usr/bin/python3 "$here/compare_npz.py" "$out.npz" "$dir/conv_stream_ref.npz" --tol 1e-4
+build conv_stream "$out" "llvm -num-cores=2"
+expect "prefetch conv_weight_pack at .* ahead 1" "$out.d/20_schedules.txt" \
+  "conv_stream: the conv does not prefetch its weights"
+expect "eval prefetch(" "$out.d/30_tir.txt" "conv_stream: no prefetch in the conv's loops"
+check conv_stream "$out"
 # an odd number of rows with more input than weights: rows outermost on two cores, blocks on one
 for cores in 1 2; do
   out="$dir/rows_odd.$cores"
   echo "== rows_odd with -num-cores=$cores"
-  "$mlc" compile "$dir/rows_odd.onnx" --target "llvm -num-cores=$cores" --output "$out.tar" --dump-ir "$out.d" >/dev/null
-  if [ $cores = 2 ]; then want="i0.i2.fused.i1.outer.outer.fused\[35\] parallel"; else want="i0.i1.outer.outer.fused.i2.fused\[35\] parallel"; fi
-  grep -q "$want" "$out.d/20_schedules.txt" || { echo "FAIL rows_odd: not the order for $cores cores"; exit 1; }
-  "$mlc" run "$out.tar" --inputs "$dir/rows_odd_inputs.npz" --outputs "$out.npz" --threads $cores
-  /usr/bin/python3 "$here/compare_npz.py" "$out.npz" "$dir/rows_odd_ref.npz" --tol 1e-4
+  build rows_odd "$out" "llvm -num-cores=$cores"
+  want="i0.i1.outer.outer.fused.i2.fused\[35\] parallel"
+  [ $cores = 1 ] || want="i0.i2.fused.i1.outer.outer.fused\[35\] parallel"
+  expect "$want" "$out.d/20_schedules.txt" "rows_odd: not the order for $cores cores"
+  check rows_odd "$out" --threads $cores
 done
 echo "winograd: all passed"
