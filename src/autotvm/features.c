@@ -240,13 +240,18 @@ void tune_features(const TirFunc *f, float *out) {
   g[12] = lg(w.prefetches);
 }
 
-uint64_t tune_config_kernel_hash(const TuneTasks *ts, const TuneTask *task, int64_t index) {
-  Arena *a = arena_new();
+/* the kernel of config index of task, lowered in arena a; NULL when it does not lower */
+static TirFunc *lower_config(Arena *a, const TuneTasks *ts, const TuneTask *task, int64_t index) {
   TeCtx tc = {.arena = a, .target = &ts->target};
   TopiConfig cfg;
   tune_config_from_index(&task->space, index, &cfg);
   Diag d = {0};
-  TirFunc *f = mlc_group_kernel(&tc, ts->graph, task->group, &cfg, &d);
+  return mlc_group_kernel(&tc, ts->graph, task->group, &cfg, &d);
+}
+
+uint64_t tune_config_kernel_hash(const TuneTasks *ts, const TuneTask *task, int64_t index) {
+  Arena *a = arena_new();
+  TirFunc *f = lower_config(a, ts, task, index);
   uint64_t h = 0;
   if (f) {
     StrBuf b = {0};
@@ -262,11 +267,7 @@ uint64_t tune_config_kernel_hash(const TuneTasks *ts, const TuneTask *task, int6
 
 bool tune_config_features(const TuneTasks *ts, const TuneTask *task, int64_t index, float *out) {
   Arena *a = arena_new();
-  TeCtx tc = {.arena = a, .target = &ts->target};
-  TopiConfig cfg;
-  tune_config_from_index(&task->space, index, &cfg);
-  Diag d = {0};
-  TirFunc *f = mlc_group_kernel(&tc, ts->graph, task->group, &cfg, &d);
+  TirFunc *f = lower_config(a, ts, task, index);
   if (f) tune_features(f, out);
   arena_free(a);
   return f != NULL;
