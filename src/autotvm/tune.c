@@ -223,7 +223,8 @@ mlc_status tune_task_run(Arena *a, const TuneTasks *ts, const TuneTask *task, co
     t->update(t, 1, &task->default_index, dr);
     sum->trials++;
     sum->measured++;
-    seen[nseen++] = (Seen){task->default_index, sum->default_cost, tune_config_kernel_hash(ts, task, task->default_index)};
+    uint64_t h = tune_config_kernel_hash(ts, task, task->default_index);
+    seen[nseen++] = (Seen){task->default_index, sum->default_cost, h};
     note(sum, task, sum->default_cost, task->default_index, sum->trials, &last_improve);
   }
   int par = o->measure.parallel > 0 ? o->measure.parallel : 1;
