@@ -121,7 +121,7 @@ mlc_status pass_fuse_ops(Graph *g, const PassOptions *opt, FusedGraph *out, Diag
         node_group[i - 1] = target; /* the last group's one node is the one just before n */
       for (int k = 0; k < n->ninputs && !target; k++) {
         Value *in = n->inputs[k];
-        if (!in || !in->producer || uses[in->id] < 1 || is_out[in->id]) continue;
+        if (!in || !in->producer || is_out[in->id]) continue;
         if (in->producer->noutputs != 1) continue;
         FusedGroup *pg = group_of[in->id];
         if (!pg || pg != out->groups.v[out->groups.n - 1] || pg->nodes.n >= max_depth || !can_join(pg, n)) continue;

@@ -50,7 +50,7 @@ static bool avg_pool_takes_pad(const Node *n) {
 
 /* a convolution reading v as its data, or an average pool reading v that can take its pad, with v's spatial
  * rank */
-static bool conv_of(const Node *n, const Value *v) {
+static bool takes_pad(const Node *n, const Value *v) {
   const char *op = n->op->name;
   int nsp = !strcmp(op, "nn.conv1d") ? 1 : !strcmp(op, "nn.conv2d") ? 2 : !strcmp(op, "nn.conv3d") ? 3 : 0;
   if (!nsp && !strncmp(op, "nn.avg_pool", 11) && avg_pool_takes_pad(n))
@@ -83,7 +83,7 @@ static bool pad_into_convs(Graph *g, Node *n) {
     Node *m = g->nodes.v[i];
     for (int k = 0; k < m->ninputs; k++)
       if (m->inputs[k] == y) {
-        if (!conv_of(m, y)) return false;
+        if (!takes_pad(m, y)) return false;
         readers++;
         break;
       }

@@ -169,6 +169,7 @@ mlc_status tune_task_run(Arena *a, const TuneTasks *ts, const TuneTask *task, co
   Measurer *m = NULL;
   MeasureResult replayed_default;
   Replay replay = {0}, *rp = o->replay ? &replay : NULL;
+  uint64_t dflt_kernel = task->default_index >= 0 ? tune_config_kernel_hash(ts, task, task->default_index) : 0;
   if (rp) {
     if (!replay_init(rp, ts, task, o->replay)) {
       replay_free(rp);
@@ -177,7 +178,7 @@ mlc_status tune_task_run(Arena *a, const TuneTasks *ts, const TuneTask *task, co
       return diag_set(d, MLC_ERR_INTERNAL, "out of memory");
     }
     if (task->default_index >= 0)
-      replay_result(rp, task->default_index, tune_config_kernel_hash(ts, task, task->default_index), &replayed_default);
+      replay_result(rp, task->default_index, dflt_kernel, &replayed_default);
     else replayed_default = (MeasureResult){.error_no = TUNE_ERR_UNKNOWN};
   } else if (tune_measurer_new(ts, task, &o->measure, &m, d) != MLC_OK) {
     tune_tuner_free(t);
@@ -223,8 +224,7 @@ mlc_status tune_task_run(Arena *a, const TuneTasks *ts, const TuneTask *task, co
     t->update(t, 1, &task->default_index, dr);
     sum->trials++;
     sum->measured++;
-    uint64_t h = tune_config_kernel_hash(ts, task, task->default_index);
-    seen[nseen++] = (Seen){task->default_index, sum->default_cost, h};
+    seen[nseen++] = (Seen){task->default_index, sum->default_cost, dflt_kernel};
     note(sum, task, sum->default_cost, task->default_index, sum->trials, &last_improve);
   }
   int par = o->measure.parallel > 0 ? o->measure.parallel : 1;
