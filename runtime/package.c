@@ -318,8 +318,8 @@ int rt_params_load(const void *data, size_t size, rt_plan *p, bool drop_source, 
       BADP("parameter '%s': %llu bytes, expected %lld", t->name, (unsigned long long)nb, (long long)want);
     pos = ALIGN64(pos + 12);
     if (pos > size || size - pos < nb) BADP("parameter '%s': data truncated", t->name);
-    void *copy = NULL;
-    if (posix_memalign(&copy, 64, mem ? (size_t)mem : 64) != 0) BADP("out of memory for parameter '%s'", t->name);
+    void *copy = rt_alloc_buffer((size_t)mem);
+    if (!copy) BADP("out of memory for parameter '%s'", t->name);
     int bits = rt_dtype_bits(t->dtype);
     if (nb && bits < 8) /* packed sub-byte elements, one byte each in memory */
       rt_unpack_bits(copy, b + pos, mem, bits, t->dtype == MLC_I4 || t->dtype == MLC_I2);

@@ -64,6 +64,8 @@ typedef struct rt_plan {
 
 void rt_plan_free(rt_plan *p);
 int64_t rt_tensor_nbytes(const rt_tensor *t); /* -1 if the dtype, rank or size is invalid */
+/* 64-byte aligned, uninitialized, freed with free(); 2 MiB or more: on transparent huge pages (executor.c) */
+void *rt_alloc_buffer(size_t n);
 /* Checks every index of the plan (tensor/storage ids, offsets+sizes within storage, ranks, dims, kernel names,
  * input list); the mod.json reader and the executor both call it. */
 int rt_plan_validate(const rt_plan *p, char *err);

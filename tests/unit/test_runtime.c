@@ -321,6 +321,55 @@ static void test_plan_json(void) {
   free(json);
 }
 
+/* does the mapping of /proc/self/smaps that holds p carry the given VmFlags flag ("hg": advised huge pages)? */
+static bool smaps_flag(const void *p, const char *flag) {
+  FILE *f = fopen("/proc/self/smaps", "r");
+  if (!f) return false;
+  char line[512];
+  bool in = false, found = false;
+  while (fgets(line, sizeof line, f)) {
+    unsigned long lo, hi;
+    if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+      in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+    else if (in && strncmp(line, "VmFlags:", 8) == 0) {
+      char want[8];
+      snprintf(want, sizeof want, " %s", flag);
+      for (char *c = strstr(line, want); c && !found; c = strstr(c + 1, want))
+        found = c[strlen(want)] == ' ' || c[strlen(want)] == '\n';
+    }
+  }
+  fclose(f);
+  return found;
+}
+
+/* rt_alloc_buffer: small buffers 64-byte aligned; from 2 MiB on, huge-page aligned and advised as huge pages
+ * where the kernel leaves transparent huge pages to madvise */
+static void test_alloc(void) {
+  char *small = rt_alloc_buffer(100);
+  CHECK(small && (uintptr_t)small % 64 == 0);
+  if (small) memset(small, 1, 100);
+  free(small);
+  free(rt_alloc_buffer(0));
+  size_t n = ((size_t)3 << 20) + 5;
+  char *big = rt_alloc_buffer(n);
+  CHECK(big && (uintptr_t)big % ((size_t)2 << 20) == 0);
+  if (!big) return;
+  memset(big, 2, n);
+  CHECK(big[n - 1] == 2);
+  FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+  char mode[128] = "";
+  if (f) {
+    if (!fgets(mode, sizeof mode, f)) mode[0] = 0;
+    fclose(f);
+  }
+  if (strstr(mode, "[madvise]"))
+    CHECK(smaps_flag(big, "hg"));
+  else
+    printf("test_runtime: transparent huge pages are '%.*s', not left to madvise: flag not checked\n",
+           (int)strcspn(mode, "\n"), mode);
+  free(big);
+}
+
 static void test_params(void) {
   char err[RT_ERRLEN];
   rt_plan p;
@@ -965,7 +1014,7 @@ int main(void) {
   static const struct {
     const char *name;
     void (*fn)(void);
-  } tests[] = {{"pool", test_pool},         {"pool_steal", test_pool_steal},         {"plan_json", test_plan_json}, {"params", test_params},
+  } tests[] = {{"pool", test_pool},         {"pool_steal", test_pool_steal}, {"alloc", test_alloc},         {"plan_json", test_plan_json}, {"params", test_params},
                {"tar", test_tar},           {"npz", test_npz},             {"executor", test_executor},
                {"executor_kernel_error", test_executor_kernel_error},      {"module", test_module},
                {"dynamic", test_dynamic}};
