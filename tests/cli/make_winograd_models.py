@@ -153,6 +153,12 @@ save("wino_stream", [helper.make_node("Conv", ["x", "w"], ["y"], name="conv", ke
      [vi("x", [1, 1024, 6, 6])], [vi("y", [1, 16, 6, 6])], [numpy_helper.from_array(w, "w")], {"x": x},
      conv_ref(x, w, 1))
 
+# 256 -> 64 channels at 7x7: F(2x2)'s 16 tiles fit one AVX-512 register tile, and U streams (64 KiB blocks)
+x, w = arr([1, 256, 7, 7]), arr([64, 256, 3, 3], 0.05)
+save("wino_onepass", [helper.make_node("Conv", ["x", "w"], ["y"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1])],
+     [vi("x", [1, 256, 7, 7])], [vi("y", [1, 64, 7, 7])], [numpy_helper.from_array(w, "w")], {"x": x},
+     conv_ref(x, w, 1))
+
 def pointwise_relu(name, c, k, hw, scale):
     """a 1x1 conv (c -> k channels on an hw x hw map) + bias + relu"""
     x, w, b = arr([1, c, hw, hw]), arr([k, c, 1, 1], scale), arr([k])

@@ -6,7 +6,8 @@
 # then compiled with the rewrite off (=0) and checked not to contain it, so the comparison is of two paths.
 # Between packed convs (wino_nchwc*) the Winograd conv must read and write NCHWc, with no layout transform, and
 # a global pool after the last conv reads NCHWc too. A transformed weight larger than FoldConstant folds takes
-# F(2x2) or no Winograd, so it is never computed at run time. A GEMM with large weight blocks prefetches them.
+# F(2x2) or no Winograd, so it is never computed at run time. A GEMM with large weight blocks prefetches them,
+# in one pass where one register tile holds every tile.
 # usage: test_winograd.sh MLC BUILD_DIR
 set -eu
 mlc=$1 dir=$2/winograd
@@ -91,6 +92,14 @@ for tile in 2 4; do
   expect "eval prefetch(" "$out.d/30_tir.txt" "wino_stream: no prefetch in the GEMM's loops"
   check wino_stream "$out"
 done
+# where U streams and every tile fits one register tile (AVX-512: 16 tiles x 1 block of 16 channels), the
+# GEMM passes over U once; it runs where the host has AVX-512
+out="$dir/wino_onepass"
+build wino_onepass "$out" "llvm -mcpu=skylake-avx512" --pass-config AlterOpLayout.winograd=2 \
+  --pass-config AlterOpLayout.winograd_tile=2
+expect "i2.inner\[16\] unrolled" "$out.d/20_schedules.txt" "wino_onepass: not one register tile of 16 tiles"
+expect "prefetch .*weight_winograd at .* ahead 1" "$out.d/20_schedules.txt" "wino_onepass: no prefetch"
+if grep -qw avx512f /proc/cpuinfo; then check wino_onepass "$out"; fi
 # the direct conv streams its weights the same way (planned for 2 cores, so its parallel loop keeps two
 # iterations per core on any host)
 out="$dir/conv_stream"
