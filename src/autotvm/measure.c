@@ -1,7 +1,8 @@
 /* Measurement of configs (TVM's LocalBuilder + LocalRunner, in one isolated child process per config).
  *
  * The inputs of the task's group are filled once (constants keep their data, other inputs get seeded random
- * values) in shared memory, and the default schedule's output is computed in a first child: the reference.
+ * values) before the children are forked, and the default schedule's output is computed in a first child: the
+ * reference.
  * For each config a child is forked: it lowers the group with the config (mlc_group_kernel), JIT-compiles it
  * (codegen/llvm ORC), runs it once into output buffers pre-filled with NaN bytes and compares with the
  * reference (WRONG_ANSWER when it differs), then takes the timing lock (a process-shared semaphore: up to
@@ -55,7 +56,7 @@ struct Measurer {
   void **ref;           /* shared: reference outputs */
   int64_t *in_bytes, *out_bytes;
   mlc_dtype *out_dtype;
-  void *inmap, *refmap; /* the two shared mappings */
+  void *inmap, *refmap; /* the inputs (private, inherited by the children), the shared reference */
   size_t inmap_size, refmap_size;
   Shared *sh;
   size_t sh_size;
@@ -387,6 +388,18 @@ static void *shared_map(size_t n) {
   return p == MAP_FAILED ? NULL : p;
 }
 
+/* The inputs: written before the children are forked and only read by them, so a private mapping (each child
+ * sees the parent's pages), on transparent huge pages as the runtime's weights are (runtime/executor.c
+ * rt_alloc_buffer): a kernel that streams its weights is timed with the TLB behaviour it has in the model. */
+static void *input_map(size_t n) {
+  void *p = mmap(NULL, n ? n : 64, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return NULL;
+#ifdef MADV_HUGEPAGE
+  if (n >= ((size_t)2 << 20)) madvise(p, n, MADV_HUGEPAGE);
+#endif
+  return p;
+}
+
 void tune_measurer_free(Measurer *m) {
   if (!m) return;
   if (m->sh) {
@@ -423,7 +436,7 @@ mlc_status tune_measurer_new(const TuneTasks *ts, const TuneTask *task, const Me
   for (int i = 0; i < m->nout; i++) m->refmap_size += round64((size_t)tt_nbytes(&g->outputs.v[i]->type)) + 64;
   int par = o->parallel < 1 ? 1 : o->parallel;
   m->sh_size = sizeof(Shared) + sizeof(Slot) * (size_t)par;
-  m->inmap = shared_map(m->inmap_size);
+  m->inmap = input_map(m->inmap_size);
   m->refmap = shared_map(m->refmap_size);
   m->sh = shared_map(m->sh_size);
   if (!m->in || !m->ref || !m->in_bytes || !m->out_bytes || !m->out_dtype || !m->inmap || !m->refmap || !m->sh) {

@@ -1014,7 +1014,11 @@ int main(void) {
   static const struct {
     const char *name;
     void (*fn)(void);
-  } tests[] = {{"pool", test_pool},         {"pool_steal", test_pool_steal}, {"alloc", test_alloc},         {"plan_json", test_plan_json}, {"params", test_params},
+  } tests[] = {{"pool", test_pool},
+               {"pool_steal", test_pool_steal},
+               {"alloc", test_alloc},
+               {"plan_json", test_plan_json},
+               {"params", test_params},
                {"tar", test_tar},           {"npz", test_npz},             {"executor", test_executor},
                {"executor_kernel_error", test_executor_kernel_error},      {"module", test_module},
                {"dynamic", test_dynamic}};
