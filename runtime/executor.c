@@ -77,10 +77,9 @@ static int finish_dynamic(rt_executor *e, int k, int64_t extent, void *data, cha
 void *rt_alloc_buffer(size_t n) {
   void *p = NULL;
   if (n < HUGE_PAGE) return posix_memalign(&p, 64, n ? n : 64) != 0 ? NULL : p;
-  n = (n + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
   if (posix_memalign(&p, HUGE_PAGE, n) != 0) return NULL;
 #ifdef MADV_HUGEPAGE
-  madvise(p, n, MADV_HUGEPAGE);
+  madvise(p, n / HUGE_PAGE * HUGE_PAGE, MADV_HUGEPAGE); /* the whole huge pages: a tail costs no extra memory */
 #endif
   return p;
 }
