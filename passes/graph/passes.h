@@ -103,6 +103,8 @@ void pass_print_groups(const FusedGraph *fg, StrBuf *b);
 typedef struct MemoryPlan {
   int nvalues;
   int *storage_id;
+  int64_t *offset;     /* per value: its bytes' start within its storage (an input of an in-place concatenate) */
+  bool *in_place;      /* per group: a concatenate whose inputs are written in place, so no kernel */
   int nstorage;
   int64_t *storage_size;
   int64_t total_bytes;

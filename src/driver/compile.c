@@ -233,11 +233,16 @@ mlc_status mlc_compile_graph(Arena *a, Graph *g, const CompileOptions *opt, Comp
 
   if (tphase) fprintf(stderr, "[time] graph passes + fuse %.3f s\n", now_seconds() - tp);
   double tl = 0, tcg = 0;
+  if (pass_plan_memory(a, g, &c->groups, &c->memory, d) != MLC_OK) {
+    sb_free(&text);
+    return d->status;
+  }
   c->cg = cg_module_new(&c->target, "mlc_module", d);
   if (!c->cg) return d->status;
   TeCtx tc = {.arena = a, .target = &c->target};
   StrBuf sched = {0}, tir = {0};
   for (int gi = 0; gi < c->groups.groups.n; gi++) {
+    if (c->memory.in_place[gi]) continue; /* a concatenate its inputs' kernels write in place */
     Kernel k = {0};
     double t1 = now_seconds();
     if (lower_group(c, opt, &tc, c->groups.groups.v[gi], opt->dump_dir ? &sched : NULL, opt->dump_dir ? &tir : NULL, &k,
@@ -256,8 +261,7 @@ mlc_status mlc_compile_graph(Arena *a, Graph *g, const CompileOptions *opt, Comp
   }
   sb_free(&sched);
   sb_free(&tir);
-  if (diag_ok(d) && pass_plan_memory(a, g, &c->groups, &c->memory, d) == MLC_OK && cg_optimize(c->cg, d) == MLC_OK &&
-      opt->dump_dir) {
+  if (diag_ok(d) && cg_optimize(c->cg, d) == MLC_OK && opt->dump_dir) {
     char *ir = cg_print_ir(c->cg);
     dump(opt, "40_llvm.ll", ir);
     free(ir);

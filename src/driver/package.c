@@ -48,6 +48,7 @@ mlc_status mlc_build_plan(const Compiled *c, rt_plan *p, Diag *d) {
     } else {                                                                                          \
       t->kind = RT_ACTIVATION;                                                                        \
       t->storage_id = c->memory.storage_id[v_->id];                                                   \
+      t->offset = c->memory.offset[v_->id];                                                           \
     }                                                                                                 \
     tid[v_->id] = nt++;                                                                               \
   } while (0)

@@ -5,6 +5,8 @@
 # (ConvertLayoutNCHWc's data_block), the pools to the padded-input form (a pool_pad stage), and the pools
 # between packed convs (poolc_*) to the NCHWc form; a concatenate of packed convs' outputs in one block (catc_*)
 # concatenates NCHWc blocks, one with different blocks or the graph input among its inputs (catn_*) stays NCHW;
+# with each input a kernel's output read by nothing else (cat*_in_place) the convs write their outputs into the
+# concatenation's storage and the concatenate is no kernel, else (an input twice, the graph input) it is one;
 # grouped convs (grp_*) are packed, their channel block inside one group, and between packed convs (grpc_*)
 # read and write NCHWc, with groups of 4 or 8 channels merged into groups of 16 (grpm_*: 8 and 4 groups; with
 # AlterOpLayout.merge_groups=1 they stay unmerged, same output); convs of 58 or 116 output channels pad their
@@ -45,6 +47,10 @@ for m in $(sample <"$dir/models.txt"); do
   "$mlc" run "$dir/$m.tar" --inputs "$dir/${m}_inputs.npz" --outputs "$dir/${m}_out.npz"
   /usr/bin/python3 "$here/compare_npz.py" "$dir/${m}_out.npz" "$dir/${m}_ref.npz" --tol 1e-4
   case $m in
+  cat*_in_place) ! grep -q "^// fused_concatenate" "$dir/$m.d/20_schedules.txt" ||
+    { echo "FAIL $m: the concatenate is a kernel, not done in place"; exit 1; } ;;
+  cat*) grep -q "^// fused_concatenate" "$dir/$m.d/20_schedules.txt" ||
+    { echo "FAIL $m: no concatenate kernel"; exit 1; } ;;
   c3d_temporal_form|c3d_padc_*) ;;
   c3d_*) # the direct form's register tile: the unrolled columns around the vector of output channels, so
     # each column's accumulator is a register (a vector loop outside them kept them on the stack)
