@@ -7,8 +7,9 @@
  *
  * A concatenate along an axis with only 1s before it (the channels of NCHW or NCHWc at batch 1), alone in its
  * group, is done in place where each of its inputs is written by another group, read by nothing else and no
- * graph output: the inputs are placed side by side in the concatenation's storage, allocated when the first
- * of them is written, and the group is no kernel (in_place). SqueezeNet's fire modules and Inception's blocks
+ * graph output, and each starts 64-byte aligned (kernels take their buffers so aligned): the inputs are placed
+ * side by side in the concatenation's storage, allocated when the first of them is written, and the group is
+ * no kernel (in_place). SqueezeNet's fire modules and Inception's blocks
  * copied every branch's output once more. */
 #include <string.h>
 #include "passes/graph/passes.h"
@@ -35,7 +36,7 @@ static bool concat_in_place(const FusedGroup *grp, const int *readers, const boo
     for (int j = 0; j < i; j++)
       if (n->inputs[j] == v) return false;
     int64_t nb = tt_nbytes(&v->type);
-    if (nb < 0) return false;
+    if (nb < 0 || total % 64) return false; /* each input starts 64-byte aligned, as kernels assume (align 64) */
     total += nb;
   }
   return total == tt_nbytes(&o->type); /* whole bytes: no sub-byte packing across the seams */

@@ -194,12 +194,12 @@ pool_blocked("poolc_max_s2_pad1", "MaxPool", 16, 20, 20, 3, 2, [1, 1, 1, 1])
 pool_blocked("poolc_avg_2x2", "AveragePool", 32, 14, 14, 2, 2, [0, 0, 0, 0])
 pool_blocked("poolc_avg_pad_cip", "AveragePool", 16, 11, 13, 3, 1, [1, 0, 1, 1], cip=1)
 pool_blocked("poolc_avg_prepad", "AveragePool", 32, 17, 17, 3, 1, [1, 1, 1, 1], prepad=True)
-def concat_blocked(name, chans, gpool, with_input=False, twice=True):
+def concat_blocked(name, chans, gpool, with_input=False, twice=True, hw=(12, 10)):
     """a channel Concat of packed convs' outputs (1x1 or 3x3 convs 8 -> chans[i] + bias + Relu; the first one
     twice unless not twice; the graph input too with with_input), a 3x3 stride-2 conv -> 16 that reads it, and
     a global pool: with equal blocks ConvertLayoutNCHWc concatenates NCHWc blocks, else (different blocks, or
     the graph input in it) the concatenate stays NCHW"""
-    x = rng.standard_normal((1, 8, 12, 10)).astype(np.float32)
+    x = rng.standard_normal((1, 8) + hw).astype(np.float32)
     inits, nodes, outs, refs = [], [], [], []
     for i, c in enumerate(chans):
         k = 1 if i % 2 == 0 else 3
@@ -249,6 +249,7 @@ concat_blocked("catn_mixed_blocks", [8, 16], "GlobalAveragePool")
 concat_blocked("catn_with_input", [16, 16], "GlobalAveragePool", with_input=True)
 concat_blocked("catc_in_place", [16, 32, 16], "GlobalAveragePool", twice=False)
 concat_blocked("catn_in_place", [8, 16], "GlobalMaxPool", twice=False)
+concat_blocked("catn_unaligned", [8, 16], "GlobalMaxPool", twice=False, hw=(5, 5))  # 8 x 5 x 5 floats: 800 bytes
 pool("max_s2_pad1", "MaxPool", (1, 16, 56, 56), [3, 3], [2, 2], [1, 1, 1, 1])
 pool("max_ceil_dil", "MaxPool", (2, 3, 15, 13), [3, 2], [2, 2], [1, 0, 1, 1], dil=[2, 2], ceil=1)
 pool("avg_pad_ceil", "AveragePool", (1, 5, 11, 12), [3, 3], [2, 2], [1, 1, 1, 1], ceil=1)

@@ -6,7 +6,8 @@
 # between packed convs (poolc_*) to the NCHWc form; a concatenate of packed convs' outputs in one block (catc_*)
 # concatenates NCHWc blocks, one with different blocks or the graph input among its inputs (catn_*) stays NCHW;
 # with each input a kernel's output read by nothing else (cat*_in_place) the convs write their outputs into the
-# concatenation's storage and the concatenate is no kernel, else (an input twice, the graph input) it is one;
+# concatenation's storage and the concatenate is no kernel, else (an input twice, the graph input, an input
+# that would start off a 64-byte boundary: catn_unaligned) it is one;
 # grouped convs (grp_*) are packed, their channel block inside one group, and between packed convs (grpc_*)
 # read and write NCHWc, with groups of 4 or 8 channels merged into groups of 16 (grpm_*: 8 and 4 groups; with
 # AlterOpLayout.merge_groups=1 they stay unmerged, same output); convs of 58 or 116 output channels pad their
