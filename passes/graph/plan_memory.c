@@ -9,8 +9,8 @@
  * group, is done in place where each of its inputs is written by another group, read by nothing else and no
  * graph output, and each starts 64-byte aligned (kernels take their buffers so aligned): the inputs are placed
  * side by side in the concatenation's storage, allocated when the first of them is written, and the group is
- * no kernel (in_place). SqueezeNet's fire modules and Inception's blocks
- * copied every branch's output once more. */
+ * no kernel (in_place); SqueezeNet's fire modules and Inception's blocks copied every branch's output once more.
+ * The inputs are not released by the concatenate: their bytes are the concatenation's, released with it. */
 #include <string.h>
 #include "passes/graph/passes.h"
 
