@@ -388,25 +388,13 @@ static void *shared_map(size_t n) {
   return p == MAP_FAILED ? NULL : p;
 }
 
-/* The inputs: written before the children are forked and only read by them, so a private mapping (each child
- * sees the parent's pages), on transparent huge pages as the runtime's weights are (runtime/executor.c
- * rt_alloc_buffer): a kernel that streams its weights is timed with the TLB behaviour it has in the model. */
-static void *input_map(size_t n) {
-  void *p = mmap(NULL, n ? n : 64, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) return NULL;
-#ifdef MADV_HUGEPAGE
-  if (n >= ((size_t)2 << 20)) madvise(p, n, MADV_HUGEPAGE);
-#endif
-  return p;
-}
-
 void tune_measurer_free(Measurer *m) {
   if (!m) return;
   if (m->sh) {
     sem_destroy(&m->sh->lock);
     munmap(m->sh, m->sh_size);
   }
-  if (m->inmap) munmap(m->inmap, m->inmap_size);
+  free(m->inmap);
   if (m->refmap) munmap(m->refmap, m->refmap_size);
   free(m->in);
   free(m->ref);
@@ -436,7 +424,10 @@ mlc_status tune_measurer_new(const TuneTasks *ts, const TuneTask *task, const Me
   for (int i = 0; i < m->nout; i++) m->refmap_size += round64((size_t)tt_nbytes(&g->outputs.v[i]->type)) + 64;
   int par = o->parallel < 1 ? 1 : o->parallel;
   m->sh_size = sizeof(Shared) + sizeof(Slot) * (size_t)par;
-  m->inmap = input_map(m->inmap_size);
+  /* written before the children are forked and only read by them, so private memory (each child sees the
+   * parent's pages) allocated as the runtime allocates weights (on huge pages): a kernel that streams its
+   * weights is timed with the TLB behaviour it has in the model */
+  m->inmap = rt_alloc_buffer(m->inmap_size);
   m->refmap = shared_map(m->refmap_size);
   m->sh = shared_map(m->sh_size);
   if (!m->in || !m->ref || !m->in_bytes || !m->out_bytes || !m->out_dtype || !m->inmap || !m->refmap || !m->sh) {
