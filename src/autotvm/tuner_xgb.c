@@ -1,16 +1,18 @@
 /* The model-based tuner (TVM's XGBTuner with its SimulatedAnnealingOptimizer).
  *
- * Until PLAN configs are measured it proposes random ones. Then, for each batch: an XGBoost ranking model is
- * trained on the loop features (features.c) of every measured config, labelled with its throughput relative
- * to the best (failed configs 0), together with what the session measured on the earlier tasks of the same
- * template (TuneHistory, one ranking group per task: transfer learning, as TVM's tune_tasks does; with PLAN
- * such measurements the model ranks the task's first batch already); the space is searched for the configs the model ranks highest: every
- * unvisited config when the space is small (at most EXHAUSTIVE), else simulated annealing from CHAINS
- * points (the best measured configs and random ones): each step moves every chain one knob to a random
- * choice, the model scores all moves in one prediction, a move is kept when better or with probability
- * exp((new - old) / temperature), the temperature falls linearly from 1 to 0 over STEPS steps. The batch is
- * the best unvisited configs seen, with an EPSILON share of random configs for exploration. Features are
- * computed once per config (lowering it) and cached. If the model fails the tuner falls back to random. */
+ * Until PLAN configs are measured it proposes the default config's neighbours (it with one knob changed, in
+ * random order), then random ones. Then, for each batch: an XGBoost ranking model is trained on the loop
+ * features (features.c) of every measured config, labelled with its throughput relative to the best (failed
+ * configs 0), together with what the session measured on the earlier tasks of the same template
+ * (TuneHistory, one ranking group per task: transfer learning, as TVM's tune_tasks does; with PLAN such
+ * measurements the model ranks the task's first batch already, half of it among the default's neighbours);
+ * the space is searched for the configs the model ranks highest: every unvisited config when the space is
+ * small (at most EXHAUSTIVE), else simulated annealing from CHAINS points (the best measured configs and
+ * random ones): each step moves every chain one knob to a random choice, the model scores all moves in one
+ * prediction, a move is kept when better or with probability exp((new - old) / temperature), the
+ * temperature falls linearly from 1 to 0 over STEPS steps. The batch is the best unvisited configs seen, with
+ * an EPSILON share of random configs for exploration. Features are computed once per config (lowering it)
+ * and cached. If the model fails the tuner falls back to random. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -217,11 +219,60 @@ done:
   return m;
 }
 
+/* The unvisited neighbours of the default config (it with one knob changed), at most cap. The default is the
+ * templates' heuristic choice, so the configs that beat it mostly differ from it in a knob or two (a tile
+ * size, an unroll): the first batches search there, before the task's own measurements can rank the space */
+static int default_neighbours(Tuner *t, int64_t *cand, int cap) {
+  const TopiConfigSpace *sp = &t->task->space;
+  int64_t d = t->task->default_index;
+  int nc = 0, dg[TOPI_MAX_KNOBS];
+  for (int kn = 0; d >= 0 && kn < sp->nknobs; kn++) {
+    tune_index_digits(sp, d, dg);
+    int own = dg[kn];
+    for (int c = 0; c < sp->knobs[kn].nchoices && nc < cap; c++) {
+      if (c == own) continue;
+      dg[kn] = c;
+      int64_t idx = tune_index_from_digits(sp, dg);
+      if (idx >= 0 && !tune_set_has(&t->visited, idx)) cand[nc++] = idx;
+    }
+  }
+  return nc;
+}
+
+#define NEIGHBOURS_MAX (TOPI_MAX_KNOBS * 64)
+
+/* Before there is a model: the default's neighbours in random order, then random configs */
+static int neighbour_batch(Tuner *t, int n, int64_t *out) {
+  int64_t cand[NEIGHBOURS_MAX];
+  int nc = default_neighbours(t, cand, NEIGHBOURS_MAX), k = 0;
+  while (k < n && nc > 0) {
+    int i = (int)tune_rand_below(&t->rng, nc);
+    int64_t idx = cand[i];
+    cand[i] = cand[--nc];
+    if (tune_set_add(&t->visited, idx)) out[k++] = idx;
+  }
+  if (k < n) k += tune_random_batch(t, n - k, out + k);
+  return k;
+}
+
 static int xgb_batch(Tuner *t, int n, int64_t *out) {
   XgbState *s = t->state;
   if (t->diag.status != MLC_OK) return tune_random_batch(t, n, out);
   TuneXgb *m = train(t, s);
-  if (!m) return tune_random_batch(t, n, out);
+  if (!m) return neighbour_batch(t, n, out);
+  int k = 0;
+  if (s->n < PLAN && n >= 2) { /* a model from the other tasks only: half the batch its best neighbours of the default */
+    int64_t cand[NEIGHBOURS_MAX];
+    float sc[NEIGHBOURS_MAX];
+    int nc = default_neighbours(t, cand, NEIGHBOURS_MAX);
+    Top nb = {0, n / 2, malloc(sizeof(int64_t) * (size_t)(n / 2 + 1)), malloc(sizeof(float) * (size_t)(n / 2 + 1))};
+    if (nc && nb.idx && nb.score && predict(t, s, m, nc, cand, sc) == MLC_OK)
+      for (int i = 0; i < nc; i++) top_offer(&nb, t, cand[i], sc[i]);
+    for (int i = 0; i < nb.n; i++)
+      if (tune_set_add(&t->visited, nb.idx[i])) out[k++] = nb.idx[i];
+    free(nb.idx);
+    free(nb.score);
+  }
 
   Top tp = {0, n, malloc(sizeof(int64_t) * (size_t)n), malloc(sizeof(float) * (size_t)n)};
   int64_t size = t->task->space_size;
@@ -277,7 +328,6 @@ static int xgb_batch(Tuner *t, int n, int64_t *out) {
     }
   }
   tune_xgb_free(m);
-  int k = 0;
   for (int i = 0; i < tp.n && k < n; i++) {
     if (tune_rand_unit(&t->rng) < EPSILON) continue; /* leave room for a random config */
     if (tune_set_add(&t->visited, tp.idx[i])) out[k++] = tp.idx[i];

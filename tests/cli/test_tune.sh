@@ -2,9 +2,9 @@
 # mlc tune end to end on models/cnn_small.onnx, bounded (a few trials per task): each tuner writes valid
 # records, a resumed run measures nothing twice, compiling with the records gives the untuned outputs,
 # a time budget stops the run in time, configs and a default schedule that time out are recorded without
-# stopping it, a replay of the records reproduces their best, the xgb tuner learns from earlier tasks of the
-# same template (transfer learning), shard files merge into one best record per task, and 3-D convs
-# (conv3d_packed.x86, both forms) tune and compile with their records.
+# stopping it, a replay of the records reproduces their best, the xgb tuner starts next to the default config
+# and learns from earlier tasks of the same template (transfer learning), shard files merge into one best
+# record per task, and 3-D convs (conv3d_packed.x86, both forms) tune and compile with their records.
 # usage: test_tune.sh MLC BUILD_DIR SOURCE_DIR
 set -u
 mlc=$1 dir=$2/tune src=$3
@@ -61,7 +61,15 @@ x = load("xgb.json")  # 10 trials, or fewer when the task's whole space is small
 assert 1 <= len(x) <= 10 and len({r["config"]["index"] for r in x}) == len(x), len(x)
 o = json.loads(open(d + "/xgb.out").read())
 assert o["command"] == "tune" and o["status"] == "ok" and sum(t["tuned"] for t in o["tasks"]) == 1, o
-print("ok   records of every tuner")
+# xgb without a model yet (nothing transferred): the default, then its neighbours (one knob changed), then
+# random configs once the neighbours are all visited
+t = [t for t in o["tasks"] if t["tuned"]][0]
+assert t["transferred"] == 0 and x[0]["config"]["index"] == t["default_index"], (t, x[0])
+def knobs_changed(r):
+    return sum(a != b for a, b in zip(r["config"]["entity"], x[0]["config"]["entity"]))
+near = [knobs_changed(r) == 1 for r in x[1:9]]
+assert near and near[0] and near == sorted(near, reverse=True), [r["config"]["entity"] for r in x]
+print("ok   records of every tuner; xgb's first batch: %d neighbours of the default" % sum(near))
 PY
 
 # resume: everything asked for is measured already
