@@ -226,8 +226,9 @@ static int default_neighbours(Tuner *t, int64_t *cand, int cap) {
   const TopiConfigSpace *sp = &t->task->space;
   int64_t d = t->task->default_index;
   int nc = 0, dg[TOPI_MAX_KNOBS];
-  for (int kn = 0; d >= 0 && kn < sp->nknobs; kn++) {
-    tune_index_digits(sp, d, dg);
+  if (d < 0) return 0;
+  tune_index_digits(sp, d, dg);
+  for (int kn = 0; kn < sp->nknobs; kn++) {
     int own = dg[kn];
     for (int c = 0; c < sp->knobs[kn].nchoices && nc < cap; c++) {
       if (c == own) continue;
@@ -235,6 +236,7 @@ static int default_neighbours(Tuner *t, int64_t *cand, int cap) {
       int64_t idx = tune_index_from_digits(sp, dg);
       if (idx >= 0 && !tune_set_has(&t->visited, idx)) cand[nc++] = idx;
     }
+    dg[kn] = own;
   }
   return nc;
 }
