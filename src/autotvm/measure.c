@@ -56,8 +56,8 @@ struct Measurer {
   void **ref;           /* shared: reference outputs */
   int64_t *in_bytes, *out_bytes;
   mlc_dtype *out_dtype;
-  void *inmap, *refmap; /* the inputs (private, inherited by the children), the shared reference */
-  size_t inmap_size, refmap_size;
+  void *inbuf, *refmap; /* the inputs (private, inherited by the children), the shared reference */
+  size_t inbuf_size, refmap_size;
   Shared *sh;
   size_t sh_size;
   bool have_ref;       /* the reference outputs are written */
@@ -394,7 +394,7 @@ void tune_measurer_free(Measurer *m) {
     sem_destroy(&m->sh->lock);
     munmap(m->sh, m->sh_size);
   }
-  free(m->inmap);
+  free(m->inbuf);
   if (m->refmap) munmap(m->refmap, m->refmap_size);
   free(m->in);
   free(m->ref);
@@ -420,20 +420,20 @@ mlc_status tune_measurer_new(const TuneTasks *ts, const TuneTask *task, const Me
   m->in_bytes = calloc((size_t)m->nin + 1, sizeof(int64_t));
   m->out_bytes = calloc((size_t)m->nout + 1, sizeof(int64_t));
   m->out_dtype = calloc((size_t)m->nout + 1, sizeof(mlc_dtype));
-  for (int i = 0; i < m->nin; i++) m->inmap_size += round64((size_t)tt_nbytes(&g->inputs.v[i]->type)) + 64;
+  for (int i = 0; i < m->nin; i++) m->inbuf_size += round64((size_t)tt_nbytes(&g->inputs.v[i]->type)) + 64;
   for (int i = 0; i < m->nout; i++) m->refmap_size += round64((size_t)tt_nbytes(&g->outputs.v[i]->type)) + 64;
   int par = o->parallel < 1 ? 1 : o->parallel;
   m->sh_size = sizeof(Shared) + sizeof(Slot) * (size_t)par;
   /* written before the children are forked and only read by them, so private memory (each child sees the
    * parent's pages) allocated as the runtime allocates weights (on huge pages): a kernel that streams its
    * weights is timed with the TLB behaviour it has in the model */
-  m->inmap = rt_alloc_buffer(m->inmap_size);
+  m->inbuf = rt_alloc_buffer(m->inbuf_size);
   m->refmap = shared_map(m->refmap_size);
   m->sh = shared_map(m->sh_size);
-  if (!m->in || !m->ref || !m->in_bytes || !m->out_bytes || !m->out_dtype || !m->inmap || !m->refmap || !m->sh) {
+  if (!m->in || !m->ref || !m->in_bytes || !m->out_bytes || !m->out_dtype || !m->inbuf || !m->refmap || !m->sh) {
     tune_measurer_free(m);
     return diag_set(d, MLC_ERR_INTERNAL, "tuning: cannot map %zu bytes of shared memory",
-                    m->inmap_size + m->refmap_size);
+                    m->inbuf_size + m->refmap_size);
   }
   if (sem_init(&m->sh->lock, 1, 1) != 0) {
     m->sh_size = 0;
@@ -443,7 +443,7 @@ mlc_status tune_measurer_new(const TuneTasks *ts, const TuneTask *task, const Me
     return diag_set(d, MLC_ERR_INTERNAL, "tuning: sem_init: %s", strerror(errno));
   }
   uint64_t rng = o->seed ^ 0x5eedULL;
-  char *p = m->inmap;
+  char *p = m->inbuf;
   for (int i = 0; i < m->nin; i++) {
     const Value *v = g->inputs.v[i];
     int64_t nb = tt_nbytes(&v->type);
